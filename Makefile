@@ -1,0 +1,43 @@
+# One task runner for the common commands. `make test` and `make demo` bootstrap
+# a local virtual environment from the pinned requirements first.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+test: $(STAMP) lint typecheck unit wheel-check
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(STAMP)
+	PYTHON=$(PY) sh scripts/typecheck.sh
+
+unit: $(STAMP)
+	$(PY) -m pytest
+
+wheel-check: $(STAMP)
+	$(PY) scripts/check_wheel.py
+
+schema: $(STAMP)
+	$(PY) -m hatp_journal.toolkit.schema docs/schema
+
+demo: $(STAMP)
+	@echo "The D-881 demo arrives with the Recorder (issue 5)."
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,82 @@
+"""hatp_journal.toolkit: add undo to FastMCP tools.
+
+Declare each tool with :func:`undoable`, :func:`irreversible` or :func:`read_only`,
+register its undo with :func:`compensates`, and publish everything with
+:meth:`Journal.register`. See README.md for a complete example.
+"""
+
+from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
+from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
+from hatp_journal.toolkit.durations import format_window, parse_window
+from hatp_journal.toolkit.effects import Effect, ResourceState, Tx, Undone
+from hatp_journal.toolkit.errors import (
+    DeclarationError,
+    ErrorCode,
+    JournalError,
+    KeyFileError,
+    ToolFailed,
+    UndoFailed,
+    UndoUnverified,
+)
+from hatp_journal.toolkit.journal import Invocation, Journal
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
+from hatp_journal.toolkit.store import create_store_engine
+from hatp_journal.toolkit.versions import Revision, next_revision, summarize
+from hatp_journal.toolkit.wire import (
+    META_KEY,
+    CompensateRequest,
+    Declaration,
+    EffectInfo,
+    JournalObject,
+    Money,
+    Override,
+    UndoAnswer,
+    Use,
+)
+
+__all__ = [
+    "META_KEY",
+    "CompensateRequest",
+    "Declaration",
+    "DeclarationError",
+    "Effect",
+    "EffectInfo",
+    "ErrorCode",
+    "Invocation",
+    "Journal",
+    "JournalError",
+    "JournalObject",
+    "KeyFileError",
+    "Money",
+    "Override",
+    "ResourceState",
+    "Revision",
+    "SigningKey",
+    "ToolFailed",
+    "Tx",
+    "UndoAnswer",
+    "UndoFailed",
+    "UndoUnverified",
+    "Undone",
+    "Use",
+    "VerifyKey",
+    "canonical_bytes",
+    "compensates",
+    "content_etag",
+    "create_store_engine",
+    "format_window",
+    "irreversible",
+    "next_revision",
+    "parse_window",
+    "parse_wire_time",
+    "previews",
+    "read_only",
+    "sha256_digest",
+    "summarize",
+    "undoable",
+    "utc_now",
+    "verify_answer",
+    "verify_call",
+    "wire_time",
+]

@@ -1,0 +1,99 @@
+"""What server authors' functions receive and return.
+
+A journaled tool returns an :class:`Effect`; a state reader returns a
+:class:`ResourceState`; a compensation returns an :class:`Undone`. Each function
+gets a :class:`Tx`: the store session of the current transaction, in which the
+toolkit also writes its undo records, so an effect and its undo commit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from hatp_journal.toolkit.wire import Money, Override, Use
+from pydantic import BaseModel
+from sqlmodel import Session
+
+
+@dataclass
+class Tx:
+    """The transaction a journaled function runs in.
+
+    ``session`` is a SQLModel session on the journal's engine; the toolkit
+    commits it (with its own records) after the function returns, or rolls it
+    back if the function raises. Work that must not happen unless the commit
+    does (sending mail, calling another system) goes through :meth:`after_commit`.
+    """
+
+    session: Session
+    now: datetime
+    server: str
+    tool: str = ""
+    override: Override | None = None
+    _after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the transaction has committed (never if it rolls back)."""
+        self._after_commit.append(action)
+
+    def run_after_commit(self) -> list[str]:
+        """Run the queued actions in order; return the errors of those that raised."""
+        errors: list[str] = []
+        actions, self._after_commit = self._after_commit, []
+        for action in actions:
+            try:
+                action()
+            except Exception as error:  # noqa: BLE001 - author code; the commit already stands
+                errors.append(f"{type(error).__name__}: {error}")
+        return errors
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a journaled call did, read from the server's own store (SPEC §3).
+
+    ``summary`` must be written from the stored old and new values, never from
+    the agent's arguments. ``undo`` is the compensation payload that the toolkit
+    stores behind the token. ``etag``/``before_etag`` are content tags (see
+    :func:`content_etag`) that let the toolkit recognise a resource brought back
+    to the same content and verify a compensation afterwards.
+    """
+
+    result: Any
+    summary: str
+    resource: str
+    version: str | None = None
+    before: str | None = None
+    uses: Sequence[Use] = ()
+    undo: BaseModel | Mapping[str, Any] | None = None
+    fields: Mapping[str, Any] | None = None
+    etag: str | None = None
+    before_etag: str | None = None
+    amount: Money | None = None
+
+
+@dataclass(frozen=True)
+class ResourceState:
+    """A resource as the store holds it now. ``version=None`` means it does not exist."""
+
+    version: str | None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    etag: str | None = None
+    changed_by: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        """Whether the resource exists."""
+        return self.version is not None
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What a compensation actually did: the version it left and the side effects that occurred."""
+
+    version: str | None
+    side_effects: Sequence[str] = ()
+    evidence: Sequence[str] = ()

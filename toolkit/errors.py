@@ -1,0 +1,58 @@
+"""One error hierarchy for the toolkit, mapped to the stable wire codes (SPEC §4).
+
+Tests and clients assert the ``code``, never the message text.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    """Stable error codes carried on the wire."""
+
+    UNDO_CONFLICT = "UNDO_CONFLICT"
+    UNDO_EXPIRED = "UNDO_EXPIRED"
+    UNDO_UNVERIFIED = "UNDO_UNVERIFIED"
+    UNDO_UNKNOWN_TOKEN = "UNDO_UNKNOWN_TOKEN"
+    UNDO_FAILED = "UNDO_FAILED"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
+    TOOL_FAILED = "TOOL_FAILED"
+
+
+class JournalError(Exception):
+    """Base of every error the toolkit raises at run time."""
+
+    code: ErrorCode = ErrorCode.UNDO_FAILED
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class UndoFailed(JournalError):
+    """A compensation could not run; the resource was left as it was."""
+
+    code = ErrorCode.UNDO_FAILED
+
+
+class UndoUnverified(JournalError):
+    """A compensation ran but reading the resource back did not show the prior state."""
+
+    code = ErrorCode.UNDO_UNVERIFIED
+
+
+class ToolFailed(JournalError):
+    """A journaled tool refused its input or failed; nothing was journaled."""
+
+    code = ErrorCode.TOOL_FAILED
+
+
+class DeclarationError(TypeError):
+    """A decorator or registration was misused. Raised at import/registration time."""
+
+
+class KeyFileError(ValueError):
+    """A signing key file is missing, malformed or of the wrong type."""

@@ -1,0 +1,309 @@
+"""The Journal: runs journaled calls, stores their undo, and answers check/compensate.
+
+Everything here is plain synchronous Python so it can be driven without MCP
+(see ``hatp_journal.toolkit.testing``); ``mcp.py`` puts it on a FastMCP server.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastmcp import FastMCP
+from hatp_journal.toolkit.arguments import arguments_model, validate_arguments
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal.toolkit.durations import format_window
+from hatp_journal.toolkit.effects import Effect, Tx
+from hatp_journal.toolkit.errors import DeclarationError, ToolFailed
+from hatp_journal.toolkit.server import publish
+from hatp_journal.toolkit.signing import SigningKey, call_payload
+from hatp_journal.toolkit.spec import (
+    CompensationSpec,
+    OperationSpec,
+    PreviewSpec,
+    spec_of,
+)
+from hatp_journal.toolkit.store import UndoRecord, create_store_engine, hash_token
+from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.wire import (
+    CompensateRequest,
+    Declaration,
+    EffectInfo,
+    JournalObject,
+    KeysAnswer,
+    UndoAnswer,
+    UndoDeclaration,
+    UndoInfo,
+)
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+TOKEN_PREFIX = "ctk_"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The outcome of one journaled call: what the agent sees and the journal object."""
+
+    result: Any
+    journal: JournalObject
+
+
+class Journal:
+    """Journal support for one tool server.
+
+    ``server`` names the server in receipts (e.g. ``"crm://acme"``); ``store`` is a
+    SQLAlchemy URL, a SQLite file path, or an engine shared with the server's own
+    tables, so that an effect and its undo record commit in one transaction.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        *,
+        key: SigningKey,
+        store: str | Path | Engine = "undo.db",
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.server = server
+        self.key = key
+        self.engine = store if isinstance(store, Engine) else create_store_engine(store)
+        self.clock = clock
+        self.operations: dict[str, OperationSpec] = {}
+        self.compensations: dict[str, CompensationSpec] = {}
+        self.previews: dict[str, PreviewSpec] = {}
+        self._argument_models: dict[str, type[BaseModel]] = {}
+        self._undo = UndoEngine(self)
+        self._published = False
+
+    # -- registration -------------------------------------------------------
+
+    def add(self, *functions: Callable[..., Any]) -> None:
+        """Take decorated tools, compensations and previews; check that they fit together."""
+        operations: list[OperationSpec] = []
+        for function in functions:
+            spec = spec_of(function)
+            if spec is None:
+                raise DeclarationError(
+                    f"{getattr(function, '__name__', function)!r} has no journal declaration; "
+                    "decorate it with @undoable, @irreversible, @read_only, @compensates or @previews"
+                )
+            if isinstance(spec, OperationSpec):
+                if spec.name in self.operations:
+                    raise DeclarationError(f"two tools are named {spec.name!r}; pass name=... to one")
+                self.operations[spec.name] = spec
+                self._argument_models[spec.name] = arguments_model(spec.name, spec.function, spec.tx_param)
+                operations.append(spec)
+        for function in functions:
+            spec = spec_of(function)
+            if isinstance(spec, CompensationSpec | PreviewSpec):
+                self._add_companion(spec)
+        for operation in operations:
+            if operation.kind == "compensate" and operation.name not in self.compensations:
+                raise DeclarationError(
+                    f"{operation.name} is @undoable but no compensation was registered; "
+                    f"define one with @compensates({operation.function.__name__}, state=...) "
+                    "and pass it to register() with the tool"
+                )
+
+    def _add_companion(self, spec: CompensationSpec | PreviewSpec) -> None:
+        name = spec.operation.name
+        if self.operations.get(name) is not spec.operation:
+            raise DeclarationError(
+                f"{spec.function.__name__} belongs to {name}, which was not registered; "
+                "register the tool together with it"
+            )
+        table: dict[str, Any] = self.compensations if isinstance(spec, CompensationSpec) else self.previews
+        if name in table:
+            raise DeclarationError(f"{name} already has a {type(spec).__name__}; keep one")
+        table[name] = spec
+
+    def declaration(self, name: str) -> Declaration:
+        """The ``tools/list`` declaration of a registered tool (SPEC §2)."""
+        spec = self.operations[name]
+        undo = None
+        if spec.kind == "compensate" and spec.window is not None:
+            undo = UndoDeclaration(
+                kind="compensate",
+                window=format_window(spec.window),
+                window_seconds=int(spec.window.total_seconds()),
+                via=spec.via,
+                side_effects=list(spec.side_effects),
+                cost=spec.cost,
+            )
+        elif spec.kind == "none":
+            undo = UndoDeclaration(kind="none", via=spec.via)
+        return Declaration(
+            read=spec.read,
+            undo=undo,
+            reason=spec.reason,
+            remedy=spec.remedy,
+            charges=spec.charges,
+            preview=name in self.previews,
+        )
+
+    def register(self, mcp: FastMCP, *functions: Callable[..., Any]) -> None:
+        """Add ``functions`` and publish them, with the binding tools, on ``mcp``."""
+        if self._published:
+            raise DeclarationError("register() was already called; pass every function at once")
+        self.add(*functions)
+        publish(self, mcp)
+        self._published = True
+
+    def argument_model(self, tool: str) -> type[BaseModel] | None:
+        """The pydantic model that validates ``tool``'s arguments, if it is journaled."""
+        return self._argument_models.get(tool)
+
+    # -- calls ----------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The journal's clock, in UTC."""
+        return self.clock().astimezone(UTC)
+
+    def invoke(self, tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
+        """Run a journaled tool: its effect and its undo record commit together."""
+        spec = self.operations[tool]
+        raw = dict(arguments or {})
+        values = validate_arguments(tool, self._argument_models[tool], raw)
+        now = self.now()
+        with Session(self.engine) as session:
+            tx = Tx(session=session, now=now, server=self.server, tool=tool)
+            returned = _call(spec.function, spec.tx_param, tx, **values)
+            journal, record = self._journal_for(spec, returned, now)
+            if record is not None:
+                record.arguments_digest = sha256_digest(raw)
+                session.add(record)
+            session.commit()
+        tx.run_after_commit()
+        receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))
+        result = returned.result if isinstance(returned, Effect) else returned
+        return Invocation(result, journal.model_copy(update={"receipt": receipt}))
+
+    def preview(self, tool: str, arguments: Mapping[str, Any] | None) -> EffectInfo:
+        """Dry-run a tool through its registered preview; nothing is committed."""
+        spec = self.previews.get(tool)
+        if spec is None:
+            raise ToolFailed(f"{tool} offers no preview", tool=tool)
+        values = validate_arguments(tool, self._argument_models[tool], arguments)
+        with Session(self.engine) as session:
+            tx = Tx(session=session, now=self.now(), server=self.server, tool=tool)
+            effect = _call(spec.function, spec.tx_param, tx, **values)
+            session.rollback()
+        if not isinstance(effect, Effect):
+            raise ToolFailed(f"preview of {tool} returned {type(effect).__name__}, not Effect")
+        return _effect_info(effect)
+
+    def check(self, token: str) -> UndoAnswer:
+        """Whether undo would work now; changes nothing (SPEC §4)."""
+        return self._undo.check(token)
+
+    def compensate(self, request: CompensateRequest) -> UndoAnswer:
+        """Run the stored undo if the resource is still at ``ifVersion`` (SPEC §4)."""
+        return self._undo.compensate(request)
+
+    def keys(self) -> KeysAnswer:
+        """The public keys receipts can be verified with."""
+        return KeysAnswer(server=self.server, keys=[self.key.public.wire()])
+
+    def _journal_for(
+        self, spec: OperationSpec, returned: Any, now: datetime
+    ) -> tuple[JournalObject, UndoRecord | None]:
+        effect = returned if isinstance(returned, Effect) else None
+        info = _effect_info(effect) if effect is not None else None
+        if spec.read and spec.kind is None:
+            return JournalObject(server=self.server, read=True, undo=None, effect=info), None
+        if spec.kind == "none":
+            undo = UndoInfo(kind="none", via=spec.via)
+            journal = JournalObject(
+                server=self.server,
+                read=spec.read,
+                undo=undo,
+                effect=info,
+                reason=spec.reason,
+                remedy=spec.remedy,
+            )
+            return journal, None
+        if effect is None:
+            raise ToolFailed(
+                f"{spec.name} is @undoable but returned {type(returned).__name__}; "
+                "return an Effect describing the change"
+            )
+        if effect.version is None or effect.undo is None:
+            # Without a version (or a payload) nothing can be undone safely (SPEC §3).
+            undo = UndoInfo(kind="unknown", via=spec.via)
+            reason = "the server reported no version for this effect"
+            journal = JournalObject(server=self.server, undo=undo, effect=info, reason=reason)
+            return journal, None
+        assert spec.window is not None
+        compensation = self.compensations[spec.name]
+        payload = _payload_json(compensation, effect.undo)
+        undo_by = wire_time(now + spec.window)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = UndoRecord(
+            token_hash=hash_token(token),
+            server=self.server,
+            tool=spec.name,
+            resource=effect.resource,
+            version=effect.version,
+            before=effect.before,
+            etag=effect.etag,
+            before_etag=effect.before_etag,
+            fields_json=None
+            if effect.fields is None
+            else json.dumps(to_jsonable_python(dict(effect.fields))),
+            payload_json=payload,
+            via=spec.via,
+            side_effects_json=json.dumps(list(spec.side_effects)),
+            called_at=wire_time(now),
+            undo_by=undo_by,
+            arguments_digest="",
+        )
+        undo = UndoInfo(
+            kind="compensate",
+            undo_by=undo_by,
+            via=spec.via,
+            side_effects=list(spec.side_effects),
+            cost=spec.cost,
+        )
+        journal = JournalObject(server=self.server, undo=undo, compensation_token=token, effect=info)
+        return journal, record
+
+
+def _call(function: Callable[..., Any], tx_param: str | None, tx: Tx, *args: Any, **kwargs: Any) -> Any:
+    if tx_param is not None:
+        kwargs[tx_param] = tx
+    return function(*args, **kwargs)
+
+
+def _effect_info(effect: Effect) -> EffectInfo:
+    return EffectInfo(
+        summary=effect.summary,
+        resource=effect.resource,
+        version=effect.version,
+        before=effect.before,
+        uses=list(effect.uses),
+        amount=effect.amount,
+        fields=None if effect.fields is None else dict(effect.fields),
+    )
+
+
+def _payload_json(compensation: CompensationSpec, payload: BaseModel | Mapping[str, Any]) -> str:
+    """Check now, not at undo time, that the compensation will accept the payload."""
+    data = payload.model_dump(mode="json") if isinstance(payload, BaseModel) else dict(payload)
+    if compensation.payload_type is not None:
+        try:
+            compensation.payload_type.model_validate(data)
+        except ValueError as error:
+            raise DeclarationError(
+                f"{compensation.operation.name} stored an undo payload that "
+                f"{compensation.function.__name__} can't take: {error}"
+            ) from None
+    return json.dumps(data, sort_keys=True)

@@ -1,0 +1,209 @@
+"""Putting a :class:`Journal` on a FastMCP server: tools, declarations, binding tools.
+
+Journaled tools run in a worker thread (the store is synchronous). Every
+failure becomes an *error result* that carries a stable code and its data,
+since a raised ``ToolError`` reaches the client as bare text.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from fastmcp import FastMCP
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools import ToolResult
+from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
+from hatp_journal.toolkit.errors import DeclarationError, ErrorCode, JournalError
+from hatp_journal.toolkit.spec import OperationSpec
+from hatp_journal.toolkit.wire import (
+    CHECK_TOOL,
+    COMPENSATE_TOOL,
+    KEYS_TOOL,
+    META_KEY,
+    PREVIEW_TOOL,
+    CompensateRequest,
+    ErrorBody,
+    Override,
+    UndoAnswer,
+)
+from mcp import types as mt
+from mcp.types import ToolAnnotations
+from pydantic_core import to_jsonable_python
+
+if TYPE_CHECKING:
+    from hatp_journal.toolkit.journal import Journal
+
+# The arguments exactly as the client sent them: the receipt signs their digest.
+_RAW_ARGUMENTS: ContextVar[Mapping[str, Any] | None] = ContextVar("raw_arguments", default=None)
+
+
+def publish(journal: Journal, mcp: FastMCP) -> None:
+    """Register every journaled tool of ``journal`` and the binding tools on ``mcp``."""
+    for spec in journal.operations.values():
+        mcp.tool(
+            _runner(journal, spec),
+            name=spec.name,
+            description=inspect.getdoc(spec.function),
+            annotations=hints_for(spec),
+            meta={META_KEY: journal.declaration(spec.name).wire()},
+        )
+    _publish_binding_tools(journal, mcp)
+    mcp.add_middleware(_ArgumentsFirst(journal))
+
+
+def hints_for(spec: OperationSpec) -> ToolAnnotations:
+    """Standard MCP hints consistent with the declaration (SPEC §2)."""
+    if spec.read:
+        return ToolAnnotations(
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=spec.kind is None,
+            open_world_hint=spec.open_world,
+        )
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=spec.kind != "compensate",
+        idempotent_hint=spec.idempotent,
+        open_world_hint=spec.open_world,
+    )
+
+
+def error_result(code: ErrorCode, message: str, **data: Any) -> ToolResult:
+    """An error result carrying a stable code and its data in content and ``_meta``."""
+    body = ErrorBody(code=code, message=message, data=to_jsonable_python(data)).wire()
+    return ToolResult(
+        content=f"{code.value}: {message}",
+        structured_content=body,
+        meta={META_KEY: {"error": body}},
+        is_error=True,
+    )
+
+
+def answer_result(answer: UndoAnswer) -> ToolResult:
+    """A check/compensate answer; an error result when it carries a code."""
+    body = answer.wire()
+    text = f"{answer.code.value}: {answer.message}" if answer.code else answer.message
+    return ToolResult(
+        content=text or answer.status,
+        structured_content=body,
+        meta={META_KEY: body},
+        is_error=answer.code is not None and answer.operation == "compensate",
+    )
+
+
+def _runner(journal: Journal, spec: OperationSpec) -> Callable[..., Any]:
+    async def run(**arguments: Any) -> ToolResult:
+        raw = _RAW_ARGUMENTS.get()
+        if raw is None:
+            raw = to_jsonable_python(arguments)
+        return await _in_thread(partial(_invoke, journal, spec.name, raw))
+
+    signature = inspect.signature(spec.function)
+    parameters = [p for p in signature.parameters.values() if p.name != spec.tx_param]
+    run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=parameters, return_annotation=ToolResult
+    )
+    annotations = inspect.get_annotations(spec.function, eval_str=True)
+    run.__annotations__ = {p.name: annotations.get(p.name, Any) for p in parameters}
+    run.__annotations__["return"] = ToolResult
+    run.__name__ = spec.name
+    return run
+
+
+def _invoke(journal: Journal, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+    try:
+        invocation = journal.invoke(tool, arguments)
+    except JournalError as error:
+        return error_result(error.code, error.message, tool=tool, **error.data)
+    except DeclarationError as error:
+        return error_result(ErrorCode.TOOL_FAILED, str(error), tool=tool)
+    result = to_jsonable_python(invocation.result)
+    return ToolResult(
+        content=result if result is not None else "",
+        structured_content=result if isinstance(result, dict) else None,
+        meta={META_KEY: invocation.journal.wire()},
+    )
+
+
+async def _in_thread(function: Callable[[], ToolResult]) -> ToolResult:
+    return await anyio.to_thread.run_sync(function)
+
+
+def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
+    binding = {META_KEY: {"binding": True}}
+
+    async def check(token: str) -> ToolResult:
+        """Dry-run an undo: would compensating this token work right now? Changes nothing."""
+        return answer_result(await anyio.to_thread.run_sync(journal.check, token))
+
+    async def compensate(
+        token: str,
+        ifVersion: str,
+        override: Override | None = None,
+        requestId: str | None = None,
+    ) -> ToolResult:
+        """Run the stored undo of a token if the resource is still at ifVersion."""
+        request = CompensateRequest(
+            token=token, if_version=ifVersion, override=override, request_id=requestId
+        )
+        return answer_result(await anyio.to_thread.run_sync(journal.compensate, request))
+
+    async def keys() -> ToolResult:
+        """The public keys that verify this server's receipts."""
+        body = journal.keys().wire()
+        return ToolResult(structured_content=body, meta={META_KEY: body})
+
+    async def preview(tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Dry-run a tool call and return the effect it would have (SPEC §10)."""
+        try:
+            effect = await anyio.to_thread.run_sync(journal.preview, tool, arguments)
+        except JournalError as error:
+            return error_result(error.code, error.message, tool=tool, **error.data)
+        except KeyError:
+            return error_result(ErrorCode.TOOL_FAILED, f"no journaled tool named {tool!r}")
+        body = effect.wire()
+        return ToolResult(structured_content=body, meta={META_KEY: {"preview": body}})
+
+    read = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+    mcp.tool(check, name=CHECK_TOOL, annotations=read, meta=binding)
+    mcp.tool(
+        compensate,
+        name=COMPENSATE_TOOL,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True),
+        meta=binding,
+    )
+    mcp.tool(keys, name=KEYS_TOOL, annotations=read, meta=binding)
+    if journal.previews:
+        mcp.tool(preview, name=PREVIEW_TOOL, annotations=read, meta=binding)
+
+
+class _ArgumentsFirst(Middleware):
+    """Validate a journaled tool's arguments before FastMCP does, so errors carry a code."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        name = context.message.name
+        model = self.journal.argument_model(name)
+        if model is None:
+            return await call_next(context)
+        arguments = dict(context.message.arguments or {})
+        try:
+            validate_arguments(name, model, arguments)
+        except InvalidArguments as error:
+            return error_result(error.code, error.message, tool=name, **error.data)
+        token = _RAW_ARGUMENTS.set(arguments)
+        try:
+            return await call_next(context)
+        finally:
+            _RAW_ARGUMENTS.reset(token)

@@ -1,0 +1,188 @@
+"""Ed25519 keys and receipts over RFC 8785 canonical JSON (SPEC §3, §4).
+
+A receipt signs ``{"alg", "kid", "issuedAt", "payload"}`` canonicalized with
+RFC 8785, so any verifier that canonicalizes the same way reproduces the bytes.
+Signatures prove who claimed what, not that the claim is true.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.wire import PublicKey, Receipt
+
+
+def b64url(data: bytes) -> str:
+    """Base64url without padding."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    """Inverse of :func:`b64url`; raises ``ValueError`` on bad input."""
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def key_id(public_raw: bytes) -> str:
+    """A key id derived from the public key, so a kid can't name two keys."""
+    return "ed25519-" + b64url(hashlib.sha256(public_raw).digest())[:22]
+
+
+@dataclass(frozen=True)
+class VerifyKey:
+    """A public key that checks receipts."""
+
+    kid: str
+    key: Ed25519PublicKey
+
+    @classmethod
+    def from_raw(cls, raw: bytes) -> VerifyKey:
+        """Load from the raw 32 public bytes."""
+        return cls(key_id(raw), Ed25519PublicKey.from_public_bytes(raw))
+
+    @classmethod
+    def from_wire(cls, published: PublicKey) -> VerifyKey:
+        """Load a key published by ``hatp_journal_keys``; its kid must match its bytes."""
+        key = cls.from_raw(b64url_decode(published.public_key))
+        if key.kid != published.kid:
+            raise KeyFileError(f"published kid {published.kid!r} does not match its key {key.kid}")
+        return key
+
+    def raw(self) -> bytes:
+        """The raw 32 public bytes."""
+        return self.key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+    def wire(self) -> PublicKey:
+        """The key as published on the wire."""
+        return PublicKey(kid=self.kid, public_key=b64url(self.raw()))
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A tool server's (or Recorder's, or approver's) Ed25519 private key."""
+
+    key: Ed25519PrivateKey
+
+    @classmethod
+    def generate(cls) -> SigningKey:
+        """A fresh random key."""
+        return cls(Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> SigningKey:
+        """Load a PKCS#8 PEM private key written by :meth:`save`."""
+        file = Path(path)
+        try:
+            loaded = serialization.load_pem_private_key(file.read_bytes(), password=None)
+        except FileNotFoundError as error:
+            raise KeyFileError(f"no key file at {file}; create one with `hatp-journal keygen`") from error
+        except ValueError as error:
+            raise KeyFileError(f"{file} is not a PEM private key: {error}") from error
+        if not isinstance(loaded, Ed25519PrivateKey):
+            raise KeyFileError(f"{file} holds a {type(loaded).__name__}, not an Ed25519 key")
+        return cls(loaded)
+
+    @classmethod
+    def load_or_create(cls, path: str | os.PathLike[str]) -> SigningKey:
+        """Load the key at ``path``, creating it (mode 0600) the first time."""
+        file = Path(path)
+        if not file.exists():
+            cls.generate().save(file)
+        return cls.from_file(file)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the key as PKCS#8 PEM, readable by its owner only."""
+        pem = self.key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        file = Path(path)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(pem)
+
+    @property
+    def public(self) -> VerifyKey:
+        """The matching public key."""
+        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return VerifyKey.from_raw(raw)
+
+    @property
+    def kid(self) -> str:
+        """The key id of the public key."""
+        return self.public.kid
+
+    def sign(self, payload: Any, issued_at: str) -> Receipt:
+        """Sign ``payload`` (any JSON value) and return the receipt."""
+        kid = self.kid
+        signature = self.key.sign(_signed_bytes(payload, kid, issued_at))
+        return Receipt(kid=kid, sig=b64url(signature), issued_at=issued_at)
+
+
+def _signed_bytes(payload: Any, kid: str, issued_at: str) -> bytes:
+    return canonical_bytes({"alg": "Ed25519", "kid": kid, "issuedAt": issued_at, "payload": payload})
+
+
+def verify(receipt: Receipt, payload: Any, keys: Mapping[str, VerifyKey]) -> bool:
+    """True when ``receipt`` is a valid signature over ``payload`` by one of ``keys``."""
+    key = keys.get(receipt.kid)
+    if key is None or receipt.alg != "Ed25519":
+        return False
+    try:
+        signature = b64url_decode(receipt.sig)
+        key.key.verify(signature, _signed_bytes(payload, receipt.kid, receipt.issued_at))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def call_payload(journal: Mapping[str, Any], tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """What a call receipt signs: the journal object (minus receipt), tool and argument digest."""
+    body = {k: v for k, v in journal.items() if k != "receipt"}
+    return {"journal": body, "tool": tool, "argumentsDigest": sha256_digest(dict(arguments))}
+
+
+def answer_payload(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """What an undo receipt signs: the check/compensate answer minus its receipt."""
+    return {"answer": {k: v for k, v in answer.items() if k != "receipt"}}
+
+
+def verify_call(
+    journal: Mapping[str, Any],
+    tool: str,
+    arguments: Mapping[str, Any],
+    keys: Mapping[str, VerifyKey],
+) -> bool:
+    """Check a result's journal object (as received, camelCase) against the call that made it."""
+    raw = journal.get("receipt")
+    if not isinstance(raw, Mapping):
+        return False
+    try:
+        receipt = Receipt.model_validate(raw)
+    except ValueError:
+        return False
+    return verify(receipt, call_payload(journal, tool, arguments), keys)
+
+
+def verify_answer(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> bool:
+    """Check a check/compensate answer (as received, camelCase) against its receipt."""
+    raw = answer.get("receipt")
+    if not isinstance(raw, Mapping):
+        return False
+    try:
+        receipt = Receipt.model_validate(raw)
+    except ValueError:
+        return False
+    return verify(receipt, answer_payload(answer), keys)

@@ -1,0 +1,335 @@
+"""Decorators that declare an operation's undo terms (SPEC §2) and register its undo.
+
+Each decorator attaches a frozen spec to the function and returns the function
+itself, so it stays a plain callable in tests. Misuse fails here, at decoration
+time, with a message that shows the fix.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, TypeVar, get_type_hints
+
+from hatp_journal.toolkit.durations import parse_window
+from hatp_journal.toolkit.effects import Tx
+from hatp_journal.toolkit.errors import DeclarationError
+from hatp_journal.toolkit.wire import Money, Via
+from pydantic import BaseModel
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SPEC_ATTR = "__hatp_journal__"
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """The declaration of one journaled tool."""
+
+    name: str
+    function: Callable[..., Any]
+    kind: Literal["compensate", "none"] | None
+    read: bool = False
+    window: timedelta | None = None
+    via: Via = "api"
+    side_effects: tuple[str, ...] = ()
+    cost: Money | None = None
+    reason: str | None = None
+    remedy: str | None = None
+    charges: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    tx_param: str | None = None
+
+
+@dataclass(frozen=True)
+class CompensationSpec:
+    """A compensation registered for an operation, with the reader of its resource's state."""
+
+    operation: OperationSpec
+    function: Callable[..., Any]
+    state: Callable[..., Any]
+    payload_type: type[BaseModel] | None
+    tx_param: str | None
+
+
+@dataclass(frozen=True)
+class PreviewSpec:
+    """A dry run of an operation that returns the effect the real call would (SPEC §10)."""
+
+    operation: OperationSpec
+    function: Callable[..., Any]
+    tx_param: str | None
+
+
+AnySpec = OperationSpec | CompensationSpec | PreviewSpec
+
+
+def spec_of(function: Callable[..., Any]) -> AnySpec | None:
+    """The spec a decorator attached to ``function``, if any."""
+    found = getattr(function, SPEC_ATTR, None)
+    return found if isinstance(found, OperationSpec | CompensationSpec | PreviewSpec) else None
+
+
+def undoable(
+    *,
+    window: str | int | timedelta,
+    via: Via = "api",
+    side_effects: Iterable[str] = (),
+    cost: Money | Mapping[str, str] | None = None,
+    charges: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    name: str | None = None,
+) -> Callable[[F], F]:
+    """Declare a tool whose effect a registered compensation can undo within ``window``.
+
+    Example::
+
+        @undoable(window="P7D")
+        def update_deal(deal_id: str, stage: str, tx: Tx) -> Effect: ...
+    """
+    try:
+        parsed = parse_window(window)
+    except ValueError as error:
+        raise DeclarationError(f"@undoable(window={window!r}): {error}") from None
+    effects = _side_effects(side_effects, "@undoable")
+
+    def attach(function: F) -> F:
+        spec = OperationSpec(
+            name=name or function.__name__,
+            function=function,
+            kind="compensate",
+            window=parsed,
+            via=via,
+            side_effects=effects,
+            cost=_money(cost, function),
+            charges=charges,
+            idempotent=idempotent,
+            open_world=open_world,
+            tx_param=_tx_param(function, "@undoable"),
+        )
+        return _attach(function, spec, "@undoable")
+
+    return attach
+
+
+def irreversible(
+    *,
+    reason: str,
+    remedy: str | None = None,
+    charges: bool = False,
+    read: bool = False,
+    open_world: bool = True,
+    name: str | None = None,
+) -> Callable[[F], F]:
+    """Declare a tool whose effect cannot be undone, saying why (SPEC §2).
+
+    ``remedy`` is suggested to the human in every plan; it is never performed by itself.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise DeclarationError(
+            "@irreversible needs a reason a person can read, "
+            'e.g. @irreversible(reason="delivered to external recipients")'
+        )
+
+    def attach(function: F) -> F:
+        spec = OperationSpec(
+            name=name or function.__name__,
+            function=function,
+            kind="none",
+            read=read,
+            reason=reason,
+            remedy=remedy,
+            charges=charges,
+            open_world=open_world,
+            tx_param=_tx_param(function, "@irreversible"),
+        )
+        return _attach(function, spec, "@irreversible")
+
+    return attach
+
+
+def read_only(*, name: str | None = None, open_world: bool = False) -> Callable[[F], F]:
+    """Declare a tool that only reads and changes nothing."""
+
+    def attach(function: F) -> F:
+        spec = OperationSpec(
+            name=name or function.__name__,
+            function=function,
+            kind=None,
+            read=True,
+            idempotent=True,
+            open_world=open_world,
+            tx_param=_tx_param(function, "@read_only"),
+        )
+        return _attach(function, spec, "@read_only")
+
+    return attach
+
+
+def compensates(operation: Callable[..., Any], *, state: Callable[..., Any]) -> Callable[[F], F]:
+    """Register the decorated function as the undo of ``operation``.
+
+    The compensation is called as ``compensation(payload, tx)`` with the payload
+    the tool's :class:`Effect` stored, and returns :class:`Undone`. ``state`` is
+    called as ``state(resource, tx)`` and returns the :class:`ResourceState` the
+    toolkit compares with ``ifVersion`` before, and with ``effect.before`` after.
+    """
+    target = spec_of(operation)
+    if not isinstance(target, OperationSpec):
+        raise DeclarationError(
+            f"@compensates({_name(operation)}): decorate {_name(operation)} with @undoable(window=...) first"
+        )
+    if target.kind != "compensate":
+        raise DeclarationError(
+            f"@compensates({target.name}): {target.name} is declared "
+            f"{'read-only' if target.read else 'irreversible'}; only @undoable operations "
+            "take a compensation"
+        )
+    _check_arity(state, 1, f"state reader for {target.name}", "def state(resource: str, tx: Tx)")
+
+    def attach(function: F) -> F:
+        _check_arity(
+            function,
+            1,
+            f"compensation {_name(function)}",
+            "def undo(payload: MyPayload, tx: Tx) -> Undone",
+        )
+        spec = CompensationSpec(
+            operation=target,
+            function=function,
+            state=state,
+            payload_type=_payload_type(function),
+            tx_param=_tx_param(function, "@compensates"),
+        )
+        return _attach(function, spec, "@compensates")
+
+    return attach
+
+
+def previews(operation: Callable[..., Any]) -> Callable[[F], F]:
+    """Register a dry run of ``operation``: same parameters, returns the :class:`Effect`."""
+    target = spec_of(operation)
+    if not isinstance(target, OperationSpec) or target.read:
+        raise DeclarationError(
+            f"@previews({_name(operation)}): previews are for @undoable or @irreversible tools"
+        )
+
+    def attach(function: F) -> F:
+        ours = _params(function, exclude_tx=True)
+        theirs = _params(target.function, exclude_tx=True)
+        if ours != theirs:
+            raise DeclarationError(
+                f"preview {_name(function)} must take the same parameters as {target.name}: "
+                f"({', '.join(theirs)}), not ({', '.join(ours)})"
+            )
+        spec = PreviewSpec(target, function, _tx_param(function, "@previews"))
+        return _attach(function, spec, "@previews")
+
+    return attach
+
+
+def _attach(function: F, spec: AnySpec, decorator: str) -> F:
+    if inspect.iscoroutinefunction(function):
+        raise DeclarationError(
+            f"{decorator} on {_name(function)}: journaled functions are plain (sync) functions; "
+            "the toolkit runs them in a worker thread inside a store transaction. "
+            "Remove 'async' and use blocking calls."
+        )
+    existing = spec_of(function)
+    if existing is not None:
+        raise DeclarationError(
+            f"{decorator} on {_name(function)}: it is already declared by "
+            f"{_decorator_of(existing)}; keep one declaration per function"
+        )
+    setattr(function, SPEC_ATTR, spec)
+    return function
+
+
+def _decorator_of(spec: AnySpec) -> str:
+    if isinstance(spec, CompensationSpec):
+        return "@compensates"
+    if isinstance(spec, PreviewSpec):
+        return "@previews"
+    if spec.read and spec.kind is None:
+        return "@read_only"
+    return "@undoable" if spec.kind == "compensate" else "@irreversible"
+
+
+def _name(function: Callable[..., Any]) -> str:
+    return getattr(function, "__name__", repr(function))
+
+
+def _side_effects(values: Iterable[str], decorator: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise DeclarationError(
+            f'{decorator}(side_effects=...) takes a list of sentences, e.g. side_effects=["{values}"]'
+        )
+    return tuple(values)
+
+
+def _money(cost: Money | Mapping[str, str] | None, function: Callable[..., Any]) -> Money | None:
+    if cost is None or isinstance(cost, Money):
+        return cost
+    try:
+        return Money.model_validate(dict(cost))
+    except ValueError as error:
+        raise DeclarationError(
+            f"@undoable on {_name(function)}: cost must look like "
+            f'{{"amount": "2.50", "currency": "USD"}}: {error}'
+        ) from None
+
+
+def _hints(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return get_type_hints(function)
+    except (NameError, TypeError):
+        return dict(getattr(function, "__annotations__", {}))
+
+
+def _tx_param(function: Callable[..., Any], decorator: str) -> str | None:
+    hints = _hints(function)
+    names = [name for name, hint in hints.items() if hint is Tx and name != "return"]
+    if len(names) > 1:
+        raise DeclarationError(f"{decorator} on {_name(function)}: take at most one Tx parameter")
+    return names[0] if names else None
+
+
+def _params(function: Callable[..., Any], *, exclude_tx: bool) -> list[str]:
+    tx = _tx_param(function, "") if exclude_tx else None
+    return [p for p in inspect.signature(function).parameters if p != tx]
+
+
+def _check_arity(function: Callable[..., Any], positional: int, what: str, shape: str) -> None:
+    """The function must accept ``positional`` arguments (plus an optional Tx) and need no more."""
+    if not callable(function):
+        raise DeclarationError(f"{what} must be a function shaped like {shape}")
+    tx = _tx_param(function, "")
+    parameters = [p for p in inspect.signature(function).parameters.values() if p.name != tx]
+    takes_positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    required = [
+        p for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if (len(takes_positional) < positional and not varargs) or len(required) > positional:
+        raise DeclarationError(
+            f"{what} can't take the stored payload: its signature is "
+            f"{_name(function)}{inspect.signature(function)}; shape it like {shape}"
+        )
+
+
+def _payload_type(function: Callable[..., Any]) -> type[BaseModel] | None:
+    """The pydantic model the compensation's first parameter expects, if it names one."""
+    first = next(iter(inspect.signature(function).parameters))
+    hint = _hints(function).get(first)
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return hint
+    if hint in (None, Any, dict) or getattr(hint, "__origin__", None) in (dict, Mapping):
+        return None
+    raise DeclarationError(
+        f"compensation {_name(function)} can't take the stored payload: its first parameter "
+        f"is annotated {hint!r}; annotate it with a pydantic model or dict[str, Any]"
+    )

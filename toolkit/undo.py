@@ -1,0 +1,278 @@
+"""check and compensate (SPEC §4): the rules that make undo safe under retries and crashes.
+
+- The token is looked up before ``ifVersion`` is checked.
+- Every compensate answer (a conflict too) is stored in the same transaction as
+  the undo's effect, so a retry of the same request gets the same answer back.
+- A compensation that raises, or whose result can't be verified, is rolled back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
+from hatp_journal.toolkit.errors import ErrorCode, JournalError
+from hatp_journal.toolkit.signing import answer_payload
+from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
+from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
+from pydantic_core import to_jsonable_python
+from sqlalchemy import update
+from sqlmodel import Session, col
+
+if TYPE_CHECKING:
+    from hatp_journal.toolkit.journal import Journal
+
+
+class UndoEngine:
+    """Answers ``check`` and ``compensate`` for one :class:`Journal`."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    # -- check ------------------------------------------------------------------
+
+    def check(self, token: str) -> UndoAnswer:
+        """A dry run: the answer ``compensate`` would give now, with nothing changed."""
+        now = self.journal.now()
+        with Session(self.journal.engine) as session:
+            record = session.get(UndoRecord, hash_token(token))
+            if record is None:
+                return self._sign(_unknown(self.journal.server, "check", token, now))
+            if record.done_answer_json is not None:
+                done = UndoAnswer.model_validate_json(record.done_answer_json)
+                answer = self._answer(record, "check", "done", now, version_left=done.version_left)
+                return self._sign(answer.model_copy(update={"message": "already compensated"}))
+            if _expired(record, now):
+                return self._sign(_expired_answer(self._answer(record, "check", "expired", now)))
+            tx = Tx(session=session, now=now, server=self.journal.server, tool=record.tool)
+            state = self._state(record, tx)
+            if not _matches(record, record.version, state):
+                answer = _conflict(self._answer(record, "check", "conflict", now), record, state)
+            else:
+                answer = self._answer(record, "check", "ok", now, version_found=state.version)
+            session.rollback()  # a dry run: whatever the state reader touched is dropped
+        return self._sign(answer)
+
+    # -- compensate ---------------------------------------------------------------
+
+    def compensate(self, request: CompensateRequest) -> UndoAnswer:
+        """Run the stored undo once, only over the version the caller expects."""
+        now = self.journal.now()
+        token_hash = hash_token(request.token)
+        with Session(self.journal.engine) as session:
+            record = session.get(UndoRecord, token_hash)
+            if record is None:
+                return self._sign(_unknown(self.journal.server, "compensate", request.token, now))
+            if record.done_answer_json is not None:
+                return UndoAnswer.model_validate_json(record.done_answer_json)
+            request_key = _request_key(request)
+            attempt = session.get(UndoAttempt, (token_hash, request_key))
+            if attempt is not None:
+                return UndoAnswer.model_validate_json(attempt.answer_json)
+            answer, done_tx = self._attempt(session, record, request, now)
+            answer_json = answer.model_dump_json(by_alias=True, exclude_none=True)
+            if answer.status == "done":
+                # Conditional write: if another process finished first, we lose and roll back.
+                claimed = session.execute(
+                    update(UndoRecord)
+                    .where(col(UndoRecord.token_hash) == token_hash)
+                    .where(col(UndoRecord.done_answer_json).is_(None))
+                    .values(done_answer_json=answer_json)
+                )
+                if claimed.rowcount != 1:  # type: ignore[attr-defined]
+                    session.rollback()
+                    return self.compensate(request)
+            session.add(
+                UndoAttempt(
+                    token_hash=token_hash,
+                    request_key=request_key,
+                    answer_json=answer_json,
+                    at=answer.at,
+                )
+            )
+            session.commit()
+        if done_tx is not None:
+            done_tx.run_after_commit()
+        return answer
+
+    def _attempt(
+        self, session: Session, record: UndoRecord, request: CompensateRequest, now: datetime
+    ) -> tuple[UndoAnswer, Tx | None]:
+        """Decide and (if allowed) run one compensate request inside ``session``."""
+        base = self._answer(record, "compensate", "ok", now)
+        base = base.model_copy(update={"version_expected": request.if_version, "override": request.override})
+        if _expired(record, now):
+            return self._sign(_expired_answer(base.model_copy(update={"status": "expired"}))), None
+        tx = Tx(
+            session=session,
+            now=now,
+            server=self.journal.server,
+            tool=record.tool,
+            override=request.override,
+        )
+        state = self._state(record, tx)
+        base = base.model_copy(update={"version_found": state.version})
+        if not _matches(record, request.if_version, state) and request.override is None:
+            return self._sign(_conflict(base.model_copy(update={"status": "conflict"}), record, state)), None
+        compensation = self.journal.compensations[record.tool]
+        payload: Any = json.loads(record.payload_json)
+        if compensation.payload_type is not None:
+            payload = compensation.payload_type.model_validate(payload)
+        savepoint = session.begin_nested()
+        try:
+            kwargs = {compensation.tx_param: tx} if compensation.tx_param else {}
+            undone = compensation.function(payload, **kwargs)
+            if not isinstance(undone, Undone):
+                raise TypeError(
+                    f"compensation for {record.tool} returned {type(undone).__name__}, not Undone"
+                )
+            session.flush()
+            problem = None if request.override else _unverified(record, self._state(record, tx))
+        except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
+            savepoint.rollback()
+            reason = error.message if isinstance(error, JournalError) else f"{type(error).__name__}: {error}"
+            code = error.code if isinstance(error, JournalError) else ErrorCode.UNDO_FAILED
+            status: UndoStatus = "unverified" if code is ErrorCode.UNDO_UNVERIFIED else "failed"
+            failed = base.model_copy(update={"status": status, "code": code, "message": reason})
+            return self._sign(failed), None
+        if problem is not None:
+            savepoint.rollback()
+            unverified = base.model_copy(
+                update={
+                    "status": "unverified",
+                    "code": ErrorCode.UNDO_UNVERIFIED,
+                    "message": problem,
+                    "evidence": list(undone.evidence),
+                }
+            )
+            return self._sign(unverified), None
+        savepoint.commit()
+        done = base.model_copy(
+            update={
+                "status": "done",
+                "version_left": undone.version,
+                "side_effects": list(undone.side_effects),
+                "evidence": list(undone.evidence),
+                "message": "compensated" + (" over a conflict by override" if request.override else ""),
+            }
+        )
+        return self._sign(done), tx
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _state(self, record: UndoRecord, tx: Tx) -> ResourceState:
+        compensation = self.journal.compensations[record.tool]
+        state = compensation.state(record.resource, tx)
+        if not isinstance(state, ResourceState):
+            raise TypeError(f"state reader for {record.tool} returned {type(state).__name__}")
+        return state
+
+    def _answer(
+        self,
+        record: UndoRecord,
+        operation: str,
+        status: UndoStatus,
+        now: datetime,
+        **extra: Any,
+    ) -> UndoAnswer:
+        return UndoAnswer(
+            server=self.journal.server,
+            operation="check" if operation == "check" else "compensate",
+            status=status,
+            token_digest=record.token_hash,
+            tool=record.tool,
+            resource=record.resource,
+            undo_by=record.undo_by,
+            version_expected=record.version,
+            side_effects=json.loads(record.side_effects_json) if operation == "check" else [],
+            at=wire_time(now),
+            **extra,
+        )
+
+    def _sign(self, answer: UndoAnswer) -> UndoAnswer:
+        receipt = self.journal.key.sign(answer_payload(answer.wire()), answer.at)
+        return answer.model_copy(update={"receipt": receipt})
+
+
+def _unknown(server: str, operation: str, token: str, now: datetime) -> UndoAnswer:
+    return UndoAnswer(
+        server=server,
+        operation="check" if operation == "check" else "compensate",
+        status="unknown_token",
+        code=ErrorCode.UNDO_UNKNOWN_TOKEN,
+        message="no undo is stored under this token on this server",
+        token_digest=hash_token(token),
+        at=wire_time(now),
+    )
+
+
+def _expired(record: UndoRecord, now: datetime) -> bool:
+    return wire_time(now) > record.undo_by
+
+
+def _expired_answer(answer: UndoAnswer) -> UndoAnswer:
+    return answer.model_copy(
+        update={
+            "code": ErrorCode.UNDO_EXPIRED,
+            "message": f"the undo window closed at {answer.undo_by}",
+        }
+    )
+
+
+def _matches(record: UndoRecord, if_version: str, state: ResourceState) -> bool:
+    """Still at the expected version, or back at the same content (an ETag match)."""
+    if state.version is not None and state.version == if_version:
+        return True
+    return (
+        if_version == record.version
+        and record.etag is not None
+        and state.etag is not None
+        and state.etag == record.etag
+    )
+
+
+def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> UndoAnswer:
+    left: Mapping[str, Any] = json.loads(record.fields_json) if record.fields_json else {}
+    now_fields = to_jsonable_python(dict(state.fields))
+    changes = [
+        FieldChange(field=name, expected=left.get(name), now=now_fields.get(name))
+        for name in sorted(set(left) | set(now_fields))
+        if left.get(name) != now_fields.get(name)
+    ]
+    if not state.exists:
+        message = "the resource no longer exists"
+    else:
+        said = ", ".join(f"{c.field} is now {c.now}" for c in changes) or "it changed"
+        message = f"{said} ({state.version})"
+        if state.changed_by:
+            message += f", changed by {state.changed_by}"
+    return answer.model_copy(
+        update={
+            "code": ErrorCode.UNDO_CONFLICT,
+            "message": message,
+            "version_found": state.version,
+            "changed_by": state.changed_by,
+            "changes": changes,
+        }
+    )
+
+
+def _unverified(record: UndoRecord, after: ResourceState) -> str | None:
+    """Why the state after the undo is not the state before the call, or None if it is."""
+    if record.before is None:
+        return None if not after.exists else "the created resource still exists after the undo"
+    if record.before_etag is not None and after.etag != record.before_etag:
+        return "after the undo the resource does not match its state before the call"
+    return None
+
+
+def _request_key(request: CompensateRequest) -> str:
+    override = request.override.wire() if request.override else None
+    return sha256_digest(
+        {"ifVersion": request.if_version, "override": override, "requestId": request.request_id}
+    )

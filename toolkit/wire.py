@@ -1,0 +1,216 @@
+"""The wire format (SPEC §2–§4) as pydantic models with camelCase aliases.
+
+The JSON Schema of each top-level model is published under ``docs/schema/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from hatp_journal.toolkit.errors import ErrorCode
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+META_KEY = "hatp/journal"
+"""The ``_meta`` key under which declarations and journal objects travel."""
+
+PROTOCOL = "hatp-journal/0.3"
+
+CHECK_TOOL = "hatp_journal_check"
+COMPENSATE_TOOL = "hatp_journal_compensate"
+KEYS_TOOL = "hatp_journal_keys"
+PREVIEW_TOOL = "hatp_journal_preview"
+BINDING_TOOLS = (CHECK_TOOL, COMPENSATE_TOOL, KEYS_TOOL, PREVIEW_TOOL)
+"""Tools only the Recorder calls; their names are part of the protocol."""
+
+UndoKind = Literal["compensate", "none", "unknown"]
+Via = Literal["api", "ui"]
+
+
+class WireModel(BaseModel):
+    """Base: camelCase on the wire, snake_case in Python; unknown fields refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON object as sent: camelCase keys, no ``None`` fields."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Money(WireModel):
+    """An amount of money as a decimal string, e.g. ``{"amount": "2.50", "currency": "USD"}``."""
+
+    amount: str = Field(pattern=r"^\d+(\.\d+)?$")
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+
+
+class UndoDeclaration(WireModel):
+    """How an operation can be undone, declared before any call."""
+
+    kind: Literal["compensate", "none"]
+    window: str | None = Field(default=None, description="ISO-8601 duration, e.g. P7D")
+    window_seconds: int | None = None
+    via: Via = "api"
+    side_effects: list[str] = Field(default_factory=list)
+    cost: Money | None = None
+
+
+class Declaration(WireModel):
+    """``tools/list`` entry ``_meta["hatp/journal"]`` of a journal-aware tool (SPEC §2)."""
+
+    protocol: str = PROTOCOL
+    read: bool = False
+    undo: UndoDeclaration | None = None
+    reason: str | None = None
+    remedy: str | None = None
+    charges: bool = False
+    preview: bool = False
+
+
+class Use(WireModel):
+    """A resource (at a version) that a call read or relied on."""
+
+    resource: str
+    version: str | None = None
+
+
+class EffectInfo(WireModel):
+    """What a call changed, written by the server from its store (SPEC §3)."""
+
+    summary: str
+    resource: str
+    version: str | None = None
+    before: str | None = None
+    uses: list[Use] = Field(default_factory=list)
+    amount: Money | None = None
+    fields: dict[str, Any] | None = Field(
+        default=None, description="Field values the call left (for previews and comparisons)"
+    )
+
+
+class UndoInfo(WireModel):
+    """The undo terms of one call."""
+
+    kind: UndoKind
+    undo_by: str | None = None
+    via: Via = "api"
+    side_effects: list[str] = Field(default_factory=list)
+    cost: Money | None = None
+
+
+class Receipt(WireModel):
+    """An Ed25519 signature over RFC 8785 canonical JSON (see ``signing``)."""
+
+    alg: Literal["Ed25519"] = "Ed25519"
+    kid: str
+    sig: str
+    issued_at: str
+
+
+class JournalObject(WireModel):
+    """``_meta["hatp/journal"]`` of a journal-aware tool result (SPEC §3)."""
+
+    protocol: str = PROTOCOL
+    server: str
+    read: bool = False
+    undo: UndoInfo
+    compensation_token: str | None = None
+    effect: EffectInfo | None = None
+    reason: str | None = None
+    remedy: str | None = None
+    receipt: Receipt | None = None
+
+
+class Override(WireModel):
+    """A human's explicit choice to undo over a conflict, carrying the approval that chose it."""
+
+    approval: str = Field(min_length=1, description="Reference to the signed approval")
+    by: str = Field(min_length=1, description="Who chose to override")
+
+
+class CheckRequest(WireModel):
+    """Arguments of ``hatp_journal_check``: a dry run that changes nothing."""
+
+    token: str = Field(min_length=1)
+
+
+class CompensateRequest(WireModel):
+    """Arguments of ``hatp_journal_compensate``."""
+
+    token: str = Field(min_length=1)
+    if_version: str = Field(min_length=1)
+    override: Override | None = None
+    request_id: str | None = Field(
+        default=None, description="Distinguishes a new attempt from a retry of an earlier one"
+    )
+
+
+class FieldChange(WireModel):
+    """One field that differs from what the call left behind."""
+
+    field: str
+    expected: Any = None
+    now: Any = None
+
+
+CheckStatus = Literal["ok", "conflict", "expired", "done", "unknown_token"]
+UndoStatus = Literal["ok", "conflict", "expired", "done", "unknown_token", "failed", "unverified"]
+
+
+class UndoAnswer(WireModel):
+    """The signed answer of ``check`` and ``compensate``: an undo receipt (SPEC §4)."""
+
+    protocol: str = PROTOCOL
+    server: str
+    operation: Literal["check", "compensate"]
+    status: UndoStatus
+    code: ErrorCode | None = None
+    message: str = ""
+    token_digest: str
+    tool: str | None = None
+    resource: str | None = None
+    undo_by: str | None = None
+    version_expected: str | None = None
+    version_found: str | None = None
+    version_left: str | None = None
+    changed_by: str | None = None
+    changes: list[FieldChange] = Field(default_factory=list)
+    side_effects: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+    override: Override | None = None
+    at: str
+    receipt: Receipt | None = None
+
+
+class PublicKey(WireModel):
+    """One of a server's receipt-signing keys."""
+
+    kid: str
+    alg: Literal["Ed25519"] = "Ed25519"
+    public_key: str = Field(description="Raw 32-byte Ed25519 public key, base64url, no padding")
+
+
+class KeysAnswer(WireModel):
+    """Answer of ``hatp_journal_keys``."""
+
+    server: str
+    keys: list[PublicKey]
+
+
+class ErrorBody(WireModel):
+    """Structured content of an error result: a stable code and the data behind it."""
+
+    code: ErrorCode
+    message: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+SCHEMA_MODELS: dict[str, type[WireModel]] = {
+    "declaration": Declaration,
+    "journal-object": JournalObject,
+    "check-request": CheckRequest,
+    "compensate-request": CompensateRequest,
+    "undo-answer": UndoAnswer,
+    "keys-answer": KeysAnswer,
+    "error": ErrorBody,
+}
