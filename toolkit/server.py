@@ -26,6 +26,7 @@ from hatp_journal.toolkit.wire import (
     KEYS_TOOL,
     META_KEY,
     PREVIEW_TOOL,
+    CheckRequest,
     CompensateRequest,
     ErrorBody,
     Override,
@@ -33,6 +34,7 @@ from hatp_journal.toolkit.wire import (
 )
 from mcp import types as mt
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 if TYPE_CHECKING:
@@ -182,6 +184,12 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
         mcp.tool(preview, name=PREVIEW_TOOL, annotations=read, meta=binding)
 
 
+_BINDING_REQUESTS: dict[str, type[BaseModel]] = {
+    CHECK_TOOL: CheckRequest,
+    COMPENSATE_TOOL: CompensateRequest,
+}
+
+
 class _ArgumentsFirst(Middleware):
     """Validate a journaled tool's arguments before FastMCP does, so errors carry a code."""
 
@@ -194,7 +202,7 @@ class _ArgumentsFirst(Middleware):
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
         name = context.message.name
-        model = self.journal.argument_model(name)
+        model = self.journal.argument_model(name) or _BINDING_REQUESTS.get(name)
         if model is None:
             return await call_next(context)
         arguments = dict(context.message.arguments or {})

@@ -113,7 +113,7 @@ class JournalObject(WireModel):
     protocol: str = PROTOCOL
     server: str
     read: bool = False
-    undo: UndoInfo
+    undo: UndoInfo | None = None
     compensation_token: str | None = None
     effect: EffectInfo | None = None
     reason: str | None = None

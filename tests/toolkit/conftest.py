@@ -1,0 +1,50 @@
+"""Fixtures: the example server, reached by a real MCP client in memory or over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import example_server  # noqa: E402
+
+from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey  # noqa: E402
+from hatp_journal.toolkit.wire import KeysAnswer  # noqa: E402
+
+EXAMPLE = Path(__file__).parent / "example_server.py"
+
+
+@pytest.fixture(params=["memory", "stdio"])
+async def client(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Client[Any]]:
+    """A real MCP client connected to the example server in memory or over stdio."""
+    key_path = tmp_path / "server.key"
+    SigningKey.generate().save(key_path)
+    db = tmp_path / "example.db"
+    if request.param == "memory":
+        mcp, _ = example_server.build(db, SigningKey.from_file(key_path))
+        connection: Client[Any] = Client(mcp)
+    else:
+        transport = StdioTransport(
+            sys.executable,
+            [str(EXAMPLE), "--db", str(db), "--key", str(key_path)],
+            env=dict(os.environ),
+            cwd=str(tmp_path),
+        )
+        connection = Client(transport)
+    async with connection:
+        yield connection
+
+
+async def published_keys(client: Client[Any]) -> dict[str, VerifyKey]:
+    """The server's keys as ``hatp_journal_keys`` publishes them."""
+    result = await client.call_tool_mcp("hatp_journal_keys", {})
+    answer = KeysAnswer.model_validate(result.meta[META_KEY] if result.meta else {})
+    return {key.kid: VerifyKey.from_wire(key) for key in answer.keys}

@@ -1,0 +1,172 @@
+"""Undo never lands on newer work, never after its window, and never twice."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import example_server
+import pytest
+from fastmcp import Client
+
+from hatp_journal.toolkit import META_KEY, Journal, SigningKey
+from hatp_journal.toolkit.testing import FakeClock
+
+pytestmark = pytest.mark.anyio
+
+
+class Deals:
+    """The example server in memory, with its clock and journal at hand."""
+
+    def __init__(self, client: Client[Any], journal: Journal, clock: FakeClock) -> None:
+        self.client, self.journal, self.clock = client, journal, clock
+
+    async def call(self, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
+        result = await self.client.call_tool_mcp(tool, arguments)
+        assert result.meta is not None
+        return bool(result.is_error), result.meta[META_KEY]
+
+    async def set_stage(self, stage: str) -> dict[str, Any]:
+        _, journal = await self.call("set_stage", deal_id="D-881", stage=stage)
+        return journal
+
+    async def undo(self, journal: dict[str, Any], **extra: Any) -> tuple[bool, dict[str, Any]]:
+        if_version = extra.pop("ifVersion", journal["effect"]["version"])
+        return await self.call(
+            "hatp_journal_compensate",
+            token=journal["compensationToken"],
+            ifVersion=if_version,
+            **extra,
+        )
+
+    async def stage(self) -> tuple[str, str]:
+        result = await self.client.call_tool_mcp("get_deal", {"deal_id": "D-881"})
+        assert result.structured_content is not None
+        return result.structured_content["stage"], result.structured_content["version"]
+
+
+@pytest.fixture
+async def deals(tmp_path: Path) -> AsyncIterator[Deals]:
+    clock = FakeClock()
+    mcp, journal = example_server.build(tmp_path / "deals.db", SigningKey.generate(), clock)
+    async with Client(mcp) as client:
+        yield Deals(client, journal, clock)
+
+
+async def test_undo_of_a_deal_changed_since_reports_conflict_with_what_changed_and_changes_nothing(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won")
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+
+    _, check = await deals.call("hatp_journal_check", token=won["compensationToken"])
+    failed, answer = await deals.undo(won)
+
+    assert check["status"] == "conflict"
+    assert failed
+    assert answer["code"] == "UNDO_CONFLICT"
+    assert answer["versionFound"] == "v14"
+    assert answer["changedBy"] == "eve@acme.com"
+    assert answer["changes"] == [{"field": "stage", "expected": "Won", "now": "Negotiation"}]
+    assert await deals.stage() == ("Negotiation", "v14")
+
+
+async def test_an_override_carrying_an_approval_undoes_over_the_conflict(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+    await deals.undo(won)
+
+    override = {"approval": "apr_7f3c", "by": "human://acme.com/dana"}
+    failed, answer = await deals.undo(won, override=override)
+
+    assert not failed
+    assert answer["status"] == "done"
+    assert answer["override"] == override
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_an_override_without_an_approval_reference_is_refused(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+
+    failed, answer = await deals.undo(won, override={"approval": "", "by": "dana"})
+
+    assert failed
+    assert answer["error"]["code"] == "INVALID_ARGUMENTS"
+    assert (await deals.stage())[0] == "Negotiation"
+
+
+async def test_a_clock_past_undo_by_gives_expired_and_changes_nothing(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    deals.clock.advance("P7DT1S")
+
+    _, check = await deals.call("hatp_journal_check", token=won["compensationToken"])
+    failed, answer = await deals.undo(won)
+
+    assert check["status"] == "expired"
+    assert failed
+    assert answer["code"] == "UNDO_EXPIRED"
+    assert (await deals.stage())[0] == "Won"
+
+
+async def test_undo_on_the_last_second_of_the_window_still_works(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    deals.clock.advance("P7D")
+
+    failed, answer = await deals.undo(won)
+
+    assert not failed, answer
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_two_edits_of_one_deal_undo_in_reverse_order_without_a_false_conflict(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won")
+    lost = await deals.set_stage("Lost")
+
+    _, later = await deals.undo(lost)
+    _, earlier = await deals.undo(won)
+
+    assert later["status"] == "done"
+    assert earlier["status"] == "done", earlier
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_the_earlier_edit_may_also_expect_the_version_the_later_undo_left(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    lost = await deals.set_stage("Lost")
+
+    _, later = await deals.undo(lost)
+    _, earlier = await deals.undo(won, ifVersion=later["versionLeft"])
+
+    assert earlier["status"] == "done"
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_undoing_the_earlier_edit_first_is_a_conflict(deals: Deals) -> None:
+    won = await deals.set_stage("Won")
+    await deals.set_stage("Lost")
+
+    failed, answer = await deals.undo(won)
+
+    assert failed
+    assert answer["code"] == "UNDO_CONFLICT"
+    assert (await deals.stage())[0] == "Lost"
+
+
+async def test_a_retried_conflict_returns_the_stored_answer_and_a_new_attempt_is_decided_afresh(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won")
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+    _, first = await deals.undo(won)
+    example_server.edit_outside(deals.journal, "D-881", "Won", by="eve@acme.com")
+
+    _, retry = await deals.undo(won)
+    _, fresh = await deals.undo(won, requestId="after-eve-reverted")
+
+    assert retry == first
+    assert fresh["status"] == "done"
+    assert (await deals.stage())[0] == "Proposal"
