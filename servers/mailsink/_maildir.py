@@ -1,0 +1,140 @@
+"""Durable Maildir delivery and reading, with the SMTP envelope kept in the message.
+
+The envelope travels as two trace headers that the sink *prepends* on receipt, the way MTAs prepend
+``Return-Path``/``Delivered-To``::
+
+    X-Envelope-From: <dana@acme.com>
+    X-Envelope-To: <buyer@globex.com>,
+     <eve@acme.com>
+
+Only the topmost occurrence of each is the sink's; any further down came inside the message and is
+ignored, so a sender cannot forge its own envelope.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import itertools
+import mailbox
+import os
+import re
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from pathlib import Path
+
+ENVELOPE_FROM = "X-Envelope-From"
+ENVELOPE_TO = "X-Envelope-To"
+
+_ADDRESS = re.compile(r"<([^<>]*)>")
+# Zero-padded so that sorting keys as strings sorts deliveries by time, then by order within one
+# process (stdlib Maildir keys are not zero-padded and do not sort).
+_counter = itertools.count()
+_HOST = socket.gethostname().replace("/", r"\057").replace(":", r"\072")
+
+
+@dataclass(frozen=True)
+class DeliveredMessage:
+    """One message as the sink stored it: its Maildir key, SMTP envelope and parsed content."""
+
+    key: str
+    envelope_from: str
+    envelope_to: tuple[str, ...]
+    subject: str
+    message: EmailMessage = field(compare=False)
+    raw: bytes = field(repr=False, compare=False)
+
+    def calendar_parts(self) -> list[str]:
+        """The iCalendar text of every ``text/calendar`` part, in message order."""
+        return [str(part.get_content()) for part in self._calendar_mime_parts()]
+
+    @property
+    def calendar_method(self) -> str | None:
+        """The iMIP ``method`` of the first ``text/calendar`` part (upper case), if any."""
+        for part in self._calendar_mime_parts():
+            method = part.get_param("method")
+            if isinstance(method, str):
+                return method.upper()
+        return None
+
+    def _calendar_mime_parts(self) -> list[EmailMessage]:
+        return [part for part in self.message.walk() if part.get_content_type() == "text/calendar"]
+
+
+def ensure_maildir(directory: Path) -> None:
+    """Create ``directory`` as an empty Maildir (with ``tmp/``, ``new/``, ``cur/``) if needed."""
+    mailbox.Maildir(directory, create=True)
+
+
+def deliver(directory: Path, envelope_from: str, envelope_to: Sequence[str], data: bytes) -> str:
+    """Store one message durably in the Maildir and return its key.
+
+    Follows the Maildir protocol (write to ``tmp/``, then rename into ``new/``) and fsyncs the file
+    and the directory, so a message the sink acknowledged survives a crash of the machine.
+    """
+    key = f"{time.time_ns():020d}.{next(_counter):08d}.P{os.getpid()}.{_HOST}"
+    tmp_path = directory / "tmp" / key
+    new_path = directory / "new" / key
+    with tmp_path.open("xb") as out:
+        out.write(_envelope_headers(envelope_from, envelope_to))
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.rename(tmp_path, new_path)
+    _fsync_directory(new_path.parent)
+    return key
+
+
+def read_maildir(directory: Path) -> list[DeliveredMessage]:
+    """Read every message in a Maildir, in delivery order, without a running server.
+
+    Raises ``FileNotFoundError`` if ``directory`` is not a Maildir.
+    """
+    directory = Path(directory)
+    if not ((directory / "new").is_dir() and (directory / "cur").is_dir()):
+        raise FileNotFoundError(f"{directory} is not a Maildir (it has no new/ and cur/)")
+    box = mailbox.Maildir(directory, create=False)
+    return [_parse(key, box.get_bytes(key)) for key in sorted(box.keys())]
+
+
+def count_messages(directory: Path) -> int:
+    """How many messages the Maildir holds (cheaper than parsing them)."""
+    return sum(1 for sub in ("new", "cur") for _ in (directory / sub).iterdir())
+
+
+def _envelope_headers(envelope_from: str, envelope_to: Sequence[str]) -> bytes:
+    # One recipient per folded line keeps each header line short for long recipient lists.
+    recipients = ",\r\n ".join(f"<{address}>" for address in envelope_to)
+    text = f"{ENVELOPE_FROM}: <{envelope_from}>\r\n{ENVELOPE_TO}: {recipients}\r\n"
+    # SMTPUTF8 allows non-ASCII addresses; RFC 6532 carries them in headers as UTF-8.
+    return text.encode("utf-8")
+
+
+def _parse(key: str, raw: bytes) -> DeliveredMessage:
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    assert isinstance(message, EmailMessage)  # guaranteed by policy=default
+    senders = _addresses(message, ENVELOPE_FROM)
+    return DeliveredMessage(
+        key=key,
+        envelope_from=senders[0] if senders else "",
+        envelope_to=tuple(_addresses(message, ENVELOPE_TO)),
+        subject=str(message.get("Subject", "")),
+        message=message,
+        raw=raw,
+    )
+
+
+def _addresses(message: EmailMessage, header: str) -> list[str]:
+    values = message.get_all(header) or []
+    return _ADDRESS.findall(str(values[0])) if values else []
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
