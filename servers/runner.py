@@ -1,0 +1,36 @@
+"""What every demo server's command line shares: store, key, transport."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fastmcp import FastMCP
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, *, default_db: str) -> None:
+    """Add ``--db``, ``--key``, ``--transport``, ``--host`` and ``--port``."""
+    parser.add_argument("--db", type=Path, default=Path(default_db), help="SQLite file of the store")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        default=None,
+        help="Ed25519 signing key file (created on first use); default: next to --db",
+    )
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP only; loopback by default")
+    parser.add_argument("--port", type=int, default=0, help="HTTP only; 0 picks a free port")
+
+
+def key_path(args: argparse.Namespace) -> Path:
+    """The signing key file: ``--key`` or ``<db>.key``."""
+    chosen: Path | None = args.key
+    return chosen if chosen is not None else Path(f"{args.db}.key")
+
+
+def run_server(mcp: FastMCP, args: argparse.Namespace) -> None:
+    """Serve ``mcp`` over stdio or streamable HTTP as the arguments say."""
+    if args.transport == "stdio":
+        mcp.run(show_banner=False)
+    else:
+        mcp.run(transport="http", host=args.host, port=args.port, show_banner=False)
