@@ -14,10 +14,9 @@ from fastmcp.client.transports import StdioTransport
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import example_server  # noqa: E402
-
-from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey  # noqa: E402
-from hatp_journal.toolkit.wire import KeysAnswer  # noqa: E402
+import example_server
+from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey
+from hatp_journal.toolkit.wire import KeysAnswer
 
 EXAMPLE = Path(__file__).parent / "example_server.py"
 

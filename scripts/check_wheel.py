@@ -1,0 +1,51 @@
+"""Build the wheel and check that it holds every declared package and its data files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def main() -> int:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = config["tool"]["setuptools"]["packages"]
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--wheel-dir",
+                out,
+                str(ROOT),
+            ],
+            check=True,
+        )
+        wheel = next(Path(out).glob("hatp_journal-*.whl"))
+        names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [p for p in packages if p.replace(".", "/") + "/__init__.py" not in names]
+    sources = {
+        "hatp_journal/" + str(path.relative_to(ROOT))
+        for folder in ("toolkit", "servers", "recorder", "scenarios", "conformance")
+        for path in (ROOT / folder).rglob("*.py")
+    }
+    unpackaged = sorted(sources - names)
+    if missing or unpackaged:
+        print(f"wheel {wheel.name} lacks packages {missing} and modules {unpackaged}", file=sys.stderr)
+        return 1
+    print(f"wheel ok: {wheel.name}, {len(packages)} packages, {len(sources)} modules")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

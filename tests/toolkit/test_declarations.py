@@ -1,0 +1,142 @@
+"""Decorators attach a frozen spec, return the function, and refuse misuse at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hatp_journal.toolkit import (
+    DeclarationError,
+    Effect,
+    Journal,
+    ResourceState,
+    SigningKey,
+    Tx,
+    Undone,
+    compensates,
+    irreversible,
+    previews,
+    read_only,
+    undoable,
+)
+from hatp_journal.toolkit.spec import OperationSpec, spec_of
+from pydantic import BaseModel
+
+
+class Payload(BaseModel):
+    value: str
+
+
+def state(resource: str, tx: Tx) -> ResourceState:
+    return ResourceState(version="v1")
+
+
+def test_the_decorator_returns_the_function_itself_and_it_stays_callable() -> None:
+    def rename(name: str) -> str:
+        return name.upper()
+
+    decorated = undoable(window="P1D")(rename)
+
+    assert decorated is rename
+    assert rename("x") == "X"
+    spec = spec_of(rename)
+    assert isinstance(spec, OperationSpec)
+    assert spec.kind == "compensate"
+    assert spec.window is not None
+    assert spec.window.days == 1
+    with pytest.raises(AttributeError):
+        spec.kind = "none"  # type: ignore[misc]
+
+
+def test_declaring_a_function_twice_is_refused_with_the_fix() -> None:
+    @undoable(window="P1D")
+    def op() -> None: ...
+
+    with pytest.raises(DeclarationError, match="already declared by @undoable"):
+        irreversible(reason="gone")(op)
+
+
+@pytest.mark.parametrize("window", [0, -5, "P0D", "PT0S", "P1M", "P1Y", "7 days", "P", "PT"])
+def test_a_window_that_is_not_a_positive_duration_is_refused(window: Any) -> None:
+    with pytest.raises(DeclarationError, match="window"):
+        undoable(window=window)
+
+
+def test_an_undoable_tool_without_a_compensation_is_refused_at_registration(tmp_path: Any) -> None:
+    @undoable(window="P1D")
+    def op(tx: Tx) -> Effect: ...
+
+    journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
+    with pytest.raises(DeclarationError, match=r"@compensates\(op, state=...\)"):
+        journal.add(op)
+
+
+def test_a_compensation_that_cannot_take_the_payload_is_refused_at_decoration() -> None:
+    @undoable(window="P1D")
+    def op(tx: Tx) -> Effect: ...
+
+    with pytest.raises(DeclarationError, match="can't take the stored payload"):
+
+        @compensates(op, state=state)
+        def takes_nothing(tx: Tx) -> Undone: ...
+
+    with pytest.raises(DeclarationError, match="can't take the stored payload"):
+
+        @compensates(op, state=state)
+        def wants_more(payload: Payload, extra: str, tx: Tx) -> Undone: ...
+
+    with pytest.raises(DeclarationError, match="annotate it with a pydantic model"):
+
+        @compensates(op, state=state)
+        def wrong_type(payload: int, tx: Tx) -> Undone: ...
+
+
+def test_a_compensation_for_an_irreversible_or_undeclared_tool_is_refused() -> None:
+    @irreversible(reason="delivered to external recipients")
+    def send() -> None: ...
+
+    def plain() -> None: ...
+
+    with pytest.raises(DeclarationError, match="irreversible"):
+        compensates(send, state=state)
+    with pytest.raises(DeclarationError, match="with @undoable"):
+        compensates(plain, state=state)
+
+
+def test_irreversible_needs_a_reason_and_side_effects_need_a_list() -> None:
+    with pytest.raises(DeclarationError, match="reason"):
+        irreversible(reason=" ")
+    with pytest.raises(DeclarationError, match="list"):
+        undoable(window="P1D", side_effects="attendees get a cancellation notice")
+
+
+def test_async_tools_are_refused_with_the_fix() -> None:
+    async def op() -> None: ...
+
+    with pytest.raises(DeclarationError, match="Remove 'async'"):
+        read_only()(op)
+
+
+def test_a_preview_must_take_the_same_parameters_as_its_tool() -> None:
+    @irreversible(reason="gone")
+    def send(to: str, tx: Tx) -> None: ...
+
+    with pytest.raises(DeclarationError, match="same parameters"):
+
+        @previews(send)
+        def preview(recipient: str, tx: Tx) -> Effect: ...
+
+
+def test_a_bad_cost_is_refused_with_an_example() -> None:
+    with pytest.raises(DeclarationError, match=r"2\.50"):
+
+        @undoable(window="P1D", cost={"amount": "two", "currency": "USD"})
+        def op() -> None: ...
+
+
+def test_a_function_without_a_declaration_cannot_be_registered(tmp_path: Any) -> None:
+    def plain() -> None: ...
+
+    journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
+    with pytest.raises(DeclarationError, match="no journal declaration"):
+        journal.add(plain)

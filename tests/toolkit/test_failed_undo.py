@@ -1,0 +1,117 @@
+"""A compensation that fails or can't be verified leaves the store as it was and says so."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import kv_server
+import pytest
+from hatp_journal.toolkit import ToolFailed, Tx
+from hatp_journal.toolkit.arguments import InvalidArguments
+from hatp_journal.toolkit.testing import JournalHarness
+from sqlmodel import Session
+
+
+@pytest.fixture
+def kv(tmp_path: Path) -> Iterator[JournalHarness]:
+    kv_server.Knobs.raise_midway = False
+    kv_server.Knobs.write_wrong_value = False
+    yield JournalHarness(*kv_server.TOOLS, store=tmp_path / "kv.db", server="kv://store")
+    kv_server.Knobs.raise_midway = False
+    kv_server.Knobs.write_wrong_value = False
+
+
+def value_of(kv: JournalHarness, key: str) -> str | None:
+    with Session(kv.journal.engine) as session:
+        item = session.get(kv_server.KvItem, key)
+        return item.value if item else None
+
+
+def test_a_compensation_that_raises_is_undo_failed_and_the_store_is_untouched(kv: JournalHarness) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.raise_midway = True
+
+    answer = kv.undo(second)
+
+    assert answer.status == "failed"
+    assert answer.code == "UNDO_FAILED"
+    assert "disk full" in answer.message
+    assert value_of(kv, "a") == "2"
+    assert kv.answer_verifies(answer)
+
+
+def test_a_failed_compensation_can_be_attempted_again_and_then_succeeds(kv: JournalHarness) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.raise_midway = True
+    kv.undo(second)
+    kv_server.Knobs.raise_midway = False
+
+    assert kv.undo(second).status == "failed"  # the same request gets its stored answer
+    assert kv.undo(second, request_id="second attempt").status == "done"
+    assert value_of(kv, "a") == "1"
+
+
+def test_a_compensation_whose_result_does_not_match_the_state_before_is_unverified_and_rolled_back(
+    kv: JournalHarness,
+) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.write_wrong_value = True
+
+    answer = kv.undo(second)
+
+    assert answer.status == "unverified"
+    assert answer.code == "UNDO_UNVERIFIED"
+    assert value_of(kv, "a") == "2"
+
+
+def test_undoing_a_create_removes_the_record(kv: JournalHarness) -> None:
+    created = kv.call("put", key="new", value="x")
+
+    answer = kv.undo(created)
+
+    assert answer.status == "done"
+    assert value_of(kv, "new") is None
+    assert created.journal.effect is not None
+    assert created.journal.effect.before is None
+
+
+def test_undoing_a_create_of_a_record_changed_since_is_a_conflict(kv: JournalHarness) -> None:
+    created = kv.call("put", key="new", value="x")
+    with Session(kv.journal.engine) as session:
+        kv_server.outside_edit(Tx(session=session, now=kv.clock(), server="kv"), "new", "y", "eve")
+        session.commit()
+
+    answer = kv.undo(created)
+
+    assert answer.code == "UNDO_CONFLICT"
+    assert answer.changed_by == "eve"
+    assert value_of(kv, "new") == "y"
+
+
+def test_a_tool_that_refuses_its_input_stores_nothing(kv: JournalHarness) -> None:
+    with pytest.raises(ToolFailed) as refused:
+        kv.call("put", key="", value="x")
+    with pytest.raises(InvalidArguments) as invalid:
+        kv.call("put", key="a")
+
+    assert refused.value.code == "TOOL_FAILED"
+    assert invalid.value.data["fields"] == ["value"]
+    assert value_of(kv, "") is None
+
+
+def test_the_token_is_stored_hashed_and_receipts_verify(kv: JournalHarness) -> None:
+    call = kv.call("put", key="a", value="1")
+    token = call.journal.compensation_token
+    assert token is not None
+
+    database = Path(kv.journal.engine.url.database or "")
+    stored = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
+    assert token.encode() not in stored
+    assert len(stored) > 0
+    assert len(token) - len("ctk_") >= 43  # 32 random bytes, base64url
+    assert kv.receipt_verifies(call, "put", key="a", value="1")
+    assert not kv.receipt_verifies(call, "put", key="a", value="2")
