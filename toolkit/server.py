@@ -75,9 +75,9 @@ def hints_for(spec: OperationSpec) -> ToolAnnotations:
     )
 
 
-def error_result(code: ErrorCode, message: str, **data: Any) -> ToolResult:
+def error_result(code: ErrorCode, message: str, data: Mapping[str, Any] | None = None) -> ToolResult:
     """An error result carrying a stable code and its data in content and ``_meta``."""
-    body = ErrorBody(code=code, message=message, data=to_jsonable_python(data)).wire()
+    body = ErrorBody(code=code, message=message, data=to_jsonable_python(dict(data or {}))).wire()
     return ToolResult(
         content=f"{code.value}: {message}",
         structured_content=body,
@@ -121,9 +121,9 @@ def _invoke(journal: Journal, tool: str, arguments: Mapping[str, Any]) -> ToolRe
     try:
         invocation = journal.invoke(tool, arguments)
     except JournalError as error:
-        return error_result(error.code, error.message, tool=tool, **error.data)
+        return error_result(error.code, error.message, {**error.data, "tool": tool})
     except DeclarationError as error:
-        return error_result(ErrorCode.TOOL_FAILED, str(error), tool=tool)
+        return error_result(ErrorCode.TOOL_FAILED, str(error), {"tool": tool})
     result = to_jsonable_python(invocation.result)
     return ToolResult(
         content=result if result is not None else "",
@@ -165,7 +165,7 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
         try:
             effect = await anyio.to_thread.run_sync(journal.preview, tool, arguments)
         except JournalError as error:
-            return error_result(error.code, error.message, tool=tool, **error.data)
+            return error_result(error.code, error.message, {**error.data, "tool": tool})
         except KeyError:
             return error_result(ErrorCode.TOOL_FAILED, f"no journaled tool named {tool!r}")
         body = effect.wire()
@@ -209,7 +209,7 @@ class _ArgumentsFirst(Middleware):
         try:
             validate_arguments(name, model, arguments)
         except InvalidArguments as error:
-            return error_result(error.code, error.message, tool=name, **error.data)
+            return error_result(error.code, error.message, {**error.data, "tool": name})
         token = _RAW_ARGUMENTS.set(arguments)
         try:
             return await call_next(context)

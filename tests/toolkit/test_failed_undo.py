@@ -115,3 +115,14 @@ def test_the_token_is_stored_hashed_and_receipts_verify(kv: JournalHarness) -> N
     assert len(token) - len("ctk_") >= 43  # 32 random bytes, base64url
     assert kv.receipt_verifies(call, "put", key="a", value="1")
     assert not kv.receipt_verifies(call, "put", key="a", value="2")
+
+
+def test_error_data_may_use_any_key_even_code_or_message() -> None:
+    from hatp_journal.toolkit import ErrorCode
+    from hatp_journal.toolkit.server import error_result
+
+    result = error_result(ErrorCode.TOOL_FAILED, "refused", {"code": "MAIL", "message": "x", "tool": "t"})
+
+    assert result.structured_content is not None
+    assert result.structured_content["code"] == "TOOL_FAILED"
+    assert result.structured_content["data"] == {"code": "MAIL", "message": "x", "tool": "t"}

@@ -1,0 +1,134 @@
+"""``hatp-calendar``: serve the calendar, or edit and show its events from outside any agent run.
+
+    hatp-calendar serve [--db calendar.db] [--key FILE] [--transport stdio|http] [--host H] [--port N]
+                        [--smtp-host 127.0.0.1] [--smtp-port 25] [--organizer sales-bot@acme.com]
+    hatp-calendar edit  --db DB UID [--summary TEXT] [--start TIME] [--end TIME] --by eve@acme.com
+    hatp-calendar show  --db DB [UID]
+
+Bad input (unknown event, a time without a timezone, a missing database) prints a message on
+stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from hatp_journal.servers.calendar.itip import InvalidEventError
+from hatp_journal.servers.calendar.server import DEFAULT_ORGANIZER, build, check_organizer
+from hatp_journal.servers.calendar.store import UnknownEventError, all_events, edit_event, require_event
+from hatp_journal.servers.calendar.tools import public
+from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
+from hatp_journal.toolkit import KeyFileError, SigningKey, create_store_engine, utc_now
+from sqlmodel import Session
+
+USAGE_ERROR = 2
+
+
+class _BadInput(Exception):
+    """Input the command refuses; the message goes to stderr."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 for bad input)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the problem itself
+        return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "edit":
+            return _edit(args)
+        return _show(args)
+    except (_BadInput, InvalidEventError, UnknownEventError, KeyFileError) as error:
+        print(f"hatp-calendar {args.command}: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hatp-calendar", description="A journal-aware calendar MCP server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the calendar over MCP (stdio or streamable HTTP)")
+    add_server_arguments(serve, default_db="calendar.db")
+    serve.add_argument("--smtp-host", default="127.0.0.1", help="SMTP server for invitations")
+    serve.add_argument("--smtp-port", type=_port, default=25, help="SMTP port (default 25)")
+    serve.add_argument(
+        "--organizer", default=DEFAULT_ORGANIZER, help=f"sender of invitations (default {DEFAULT_ORGANIZER})"
+    )
+    edit = commands.add_parser("edit", help="a colleague's edit, outside any agent run (no mail is sent)")
+    edit.add_argument("--db", type=Path, required=True)
+    edit.add_argument("uid", help="the event's UID")
+    edit.add_argument("--summary")
+    edit.add_argument("--start", type=_time, help="ISO 8601 with a timezone, e.g. 2026-11-05T15:00:00Z")
+    edit.add_argument("--end", type=_time, help="ISO 8601 with a timezone")
+    edit.add_argument("--by", required=True, help="who made the edit, e.g. eve@acme.com")
+    show = commands.add_parser("show", help="list events, or print one with its stored iCalendar text")
+    show.add_argument("--db", type=Path, required=True)
+    show.add_argument("uid", nargs="?", help="the event's UID (omit to list all)")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    check_organizer(args.organizer)
+    key = SigningKey.load_or_create(key_path(args))
+    mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer)
+    run_server(mcp, args)
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    if args.summary is None and args.start is None and args.end is None:
+        raise _BadInput("give at least one of --summary, --start, --end")
+    if not args.by.strip():
+        raise _BadInput("--by: say who made the edit, e.g. --by eve@acme.com")
+    engine = create_store_engine(_existing(args.db))
+    edited = edit_event(
+        engine, args.uid, by=args.by, now=utc_now(), summary=args.summary, start=args.start, end=args.end
+    )
+    print(json.dumps(edited, indent=2))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    engine = create_store_engine(_existing(args.db))
+    with Session(engine) as session:
+        if args.uid is not None:
+            row = require_event(session, args.uid)
+            print(json.dumps(public(row), indent=2))
+            print(row.ics.replace("\r\n", "\n"), end="")
+            return 0
+        for shown in sorted((public(row) for row in all_events(session)), key=lambda e: e["start"]):
+            print("\t".join(str(shown[k]) for k in ("uid", "version", "status", "start", "summary")))
+    return 0
+
+
+def _existing(db: Path) -> Path:
+    # Opening a store creates it; a typo in --db must not silently create an empty calendar.
+    if not db.is_file():
+        raise _BadInput(f"--db: no calendar database at {db}")
+    return db
+
+
+def _time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no timezone; add one, e.g. {text}Z")
+    return moment
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, got {port}")
+    return port
