@@ -86,9 +86,13 @@ def fake_app(fake_app_server: FakeApp) -> FakeApp:
     return fake_app_server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Browser]:
-    """One headless chromium for the session (Playwright gives it a fresh user-data dir)."""
+    """One headless chromium per test module (Playwright gives it a fresh user-data dir).
+
+    Module scope, not session: Playwright's sync API keeps an event loop running
+    while it is open, which would break the async tests of later modules.
+    """
     executable = require_chromium()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(

@@ -1,0 +1,72 @@
+"""``hatp-crm``: serve the CRM, or edit and show a deal as a colleague would.
+
+    hatp-crm serve [--db crm.db] [--key KEY] [--transport stdio|http] [--host H] [--port N]
+    hatp-crm edit  --db crm.db DEAL_ID --stage STAGE --by eve@acme.com
+    hatp-crm show  --db crm.db DEAL_ID
+
+Bad input (unknown deal or stage, missing store) prints a message on stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
+from hatp_journal.toolkit import SigningKey, ToolFailed, create_store_engine
+
+from .server import build
+from .store import STAGES, deal_view, edit_deal, read_deal
+
+USAGE_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 for bad input)."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        mcp, _ = build(args.db, SigningKey.load_or_create(key_path(args)))
+        run_server(mcp, args)
+        return 0
+    if not Path(args.db).is_file():
+        return _bad_input(f"no CRM store at {args.db}; start `hatp-crm serve --db {args.db}` once first")
+    engine = create_store_engine(args.db)
+    try:
+        if args.command == "edit":
+            deal = edit_deal(engine, args.deal_id, stage=args.stage, by=args.by)
+        else:
+            deal = read_deal(engine, args.deal_id)
+    except ToolFailed as error:
+        return _bad_input(error.message)
+    finally:
+        engine.dispose()
+    print(json.dumps(deal_view(deal), ensure_ascii=False, indent=2))
+    return 0
+
+
+def _bad_input(message: str) -> int:
+    print(f"hatp-crm: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hatp-crm", description="Acme's journal-aware demo CRM.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the MCP server")
+    add_server_arguments(serve, default_db="crm.db")
+    edit = commands.add_parser("edit", help="change a deal's stage as a colleague, outside any agent run")
+    edit.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    edit.add_argument("deal_id", help="e.g. D-881")
+    edit.add_argument("--stage", required=True, help=f"one of: {', '.join(STAGES)}")
+    edit.add_argument("--by", required=True, help="who is editing, e.g. eve@acme.com")
+    show = commands.add_parser("show", help="print a deal as JSON")
+    show.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    show.add_argument("deal_id", help="e.g. D-881")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""``hatp-email``: serve outgoing email, or list what was sent.
+
+    hatp-email serve [--db email.db] [--key KEY] [--transport stdio|http] [--host H] [--port N]
+                     [--smtp-host 127.0.0.1] [--smtp-port 25] [--from sales-bot@acme.com]
+    hatp-email sent  --db email.db
+
+Bad input (a missing store, a bad sender address) prints a message on stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
+from hatp_journal.toolkit import SigningKey, ToolFailed, create_store_engine
+
+from .server import MailSettings, build
+from .store import check_recipients, list_sent
+
+USAGE_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 for bad input)."""
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        try:
+            [sender] = check_recipients([args.sender])
+        except ToolFailed as error:
+            return _bad_input(f"--from: {error.message}")
+        settings = MailSettings(host=args.smtp_host, port=args.smtp_port, sender=sender)
+        mcp, _ = build(args.db, SigningKey.load_or_create(key_path(args)), smtp=settings)
+        run_server(mcp, args)
+        return 0
+    if not Path(args.db).is_file():
+        return _bad_input(f"no email store at {args.db}")
+    engine = create_store_engine(args.db)
+    try:
+        for sent in list_sent(engine):
+            print(json.dumps(sent, ensure_ascii=False))
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _bad_input(message: str) -> int:
+    print(f"hatp-email: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hatp-email", description="Acme's journal-aware demo email server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the MCP server")
+    add_server_arguments(serve, default_db="email.db")
+    serve.add_argument("--smtp-host", default="127.0.0.1", help="SMTP server that delivers the mail")
+    serve.add_argument("--smtp-port", type=int, default=25)
+    serve.add_argument("--from", dest="sender", default="sales-bot@acme.com", help="sender address")
+    sent = commands.add_parser("sent", help="print every sent email as one JSON line")
+    sent.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Email as a journal-aware MCP server: sending (irreversible) and drafts (reversible).
+
+``send_email`` really delivers over SMTP before it returns, so a failed delivery is an error
+result and the transaction that would have recorded the message rolls back.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from email.message import EmailMessage
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+from fastmcp import FastMCP
+from hatp_journal.servers.smtp import MailDeliveryError, send_message
+from hatp_journal.toolkit import (
+    Effect,
+    Journal,
+    ResourceState,
+    SigningKey,
+    ToolFailed,
+    Tx,
+    UndoFailed,
+    Undone,
+    Use,
+    compensates,
+    create_store_engine,
+    irreversible,
+    read_only,
+    undoable,
+    wire_time,
+)
+from pydantic import BaseModel
+from sqlmodel import col, select
+
+from .store import (
+    SERVER,
+    Draft,
+    SentMail,
+    check_recipients,
+    check_subject,
+    draft_fields,
+    draft_uri,
+    draft_view,
+    live_draft,
+    new_draft,
+    recipients_of,
+    sent_uri,
+    sent_view,
+    set_draft_status,
+)
+
+AGENT = "agent"
+UNDO = "undo"
+
+
+@dataclass(frozen=True)
+class MailSettings:
+    """Where ``send_email`` delivers and who it sends as."""
+
+    host: str = "127.0.0.1"
+    port: int = 25
+    sender: str = "sales-bot@acme.com"
+    timeout: float = 10.0
+
+
+class DraftRef(BaseModel):
+    """What undoing a draft's creation or deletion needs."""
+
+    draft_id: str
+
+
+def mail_tools(settings: MailSettings) -> tuple[Callable[..., Any], ...]:
+    """Every tool and compensation, with ``send_email`` bound to ``settings``."""
+
+    @irreversible(reason="delivered to external recipients", remedy="send a correction email")
+    def send_email(to: list[str], subject: str, body: str, tx: Tx) -> Effect:
+        """Send an email now. It cannot be unsent; the remedy for a mistake is a correction email."""
+        return _send(settings, check_recipients(to), check_subject(subject), body, tx)
+
+    return (send_email, draft_email, discard_draft, delete_draft, restore_draft, list_drafts, list_sent)
+
+
+def _send(settings: MailSettings, recipients: list[str], subject: str, body: str, tx: Tx) -> Effect:
+    sent_id = secrets.token_hex(8)
+    message = _compose(settings.sender, sent_id, recipients, subject, body, tx.now)
+    refused: list[str] = []
+    # Deliver before touching the store: the SQLite write lock is not held across the network,
+    # and if delivery fails the tool raises, so nothing is recorded as sent.
+    try:
+        send_message(message, settings.host, settings.port, timeout=settings.timeout)
+    except MailDeliveryError as error:
+        said_no = {address.lower() for address in error.refused}
+        refused = [address for address in recipients if address.lower() in said_no]
+        if not error.refused or len(refused) == len(recipients):
+            # Only a refusal of every recipient is the fault of the "to" argument.
+            blame = {"field": "to"} if error.refused else {}
+            raise ToolFailed(
+                f"email not delivered: {error.reason}",
+                **blame,
+                delivery=error.code,
+                reason=error.reason,
+                refused=refused,
+                smtp=f"{settings.host}:{settings.port}",
+            ) from None
+        # Some recipients got it: that disclosure happened, so it is recorded and reported.
+    delivered = [address for address in recipients if address not in refused]
+    row = SentMail(
+        id=sent_id,
+        message_id=str(message["Message-ID"]),
+        sender=settings.sender,
+        recipients_json=json.dumps(delivered),
+        refused_json=json.dumps(refused),
+        subject=str(message["Subject"]),
+        body=body,
+        sent_at=wire_time(tx.now),
+    )
+    tx.session.add(row)
+    summary = f"Email to {', '.join(recipients_of(row))}: {row.subject}"
+    if refused:
+        summary += f" (refused by the server for {', '.join(refused)})"
+    return Effect(result=sent_view(row), summary=summary, resource=sent_uri(row.id))
+
+
+def _compose(
+    sender: str, sent_id: str, recipients: list[str], subject: str, body: str, now: datetime
+) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = ", ".join(recipients)
+    message["Subject"] = subject
+    message["Date"] = format_datetime(now)
+    message["Message-ID"] = f"<{sent_id}@{sender.rsplit('@', 1)[-1]}>"
+    message.set_content(body)
+    return message
+
+
+@undoable(window="P30D")
+def draft_email(to: list[str], subject: str, body: str, tx: Tx) -> Effect:
+    """Save an email as a draft (nothing is sent). Undo deletes the draft."""
+    draft = new_draft(
+        f"dr_{secrets.token_hex(6)}", check_recipients(to), check_subject(subject), body, AGENT, tx.now
+    )
+    tx.session.add(draft)
+    return Effect(
+        result=draft_view(draft),
+        summary=f"Draft {draft.id} to {', '.join(recipients_of(draft))}: {draft.subject}",
+        resource=draft_uri(draft.id),
+        before=None,
+        version=draft.version,
+        etag=draft.etag,
+        fields=draft_fields(draft),
+        undo=DraftRef(draft_id=draft.id),
+    )
+
+
+def live_draft_state(resource: str, tx: Tx) -> ResourceState:
+    """A draft as ``draft_email`` sees it: a deleted draft does not exist."""
+    draft = tx.session.get(Draft, resource.rsplit("/", 1)[-1])
+    if draft is None or draft.status != "draft":
+        return ResourceState(version=None)
+    return ResourceState(draft.version, draft_fields(draft), draft.etag, draft.changed_by)
+
+
+@compensates(draft_email, state=live_draft_state)
+def discard_draft(payload: DraftRef, tx: Tx) -> Undone:
+    """Delete the draft the call created."""
+    draft = tx.session.get(Draft, payload.draft_id)
+    if draft is not None and draft.status == "draft":
+        set_draft_status(tx.session, draft, "deleted", UNDO, tx.now)
+    return Undone(version=None)
+
+
+@undoable(window="P30D")
+def delete_draft(draft_id: str, tx: Tx) -> Effect:
+    """Delete a draft. Undo brings it back unchanged."""
+    draft = live_draft(tx.session, draft_id)
+    before, after = set_draft_status(tx.session, draft, "deleted", AGENT, tx.now)
+    return Effect(
+        result=draft_view(draft),
+        summary=f"Deleted draft {draft.id} to {', '.join(recipients_of(draft))}: {draft.subject}",
+        resource=draft_uri(draft.id),
+        before=before.version,
+        version=after.version,
+        before_etag=before.etag,
+        etag=after.etag,
+        fields=draft_fields(draft),
+        undo=DraftRef(draft_id=draft.id),
+    )
+
+
+def draft_record_state(resource: str, tx: Tx) -> ResourceState:
+    """A draft as ``delete_draft`` sees it: its tombstone counts."""
+    draft = tx.session.get(Draft, resource.rsplit("/", 1)[-1])
+    if draft is None:
+        return ResourceState(version=None)
+    return ResourceState(draft.version, draft_fields(draft), draft.etag, draft.changed_by)
+
+
+@compensates(delete_draft, state=draft_record_state)
+def restore_draft(payload: DraftRef, tx: Tx) -> Undone:
+    """Bring a deleted draft back."""
+    draft = tx.session.get(Draft, payload.draft_id)
+    if draft is None:
+        raise UndoFailed(f"draft {payload.draft_id} is gone", draft=payload.draft_id)
+    if draft.status == "draft":
+        return Undone(version=draft.version)
+    _, after = set_draft_status(tx.session, draft, "draft", UNDO, tx.now)
+    return Undone(version=after.version)
+
+
+@read_only()
+def list_drafts(tx: Tx) -> Effect:
+    """List the drafts (deleted ones are not shown)."""
+    drafts = tx.session.exec(select(Draft).where(col(Draft.status) == "draft").order_by(col(Draft.id))).all()
+    return Effect(
+        result={"drafts": [draft_view(draft) for draft in drafts]},
+        summary=f"Listed {len(drafts)} draft(s)",
+        resource=f"{SERVER}/drafts",
+        uses=[Use(resource=draft_uri(draft.id), version=draft.version) for draft in drafts],
+    )
+
+
+@read_only()
+def list_sent(tx: Tx) -> Effect:
+    """List the emails sent so far, oldest first."""
+    rows = tx.session.exec(select(SentMail).order_by(col(SentMail.sent_at), col(SentMail.id))).all()
+    return Effect(
+        result={"sent": [sent_view(row) for row in rows]},
+        summary=f"Listed {len(rows)} sent email(s)",
+        resource=f"{SERVER}/sent",
+    )
+
+
+def build(
+    db: Path | str,
+    key: SigningKey,
+    clock: Callable[[], datetime] | None = None,
+    *,
+    smtp: MailSettings | None = None,
+) -> tuple[FastMCP, Journal]:
+    """The email server and its journal over the SQLite file ``db``, sending through ``smtp``."""
+    mcp = FastMCP("hatp-email", instructions="Acme's outgoing email: send now, or keep drafts.")
+    journal = Journal(SERVER, key=key, store=create_store_engine(db), **({"clock": clock} if clock else {}))
+    journal.register(mcp, *mail_tools(smtp or MailSettings()))
+    return mcp, journal
