@@ -34,7 +34,7 @@ schema: $(STAMP)
 	$(PY) -m hatp_journal.toolkit.schema docs/schema
 
 demo: $(STAMP)
-	@echo "The D-881 demo arrives with the Recorder (issue 5)."
+	$(VENV)/bin/hatp-demo d881
 
 bench: $(STAMP)
 	$(PY) bench/run.py

@@ -1,0 +1,52 @@
+"""``hatp-demo``: run the project's stories against the real demo servers.
+
+    hatp-demo d881 [--workdir DIR]
+
+Exits 0 when the story went as SPEC §0 says; otherwise prints one line on stderr and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from hatp_journal.scenarios import d881
+
+FAILED = 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.workdir is not None:
+            asyncio.run(d881.run(args.workdir))
+        else:
+            with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
+                asyncio.run(d881.run(Path(scratch)))
+    except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"hatp-demo {args.command}: {message}", file=sys.stderr)
+        return FAILED
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hatp-demo", description="Run HATP Journal demo stories.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    story = commands.add_parser("d881", help="the D-881 story (SPEC §0) over stdio MCP, without a Recorder")
+    story.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="an empty directory for stores and mail (default: a temp dir)",
+    )
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
