@@ -1,0 +1,50 @@
+"""hatp_journal.recorder.policy: autonomy granted by reversibility (SPEC §7).
+
+Load the organisation's policy with :func:`load_policy`, describe each call with
+:class:`CallFacts` and ask :func:`decide` whether to forward it (``allow``) or hold it for an
+approver (``ask``). Everything the policy does not explicitly allow is an ask.
+"""
+
+from hatp_journal.recorder.policy.decide import Decision, decide, policy_rules
+from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
+from hatp_journal.recorder.policy.facts import CallFacts, Kind
+from hatp_journal.recorder.policy.load import load_policy, parse_policy
+from hatp_journal.recorder.policy.model import (
+    Action,
+    Autonomy,
+    MoneyCaps,
+    PeriodCap,
+    Policy,
+    PolicyOverride,
+    ViaRules,
+)
+from hatp_journal.recorder.policy.money import MoneyLedger, MoneySpent
+from hatp_journal.recorder.policy.reasons import Reason, ReasonCode, Verdict
+from hatp_journal.recorder.policy.rules import AllOf, Rule, UnsafeNoOp
+
+__all__ = [
+    "Action",
+    "AllOf",
+    "Autonomy",
+    "CallFacts",
+    "Decision",
+    "Kind",
+    "MoneyCaps",
+    "MoneyLedger",
+    "MoneySpent",
+    "PeriodCap",
+    "Policy",
+    "PolicyFileError",
+    "PolicyOverride",
+    "Problem",
+    "Reason",
+    "ReasonCode",
+    "Rule",
+    "UnsafeNoOp",
+    "Verdict",
+    "ViaRules",
+    "decide",
+    "load_policy",
+    "parse_policy",
+    "policy_rules",
+]

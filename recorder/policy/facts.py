@@ -1,0 +1,82 @@
+"""What the gateway knows about a call before forwarding it: the input to every policy decision."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from hatp_journal.toolkit.durations import parse_window
+from hatp_journal.toolkit.wire import Declaration, Money, Via
+
+Kind = Literal["compensate", "none", "unknown", "read"]
+"""How a call can be undone, as the policy sees it; ``read``: read-only and not declared ``none``."""
+
+KINDS: frozenset[str] = frozenset({"compensate", "none", "unknown", "read"})
+VIAS: frozenset[str] = frozenset({"api", "ui"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallFacts:
+    """One call, as classified by the gateway from the tool's declaration (SPEC §2).
+
+    ``amount`` is what this call would move, required when ``charges`` is true and a money cap
+    applies; ``verified`` says the operation's undo passed the conformance suite (SPEC §13);
+    ``run`` is required when a per-run money cap applies (without it that cap asks).
+    """
+
+    server: str
+    tool: str
+    kind: Kind
+    at: datetime
+    via: Via | None = None
+    window_seconds: int | None = None
+    charges: bool = False
+    amount: Money | None = None
+    verified: bool = False
+    run: str | None = None
+
+    @classmethod
+    def from_declaration(
+        cls,
+        declaration: Declaration | None,
+        *,
+        server: str,
+        tool: str,
+        at: datetime,
+        amount: Money | None = None,
+        verified: bool = False,
+        run: str | None = None,
+    ) -> CallFacts:
+        """Classify a call from its tool's declaration; no declaration (an unaware server) is ``unknown``."""
+        if declaration is None:
+            return cls(run=run, server=server, tool=tool, kind="unknown", at=at, amount=amount)
+        undo = declaration.undo
+        # A read declared "none" (export_report) stays "none": a disclosure cannot be taken back.
+        kind: Kind = undo.kind if undo is not None else "read" if declaration.read else "unknown"
+        return cls(
+            run=run,
+            server=server,
+            tool=tool,
+            kind=kind,
+            at=at,
+            via=undo.via if undo is not None else None,
+            window_seconds=_window_seconds(declaration),
+            charges=declaration.charges,
+            amount=amount,
+            verified=verified,
+        )
+
+
+def _window_seconds(declaration: Declaration) -> int | None:
+    undo = declaration.undo
+    if undo is None or undo.kind != "compensate":
+        return None
+    windows = [] if undo.window_seconds is None else [undo.window_seconds]
+    if undo.window is not None:
+        try:
+            windows.append(int(parse_window(undo.window).total_seconds()))
+        except ValueError:
+            windows.append(0)  # an unreadable window is no window: the minimum check then asks
+    # Two windows that disagree: trust the shorter one.
+    return min(windows) if windows else None

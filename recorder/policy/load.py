@@ -1,0 +1,72 @@
+"""Read a policy file, refusing anything doubtful with the file and line it is on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
+from hatp_journal.recorder.policy.locate import KeyMap, LocateError, locate
+from hatp_journal.recorder.policy.model import Policy
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Load and validate the policy file at ``path``.
+
+    Raises :class:`PolicyFileError` naming the line for unreadable files, JSON syntax errors,
+    duplicate keys, unknown keys, wrong types and unknown actions.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        problem = Problem(1, 1, f"cannot read the policy file: {error.strerror}")
+        raise PolicyFileError(path, [problem]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        raise PolicyFileError(path, [Problem(line, column, "not UTF-8 text")]) from None
+    return parse_policy(text, source=str(path))
+
+
+def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
+    """Validate policy JSON given as text; ``source`` names it in errors."""
+    try:
+        json.loads(text)  # the standard parser's syntax errors carry the best messages
+    except json.JSONDecodeError as error:
+        problem = Problem(error.lineno, error.colno, f"JSON syntax: {error.msg}")
+        raise PolicyFileError(source, [problem]) from None
+    try:
+        keys = locate(text)
+    except LocateError as error:
+        problem = Problem(error.position.line, error.position.column, error.message)
+        raise PolicyFileError(source, [problem]) from None
+    try:
+        # Strict, and by alias only: the file is exactly the documented shape, no coercion, no snake_case.
+        return Policy.model_validate_json(text, strict=True, by_alias=True, by_name=False)
+    except ValidationError as error:
+        raise PolicyFileError(source, [_problem(keys, detail) for detail in error.errors()]) from None
+
+
+def _problem(keys: KeyMap, detail: ErrorDetails) -> Problem:
+    where = keys.position_of(tuple(detail["loc"]))
+    dotted = ".".join(str(part) for part in detail["loc"]) or "(top level)"
+    if detail["type"] == "extra_forbidden":
+        message = f"{dotted}: unknown key"
+    elif detail["type"] == "missing":
+        message = f"{dotted}: required key is missing"
+    else:
+        message = f"{dotted}: {detail['msg']}{_got(detail['input'])}"
+    return Problem(where.line, where.column, message)
+
+
+def _got(value: Any) -> str:
+    # Show the offending value when it is short enough to read in one line.
+    if isinstance(value, dict | list):
+        return f" (got a JSON {'object' if isinstance(value, dict) else 'array'})"
+    shown = json.dumps(value)
+    return f" (got {shown})" if len(shown) <= 60 else ""

@@ -1,0 +1,111 @@
+"""The autonomy policy file (SPEC §7) as pydantic models.
+
+Every field that grants autonomy defaults to ``"ask"``: a policy that says nothing allows nothing.
+Restrictions (``via.ui``, ``minWindowSeconds``, money caps, ``requireVerified``) can only add asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Literal, Self
+
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.durations import parse_window
+from hatp_journal.toolkit.wire import Money, WireModel
+from pydantic import (
+    AwareDatetime,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    PrivateAttr,
+    StrictBool,
+    field_validator,
+)
+
+Action = Literal["allow", "ask"]
+"""What the Recorder does with a call: forward it (``allow``) or hold it for an approver (``ask``)."""
+
+
+class ViaRules(WireModel):
+    """Extra asks by undo route. Only ``ui`` is a route worth gating (SPEC §6); it asks by default."""
+
+    ui: Action = "ask"
+
+
+class PeriodCap(Money):
+    """A cap on money moved within a rolling period, e.g. 5000 USD per ``P7D``."""
+
+    period: str = Field(description="ISO-8601 duration of the rolling window, e.g. P7D")
+
+    @field_validator("period")
+    @classmethod
+    def _period_is_a_duration(cls, value: str) -> str:
+        parse_window(value)  # raises ValueError, which pydantic reports at this key
+        return value
+
+    @property
+    def window(self) -> timedelta:
+        """The rolling window as a ``timedelta``."""
+        return parse_window(self.period)
+
+
+class MoneyCaps(WireModel):
+    """Caps on money moved by calls that charge (``charges: true``). An absent cap is no cap."""
+
+    per_run: Money | None = None
+    per_period: PeriodCap | None = None
+
+
+class Autonomy(WireModel):
+    """The ``autonomy`` object: what each kind of operation may do without a human."""
+
+    compensate: Action = "ask"
+    unknown: Action = "ask"
+    none: Action = "ask"
+    read: Action = "ask"
+    via: ViaRules = Field(default_factory=ViaRules)
+    min_window_seconds: NonNegativeInt = 0
+    money: MoneyCaps = Field(default_factory=MoneyCaps)
+    require_verified: StrictBool = False
+    approver: str | None = Field(default=None, min_length=1)
+    decide_within_seconds: PositiveInt | None = None
+
+
+class PolicyOverride(WireModel):
+    """Lifts (or holds back) one operation for calls made at or after ``from``; never retroactive."""
+
+    server: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    action: Action
+    from_: AwareDatetime = Field(alias="from")
+    by: str = Field(min_length=1, description="Who decided the override")
+    reason: str = Field(min_length=1)
+
+
+class Policy(WireModel):
+    """The organisation's autonomy policy. Never shown to, or changeable by, the agent."""
+
+    autonomy: Autonomy = Field(default_factory=Autonomy)
+    undo_authority: str | None = Field(default=None, min_length=1)
+    overrides: tuple[PolicyOverride, ...] = ()
+
+    _digest: str | None = PrivateAttr(default=None)
+
+    def canonical(self) -> dict[str, Any]:
+        """The effective policy as JSON, defaults filled in: what the digest covers."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, with the digest cache dropped: ``update`` may have changed what the digest covers."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._digest = None
+        return copy
+
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the RFC 8785 form of :meth:`canonical`; every journal entry records it."""
+        # Cached (about 150 µs to compute; the Recorder needs it on every call). Safe because every
+        # model in the policy is frozen and model_copy drops the cache.
+        if self._digest is None:
+            self._digest = sha256_digest(self.canonical())
+        return self._digest
