@@ -18,9 +18,10 @@ from typing import Any, TextIO
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.types import CallToolResult
+
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import META_KEY
-from mcp.types import CallToolResult
 
 AGENT = "sales-bot for Dana"
 SENDER = "sales-bot@acme.com"

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, locate
 from hatp_journal.recorder.policy.model import Policy
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 
 def load_policy(path: str | Path) -> Policy:

@@ -10,9 +10,6 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Literal, Self
 
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.durations import parse_window
-from hatp_journal.toolkit.wire import Money, WireModel
 from pydantic import (
     AwareDatetime,
     Field,
@@ -22,6 +19,10 @@ from pydantic import (
     StrictBool,
     field_validator,
 )
+
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.durations import parse_window
+from hatp_journal.toolkit.wire import Money, WireModel
 
 Action = Literal["allow", "ask"]
 """What the Recorder does with a call: forward it (``allow``) or hold it for an approver (``ask``)."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from pydantic import Field
+
 from hatp_journal.recorder.policy.model import Action
 from hatp_journal.toolkit.wire import WireModel
-from pydantic import Field
 
 Totals = dict[str, dict[str, str]]
 """Money totals by cap (``perRun``, ``perPeriod``): spent, call, total, cap, currency, … as strings."""

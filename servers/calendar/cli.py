@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from sqlmodel import Session
+
 from hatp_journal.servers.calendar.itip import InvalidEventError
 from hatp_journal.servers.calendar.server import DEFAULT_ORGANIZER, build, check_organizer
 from hatp_journal.servers.calendar.store import UnknownEventError, all_events, edit_event, require_event
 from hatp_journal.servers.calendar.tools import public
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
 from hatp_journal.toolkit import KeyFileError, SigningKey, create_store_engine, utc_now
-from sqlmodel import Session
 
 USAGE_ERROR = 2
 

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from pydantic import AwareDatetime
+
 from hatp_journal.servers.calendar import tools
 from hatp_journal.servers.calendar.itip import _check_email
 from hatp_journal.servers.calendar.mail import Mailer
@@ -29,7 +31,6 @@ from hatp_journal.toolkit import (
     undoable,
     utc_now,
 )
-from pydantic import AwareDatetime
 
 DEFAULT_ORGANIZER = "sales-bot@acme.com"
 

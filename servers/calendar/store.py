@@ -14,10 +14,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from hatp_journal.servers.calendar.itip import EventData, InvalidEventError, build_request, parse_event
-from hatp_journal.toolkit import ResourceState, Revision, Tx, wire_time
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
+
+from hatp_journal.servers.calendar.itip import EventData, InvalidEventError, build_request, parse_event
+from hatp_journal.toolkit import ResourceState, Revision, Tx, wire_time
 
 SERVER = "calendar://acme"
 RESOURCE_PREFIX = f"{SERVER}/event/"

@@ -20,6 +20,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
+from pydantic import AwareDatetime, BaseModel
+
 from hatp_journal.servers.calendar.itip import (
     EventData,
     InvalidEventError,
@@ -40,7 +42,6 @@ from hatp_journal.servers.calendar.store import (
 )
 from hatp_journal.servers.smtp import MailDeliveryError
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, Use, summarize
-from pydantic import AwareDatetime, BaseModel
 
 CANCEL_NOTICE = "attendees get a cancellation notice"
 UPDATE_NOTICE = "attendees get an updated invitation"

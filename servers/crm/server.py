@@ -15,6 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from fastmcp import FastMCP
+from pydantic import BaseModel
+from sqlmodel import col, select
+
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -34,8 +37,6 @@ from hatp_journal.toolkit import (
     undoable,
     wire_time,
 )
-from pydantic import BaseModel
-from sqlmodel import col, select
 
 from .store import (
     SERVER,

@@ -11,9 +11,10 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from hatp_journal.toolkit import Revision, ToolFailed, utc_now, wire_time
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, select
+
+from hatp_journal.toolkit import Revision, ToolFailed, utc_now, wire_time
 
 SERVER = "crm://acme"
 STAGES = ("Prospecting", "Qualification", "Proposal", "Negotiation", "Won", "Lost")

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from pydantic import BaseModel
+from sqlmodel import col, select
+
 from hatp_journal.servers.smtp import MailDeliveryError, send_message
 from hatp_journal.toolkit import (
     Effect,
@@ -35,8 +38,6 @@ from hatp_journal.toolkit import (
     undoable,
     wire_time,
 )
-from pydantic import BaseModel
-from sqlmodel import col, select
 
 from .store import (
     SERVER,

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from hatp_journal.toolkit import Revision, ToolFailed, wire_time
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
+
+from hatp_journal.toolkit import Revision, ToolFailed, wire_time
 
 SERVER = "email://acme"
 MAX_RECIPIENTS = 50

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlmodel import Session
+
 from hatp_journal.scenarios.cli import main
 from hatp_journal.servers.calendar.itip import parse_event
 from hatp_journal.servers.calendar.store import all_events
 from hatp_journal.servers.crm.store import read_deal
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import create_store_engine
-from sqlmodel import Session
 
 
 def test_d881_invites_cancels_and_puts_the_deal_back(

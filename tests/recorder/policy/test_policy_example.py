@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from hatp_journal.recorder.policy import (
     CallFacts,
     MoneyLedger,

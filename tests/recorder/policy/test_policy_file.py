@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hatp_journal.recorder.policy import Policy, PolicyFileError, load_policy, parse_policy
 from hypothesis import given
 from hypothesis import strategies as st
+
+from hatp_journal.recorder.policy import Policy, PolicyFileError, load_policy, parse_policy
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "policy.json"
 GOOD = """{

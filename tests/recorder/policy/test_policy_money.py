@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+
 from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide, parse_policy
 from hatp_journal.toolkit.wire import Money
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import hatp_journal.recorder.policy as policy_package
 from hatp_journal.recorder.policy import (
     AllOf,
@@ -21,8 +24,6 @@ from hatp_journal.recorder.policy import (
 )
 from hatp_journal.recorder.policy.money import MoneySpent
 from hatp_journal.toolkit.wire import Money
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 actions = st.sampled_from(["allow", "ask"])
 money = st.builds(

@@ -18,12 +18,13 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from fastmcp import Client
+from icalendar import Calendar
+
 from hatp_journal.servers.calendar import build
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock
-from icalendar import Calendar
 
 __all__ = ["calendar", "closed_port", "itip", "kickoff", "mail_sink", "refusing_smtp"]
 

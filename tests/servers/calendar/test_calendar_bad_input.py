@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastmcp import Client
+
 from hatp_journal.servers.calendar import build
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.testing import FakeClock

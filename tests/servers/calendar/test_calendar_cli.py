@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from hatp_journal.servers.calendar.cli import main
 
 pytestmark = pytest.mark.anyio

@@ -8,6 +8,7 @@ import sys
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
 from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.wire import KeysAnswer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from hatp_journal.servers.calendar import edit_event
 
 pytestmark = pytest.mark.anyio

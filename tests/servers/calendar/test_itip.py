@@ -7,6 +7,10 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from icalendar import Calendar
+
 from hatp_journal.servers.calendar.itip import (
     PRODID,
     EventData,
@@ -19,9 +23,6 @@ from hatp_journal.servers.calendar.itip import (
     parse_method,
 )
 from hatp_journal.servers.smtp import send_message
-from hypothesis import given
-from hypothesis import strategies as st
-from icalendar import Calendar
 
 START = datetime(2026, 11, 4, 15, 0, tzinfo=UTC)
 STAMP = datetime(2026, 11, 3, 14, 2, 10, tzinfo=UTC)

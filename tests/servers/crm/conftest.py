@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
 from hatp_journal.servers.crm import build
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from anyio.abc import ByteReceiveStream
 from fastmcp import Client
+
 from hatp_journal.servers.crm import build
 from hatp_journal.servers.crm.cli import main
 from hatp_journal.toolkit import SigningKey

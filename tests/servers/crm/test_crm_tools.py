@@ -6,9 +6,10 @@ import csv
 import io
 
 import pytest
+from sqlmodel import Session, select
+
 from hatp_journal.servers.crm import STAGES, edit_deal
 from hatp_journal.servers.crm.store import Order, Refund
-from sqlmodel import Session, select
 
 pytestmark = pytest.mark.anyio
 

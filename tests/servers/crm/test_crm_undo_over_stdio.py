@@ -4,6 +4,7 @@ to start). Eve edits with the real ``hatp-crm edit`` command line, on the same s
 from __future__ import annotations
 
 import pytest
+
 from hatp_journal.servers.crm.cli import main
 from hatp_journal.toolkit import VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.wire import KeysAnswer

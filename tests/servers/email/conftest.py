@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+
 from hatp_journal.servers.email import MailSettings, build
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink

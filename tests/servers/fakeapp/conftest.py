@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx2
 import pytest
+
 from hatp_journal.servers.fakeapp import FakeApp
 from hatp_journal.servers.fakeapp.pytest_fixtures import (
     browser_page,

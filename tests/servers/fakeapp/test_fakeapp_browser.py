@@ -11,8 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from hatp_journal.servers.fakeapp.pytest_fixtures import INSTALL_HINT, require_chromium
 from playwright.sync_api import Page, expect
+
+from hatp_journal.servers.fakeapp.pytest_fixtures import INSTALL_HINT, require_chromium
 
 _CHILD = re.compile(r'^  - (?:rowheader|cell|columnheader)(?: ("(?:[^"\\]|\\.)*"))?', re.MULTILINE)
 

@@ -11,6 +11,7 @@ import sys
 
 import httpx2
 import pytest
+
 from hatp_journal.servers.fakeapp.cli import main
 
 BOUND = 15.0  # seconds; every wait on a child process is bounded by this

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+
 from hatp_journal.servers.fakeapp import APP_USER
 
 SEEDED = {

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import httpx2
 import pytest
+
 from hatp_journal.servers.fakeapp import FakeApp, InvalidField
 
 

@@ -9,6 +9,7 @@ import sys
 from email.message import EmailMessage
 
 import pytest
+
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.servers.mailsink.cli import main
 from hatp_journal.servers.smtp import send_message

@@ -7,6 +7,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
+
 from hatp_journal.servers.mailsink import MailSink, read_maildir
 from hatp_journal.servers.smtp import MailDeliveryError, send_message
 
