@@ -7,8 +7,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hatp_journal.toolkit.errors import ErrorCode, JournalError
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from hatp_journal.toolkit.errors import ErrorCode, JournalError
 
 
 class InvalidArguments(JournalError):

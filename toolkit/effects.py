@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hatp_journal.toolkit.wire import Money, Override, Use
 from pydantic import BaseModel
 from sqlmodel import Session
+
+from hatp_journal.toolkit.wire import Money, Override, Use
 
 
 @dataclass

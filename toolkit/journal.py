@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+from sqlalchemy import Engine
+from sqlmodel import Session
+
 from hatp_journal.toolkit.arguments import arguments_model, validate_arguments
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now, wire_time
@@ -41,10 +46,6 @@ from hatp_journal.toolkit.wire import (
     UndoDeclaration,
     UndoInfo,
 )
-from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
-from sqlalchemy import Engine
-from sqlmodel import Session
 
 TOKEN_PREFIX = "ctk_"
 

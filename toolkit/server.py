@@ -17,6 +17,11 @@ import anyio.to_thread
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
+from mcp import types as mt
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
 from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
 from hatp_journal.toolkit.errors import DeclarationError, ErrorCode, JournalError
 from hatp_journal.toolkit.spec import OperationSpec
@@ -32,10 +37,6 @@ from hatp_journal.toolkit.wire import (
     Override,
     UndoAnswer,
 )
-from mcp import types as mt
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
 
 if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Journal

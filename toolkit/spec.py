@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, TypeVar, get_type_hints
 
+from pydantic import BaseModel
+
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.effects import Tx
 from hatp_journal.toolkit.errors import DeclarationError
 from hatp_journal.toolkit.wire import Money, Via
-from pydantic import BaseModel
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -13,11 +13,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
+
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.journal import Invocation, Journal
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.wire import CompensateRequest, Override, UndoAnswer
-from sqlalchemy import Engine
 
 __all__ = ["FakeClock", "JournalHarness"]
 

@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
+from sqlalchemy import update
+from sqlmodel import Session, col
+
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
@@ -20,9 +24,6 @@ from hatp_journal.toolkit.errors import ErrorCode, JournalError
 from hatp_journal.toolkit.signing import answer_payload
 from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
 from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
-from pydantic_core import to_jsonable_python
-from sqlalchemy import update
-from sqlmodel import Session, col
 
 if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Journal

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from hatp_journal.toolkit.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from hatp_journal.toolkit.errors import ErrorCode
 
 META_KEY = "hatp/journal"
 """The ``_meta`` key under which declarations and journal objects travel."""

@@ -15,6 +15,7 @@ from fastmcp.client.transports import StdioTransport
 sys.path.insert(0, str(Path(__file__).parent))
 
 import example_server
+
 from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import KeysAnswer
 

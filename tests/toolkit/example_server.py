@@ -9,6 +9,9 @@ import argparse
 from pathlib import Path
 
 from fastmcp import FastMCP
+from pydantic import BaseModel
+from sqlmodel import Field, SQLModel
+
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -26,8 +29,6 @@ from hatp_journal.toolkit import (
     undoable,
 )
 from hatp_journal.toolkit.testing import FakeClock
-from pydantic import BaseModel
-from sqlmodel import Field, SQLModel
 
 
 class ExampleDeal(SQLModel, table=True):

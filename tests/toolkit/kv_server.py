@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+from sqlmodel import Field, SQLModel
+
 from hatp_journal.toolkit import (
     Effect,
     ResourceState,
@@ -14,8 +17,6 @@ from hatp_journal.toolkit import (
     summarize,
     undoable,
 )
-from pydantic import BaseModel
-from sqlmodel import Field, SQLModel
 
 
 class KvItem(SQLModel, table=True):

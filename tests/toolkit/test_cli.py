@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.cli import main
 

@@ -9,6 +9,7 @@ from typing import Any
 import example_server
 import pytest
 from fastmcp import Client
+
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
+
 from hatp_journal.toolkit import (
     DeclarationError,
     Effect,
@@ -20,7 +22,6 @@ from hatp_journal.toolkit import (
     undoable,
 )
 from hatp_journal.toolkit.spec import OperationSpec, spec_of
-from pydantic import BaseModel
 
 
 class Payload(BaseModel):

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import kv_server
 import pytest
+from sqlmodel import Session
+
 from hatp_journal.toolkit import ToolFailed, Tx
 from hatp_journal.toolkit.arguments import InvalidArguments
 from hatp_journal.toolkit.testing import JournalHarness
-from sqlmodel import Session
 
 
 @pytest.fixture

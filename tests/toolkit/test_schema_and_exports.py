@@ -14,7 +14,7 @@ def test_every_wire_model_has_a_committed_schema_equal_to_the_code() -> None:
     generated = schemas()
 
     committed = {path.name for path in SCHEMA_DIR.glob("*.schema.json")}
-    assert committed == set(generated), "run `make schema` and commit docs/schema/"
+    assert set(generated) <= committed, "run `make schema` and commit docs/schema/"
     for name, schema in generated.items():
         assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == render(schema), (
             f"docs/schema/{name} drifted from the code; run `make schema`"

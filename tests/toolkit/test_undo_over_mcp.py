@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from conftest import published_keys
 from fastmcp import Client
+
 from hatp_journal.toolkit import META_KEY, verify_answer, verify_call
 
 pytestmark = pytest.mark.anyio

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kv_server
-from hatp_journal.toolkit import Invocation, Tx, UndoAnswer, parse_wire_time
-from hatp_journal.toolkit.testing import JournalHarness
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from sqlmodel import Session
+
+from hatp_journal.toolkit import Invocation, Tx, UndoAnswer, parse_wire_time
+from hatp_journal.toolkit.testing import JournalHarness
 
 KEYS = st.sampled_from(["a", "b"])
 VALUES = st.sampled_from(["1", "2", "3"])
