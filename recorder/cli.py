@@ -1,0 +1,106 @@
+"""``hatp-recorder``: serve the gateway, and read, export and verify Run Records."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+
+from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import PolicyFileError, load_policy
+from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (2 for bad input, 1 for a record that fails)."""
+    parser = argparse.ArgumentParser(prog="hatp-recorder", description=__doc__)
+    parser.add_argument("--config", type=Path, default=Path("recorder.toml"))
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the agent over stdio or HTTP")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    commands.add_parser("runs", help="list runs")
+    show = commands.add_parser("show", help="show a run's entries")
+    show.add_argument("run")
+    export = commands.add_parser("export", help="write a self-contained Run Record file")
+    export.add_argument("run")
+    export.add_argument("--out", type=Path, required=True)
+    verify = commands.add_parser("verify", help="verify a Run Record file offline")
+    verify.add_argument("file", type=Path)
+    verify.add_argument("--recorder-key", type=Path, required=True, help="the Recorder's key file to pin")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "verify":
+            return _verify(args.file, args.recorder_key)
+        config = load_config(args.config)
+        if args.command == "serve":
+            anyio.run(_serve, config, args.transport, args.host, args.port)
+            return 0
+        store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        if args.command == "runs":
+            for run in store.runs():
+                print(f"{run.id}\t{run.agent}\t{run.principal}")
+        elif args.command == "show":
+            for entry in store.entries(args.run):
+                body = entry.body
+                journal = body.get("journal") or {}
+                effect = journal.get("effect") or {}
+                undo = journal.get("undo") or {}
+                print(
+                    f"{entry.id}\t{entry.kind}\t{body.get('server')}.{body.get('tool')}\t"
+                    f"{(body.get('decision') or {}).get('action')}\t{effect.get('summary', '')}\t"
+                    f"{undo.get('undoBy', '')}"
+                )
+        elif args.command == "export":
+            record = store.export(args.run)
+            args.out.write_text(record.model_dump_json(by_alias=True, indent=2), encoding="utf-8")
+            print(args.out)
+    except (ConfigError, PolicyFileError, KeyFileError, KeyError) as error:
+        print(f"hatp-recorder: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
+    policy = load_policy(Path(config.recorder.policy))
+    store = RunStore(
+        config.recorder.store,
+        SigningKey.load_or_create(config.recorder.key),
+        checkpoint_every=config.recorder.checkpoint_every,
+    )
+    recorder = Recorder(config, store=store, policy=policy)
+    async with AsyncExitStack() as stack:
+        mcp = await recorder.start(stack)
+        try:
+            if transport == "stdio":
+                await mcp.run_async(transport="stdio", show_banner=False)
+            else:
+                await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+        finally:
+            recorder.close()
+
+
+def _verify(file: Path, key_file: Path) -> int:
+    key: VerifyKey = SigningKey.from_file(key_file).public
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        print(f"hatp-recorder: error: cannot read {file}: {error}", file=sys.stderr)
+        return 2
+    report = verify_record(document, recorder_keys={key.kid: key})
+    for problem in report.problems:
+        print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
+    print("ok" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

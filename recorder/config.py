@@ -1,0 +1,102 @@
+"""The Recorder's configuration file (TOML). Errors name the file and the line."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """The configuration can't be used; the Recorder refuses to start."""
+
+
+class ServerConfig(BaseModel):
+    """One downstream tool server: a stdio command or an HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    pin: list[str] = Field(default_factory=list, description="Pinned key ids; empty: pin on first contact")
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command or url")
+        return self
+
+
+class RecorderSection(BaseModel):
+    """The ``[recorder]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str = "recorder.db"
+    key: str = "recorder.key"
+    policy: str = "policy.json"
+    agent: str = "agent"
+    principal: str = "principal"
+    checkpoint_every: int = Field(default=100, gt=0)
+
+
+class RecorderConfig(BaseModel):
+    """The whole configuration file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recorder: RecorderSection = Field(default_factory=RecorderSection)
+    servers: dict[str, ServerConfig]
+
+    @model_validator(mode="after")
+    def _names(self) -> RecorderConfig:
+        for name in self.servers:
+            if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+                raise ValueError(f"server name {name!r} must be lowercase letters, digits and dashes")
+        return self
+
+
+def load_config(path: Path) -> RecorderConfig:
+    """Read and validate ``path``; relative paths in it are taken from its folder."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: {error.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: {error}") from None
+    try:
+        config = RecorderConfig.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = [str(part) for part in first["loc"]]
+        line = _line_of(text, location)
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{where}: {'.'.join(location)}: {first['msg']}") from None
+    base = path.parent
+    section = config.recorder
+    section.store = _resolve(base, section.store)
+    section.key = _resolve(base, section.key)
+    section.policy = _resolve(base, section.policy)
+    return config
+
+
+def _resolve(base: Path, value: str) -> str:
+    return value if "://" in value or Path(value).is_absolute() else str(base / value)
+
+
+def _line_of(text: str, location: list[str]) -> int | None:
+    """The line where the last named key of ``location`` (or its table) appears."""
+    for name in reversed(location):
+        pattern = re.compile(rf"^\s*(\[\s*[\w.-]*\b{re.escape(name)}\b\s*\]|{re.escape(name)}\s*=)")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if pattern.search(line):
+                return number
+    return None

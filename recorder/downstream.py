@@ -1,0 +1,86 @@
+"""One downstream tool server, with its session kept open for the Recorder's lifetime."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp.types import CallToolResult, Tool
+
+from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.toolkit.signing import VerifyKey
+from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
+
+
+class DownstreamError(RuntimeError):
+    """The downstream server failed, hung or answered something unusable."""
+
+
+class Downstream:
+    """A connected MCP client to one tool server."""
+
+    def __init__(self, name: str, config: ServerConfig) -> None:
+        self.name = name
+        self.config = config
+        self.tools: dict[str, Tool] = {}
+        self.keys: dict[str, VerifyKey] = {}
+        self._client: Client[Any] | None = None
+
+    async def connect(self, stack: AsyncExitStack) -> None:
+        """Open the session, read ``tools/list`` and pin the receipt keys."""
+        if self.config.command is not None:
+            transport = StdioTransport(
+                self.config.command,
+                self.config.args,
+                env={**os.environ, **self.config.env},
+                cwd=self.config.cwd,
+            )
+            client: Client[Any] = Client(transport, timeout=self.config.timeout_seconds)
+        else:
+            assert self.config.url is not None
+            client = Client(self.config.url, timeout=self.config.timeout_seconds)
+        connected = await stack.enter_async_context(client)
+        self._client = connected
+        self.tools = {tool.name: tool for tool in await connected.list_tools()}
+        if KEYS_TOOL in self.tools:
+            await self._pin_keys()
+
+    @property
+    def journal_aware(self) -> bool:
+        """Whether the server offers the journal binding."""
+        return KEYS_TOOL in self.tools
+
+    def agent_tools(self) -> list[Tool]:
+        """The tools an agent may see: everything but the binding."""
+        return [tool for name, tool in self.tools.items() if name not in BINDING_TOOLS]
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call a tool; a crash or a hang becomes :class:`DownstreamError`."""
+        if self._client is None:
+            raise DownstreamError(f"{self.name} is not connected")
+        try:
+            with anyio.fail_after(self.config.timeout_seconds):
+                return await self._client.call_tool_mcp(tool, arguments)
+        except TimeoutError:
+            raise DownstreamError(
+                f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
+            ) from None
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError) as error:
+            raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
+
+    async def _pin_keys(self) -> None:
+        result = await self.call(KEYS_TOOL, {})
+        published = KeysAnswer.model_validate((result.meta or {}).get(META_KEY, {}))
+        offered = {key.kid: VerifyKey.from_wire(key) for key in published.keys}
+        if self.config.pin:
+            # Pinned in the config: only those kids count, whatever else the server offers.
+            missing = [kid for kid in self.config.pin if kid not in offered]
+            if missing:
+                raise DownstreamError(f"{self.name} does not offer the pinned keys {missing}")
+            self.keys = {kid: offered[kid] for kid in self.config.pin}
+        else:
+            self.keys = offered

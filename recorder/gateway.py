@@ -1,0 +1,201 @@
+"""The Recorder's gateway: forwards an agent's calls to tool servers and journals each one.
+
+The agent connects to the Recorder like to any MCP server and sees every downstream tool as
+``{server}_{tool}``. The binding tools are never listed and never forwarded; compensation
+tokens are kept in the Run Record and stripped from what the agent receives.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from datetime import datetime
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.tools import Tool, ToolResult
+from mcp.types import CallToolResult
+from pydantic import PrivateAttr, ValidationError
+
+from hatp_journal.recorder.config import RecorderConfig
+from hatp_journal.recorder.downstream import Downstream, DownstreamError
+from hatp_journal.recorder.intake import bounded, take_in
+from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
+
+
+class Recorder:
+    """Journals every call of one agent session (one run) and applies the autonomy policy."""
+
+    def __init__(
+        self,
+        config: RecorderConfig,
+        *,
+        store: RunStore,
+        policy: Policy,
+        ledger: MoneyLedger | None = None,
+        clock: Any = utc_now,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.policy = policy
+        self.ledger = ledger or MoneyLedger()
+        self.clock = clock
+        self.downstreams = {name: Downstream(name, server) for name, server in config.servers.items()}
+        self.run_id: str | None = None
+        self.mcp = FastMCP("hatp-recorder")
+
+    async def start(self, stack: AsyncExitStack) -> FastMCP:
+        """Connect every downstream, open the run and publish the agent-facing tools."""
+        for downstream in self.downstreams.values():
+            await downstream.connect(stack)
+            for tool in downstream.agent_tools():
+                self.mcp.add_tool(ForwardTool.for_downstream(self, downstream.name, tool))
+        section = self.config.recorder
+        self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
+        return self.mcp
+
+    def close(self) -> None:
+        """Close the run: its head is signed."""
+        if self.run_id is not None:
+            self.store.close_run(self.run_id)
+
+    async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Decide, forward (or not), take in the journal object and append the entry."""
+        assert self.run_id is not None, "start() first"
+        downstream = self.downstreams[server]
+        now: datetime = self.clock()
+        facts = self._facts(downstream, tool, arguments, now)
+        decision = decide(self.policy, facts, self.ledger)
+        body: dict[str, Any] = {
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "server": server,
+            "tool": tool,
+            "arguments": arguments,
+            "argumentsDigest": sha256_digest(arguments),
+            "decision": decision.wire(),
+        }
+        if decision.action != "allow":
+            entry = self.store.append(self.run_id, "ask", body)
+            return _pending(entry.id, decision)
+        try:
+            result = await downstream.call(tool, arguments)
+        except DownstreamError as error:
+            body["outcome"] = {"status": "failed", "error": str(error)}
+            entry = self.store.append(self.run_id, "call", body)
+            return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
+        intake = take_in(
+            result.meta,
+            tool=tool,
+            arguments=arguments,
+            server_keys=downstream.keys,
+            declared_kind=facts.kind,
+        )
+        body["intake"] = intake.wire()
+        body["journal"] = intake.raw if intake.status == "verified" else _kept(intake.raw)
+        body["outcome"] = {"status": "error" if result.is_error else "ok"}
+        if facts.amount is not None and not result.is_error:
+            self.ledger.record(self.run_id, now, facts.amount)
+        entry = self.store.append(self.run_id, "call", body)
+        return _for_agent(result, entry.id)
+
+    def _facts(
+        self, downstream: Downstream, tool: str, arguments: dict[str, Any], now: datetime
+    ) -> CallFacts:
+        declaration = _declaration(downstream, tool)
+        amount = _amount(arguments) if declaration is not None and declaration.charges else None
+        return CallFacts.from_declaration(
+            declaration, server=downstream.name, tool=tool, at=now, amount=amount, run=self.run_id
+        )
+
+
+class ForwardTool(Tool):
+    """An agent-facing tool that forwards to one downstream tool through the Recorder."""
+
+    _recorder: Recorder | None = PrivateAttr(default=None)
+    _server: str = PrivateAttr(default="")
+    _tool: str = PrivateAttr(default="")
+
+    @classmethod
+    def for_downstream(cls, recorder: Recorder, server: str, tool: Any) -> ForwardTool:
+        """Mirror ``tool`` of ``server`` as ``{server}_{tool}`` with its schema, hints and meta."""
+        forward = cls(
+            name=f"{server}_{tool.name}",
+            title=tool.title,
+            description=tool.description,
+            parameters=tool.input_schema,
+            annotations=tool.annotations,
+            meta=tool.meta,
+        )
+        forward._recorder, forward._server, forward._tool = recorder, server, tool.name
+        return forward
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        """Forward through the Recorder."""
+        assert self._recorder is not None
+        return await self._recorder.handle(self._server, self._tool, arguments)
+
+
+def _declaration(downstream: Downstream, tool: str) -> Declaration | None:
+    meta = downstream.tools[tool].meta or {}
+    raw = meta.get(META_KEY)
+    if raw is None or bounded(raw) is not None:
+        return None
+    try:
+        return Declaration.model_validate(raw)
+    except ValidationError:
+        return None  # an unreadable declaration is no declaration: unknown, fail closed
+
+
+def _amount(arguments: dict[str, Any]) -> Money | None:
+    """The money a charging call says it moves (``amount`` and ``currency`` arguments)."""
+    try:
+        return Money(amount=str(arguments["amount"]), currency=str(arguments.get("currency", "USD")))
+    except (KeyError, ValidationError):
+        return None
+
+
+def _kept(raw: Any) -> Any:
+    """An unresolved object is kept as received when it is plain JSON, else summarized."""
+    return raw if bounded(raw) is None else {"rejected": "not kept: too large, too deep or not JSON"}
+
+
+def _strip_token(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not meta or not isinstance(meta.get(META_KEY), dict):
+        return meta
+    journal = {k: v for k, v in meta[META_KEY].items() if k != "compensationToken"}
+    return {**meta, META_KEY: journal}
+
+
+def _for_agent(result: CallToolResult, entry_id: str) -> ToolResult:
+    meta = _strip_token(dict(result.meta) if result.meta else None) or {}
+    meta = {**meta, "hatp/recorder": {"entry": entry_id}}
+    return ToolResult(
+        content=list(result.content),
+        structured_content=result.structured_content,
+        meta=meta,
+        is_error=bool(result.is_error),
+    )
+
+
+def _pending(entry_id: str, decision: Decision) -> ToolResult:
+    """Tell the agent the call waits for a person. The reasons stay in the record: the policy
+    (caps, windows, who may approve) is the organisation's and never shown to the agent."""
+    body = {
+        "status": "pending_approval",
+        "ask": entry_id,
+        "message": "This call needs a person's approval; it has not been made.",
+    }
+    return ToolResult(
+        content=f"Waiting for approval ({entry_id}).", structured_content=body, meta={"hatp/recorder": body}
+    )
+
+
+def _refusal(code: str, message: str, entry_id: str) -> ToolResult:
+    body = {"code": code, "message": message, "entry": entry_id}
+    return ToolResult(
+        content=f"{code}: {message}", structured_content=body, meta={"hatp/recorder": body}, is_error=True
+    )

@@ -1,0 +1,121 @@
+"""Intake checks (SPEC §8): a downstream's journal object is bounded, validated and verified
+before the Recorder trusts it. A bad object is kept, marked ``unresolved`` with the reason,
+and treated as ``unknown`` — never a crash, never dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from hatp_journal.toolkit.signing import VerifyKey, verify_call
+from hatp_journal.toolkit.wire import META_KEY, JournalObject
+
+MAX_NODES = 5_000
+MAX_DEPTH = 32
+MAX_STRING = 16_384
+
+IntakeStatus = Literal["verified", "unresolved", "absent"]
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What the Recorder concluded about one result's journal object."""
+
+    status: IntakeStatus
+    kind: Literal["compensate", "none", "unknown", "read"]
+    reason: str | None = None
+    journal: JournalObject | None = None
+    raw: Any = None
+
+    def wire(self) -> dict[str, Any]:
+        """The intake verdict as recorded in the entry."""
+        verdict: dict[str, Any] = {"status": self.status, "kind": self.kind}
+        if self.reason:
+            verdict["reason"] = self.reason
+        return verdict
+
+
+def bounded(value: Any) -> str | None:
+    """Why ``value`` is too big, too deep or not plain JSON; None if it is fine.
+
+    Walks iteratively, so a hostile depth can't raise ``RecursionError``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return f"more than {MAX_NODES} values"
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH}"
+        if isinstance(item, Mapping):
+            for key, child in item.items():
+                if not isinstance(key, str) or len(key) > MAX_STRING:
+                    return "a key that is not a short string"
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            if len(item) > MAX_STRING:
+                return f"a string longer than {MAX_STRING}"
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return "a number that is not finite"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > 2**53:
+                return "an integer beyond 2^53"
+        else:
+            return f"a value of type {type(item).__name__}"
+    return None
+
+
+def take_in(
+    meta: Mapping[str, Any] | None,
+    *,
+    tool: str,
+    arguments: Mapping[str, Any],
+    server_keys: Mapping[str, VerifyKey],
+    declared_kind: Literal["compensate", "none", "unknown", "read"],
+) -> Intake:
+    """Check the ``_meta["hatp/journal"]`` of one result against the call that made it."""
+    raw = (meta or {}).get(META_KEY) if isinstance(meta, Mapping) else None
+    if raw is None:
+        kind: Literal["none", "unknown", "read"] = "read" if declared_kind == "read" else "unknown"
+        if declared_kind == "none":
+            kind = "none"
+        return Intake("absent", kind)
+    problem = bounded(raw)
+    if problem is not None:
+        return Intake("unresolved", "unknown", f"journal object rejected before parsing: {problem}")
+    if not isinstance(raw, Mapping):
+        return Intake("unresolved", "unknown", "journal object is not a JSON object", raw=raw)
+    try:
+        journal = JournalObject.model_validate(raw)
+    except ValidationError as error:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
+        return Intake(
+            "unresolved", "unknown", f"journal object does not fit the wire format: {fields}", raw=raw
+        )
+    if not verify_call(raw, tool, arguments, server_keys):
+        return Intake(
+            "unresolved", "unknown", "receipt does not verify with the server's pinned key", raw=raw
+        )
+    return Intake("verified", _kind(journal), journal=journal, raw=raw)
+
+
+def _kind(journal: JournalObject) -> Literal["compensate", "none", "unknown", "read"]:
+    if journal.undo is None:
+        return "read" if journal.read else "unknown"
+    if journal.undo.kind == "compensate":
+        effect = journal.effect
+        # Without a version and a token nothing can be undone automatically (SPEC §3).
+        if effect is None or effect.version is None or journal.compensation_token is None:
+            return "unknown"
+        return "compensate"
+    return journal.undo.kind

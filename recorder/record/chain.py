@@ -1,0 +1,37 @@
+"""The hash chain: RFC 8785 canonical bytes, SHA-256, a genesis bound to the run's metadata."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from hatp_journal.recorder.record.models import Run
+from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+
+
+def genesis_hash(run: Run) -> str:
+    """The ``prevHash`` of a run's first entry (and the head of an empty run).
+
+    It covers the run's id, agent, principal and opening time, so those fields of an
+    exported record are as tamper-evident as the entries.
+    """
+    return sha256_digest(
+        {
+            "genesis": True,
+            "run": run.id,
+            "agent": run.agent,
+            "principal": run.principal,
+            "openedAt": run.opened_at,
+        }
+    )
+
+
+def entry_id(seq: int) -> str:
+    """The id of the entry at ``seq``: ``e1``, ``e2``, …"""
+    return f"e{seq}"
+
+
+def seal(hashed: dict[str, Any]) -> tuple[bytes, str]:
+    """The canonical bytes of an entry (without ``hash``) and their ``sha256:`` digest."""
+    data = canonical_bytes(hashed)
+    return data, "sha256:" + hashlib.sha256(data).hexdigest()

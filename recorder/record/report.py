@@ -1,0 +1,64 @@
+"""The verification report: stable problem codes and the entry each concerns."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from hatp_journal.toolkit.wire import WireModel
+
+
+class Check(StrEnum):
+    """Stable codes of verification problems; tests and tools compare codes, not text."""
+
+    MALFORMED = "MALFORMED"
+    NOT_CANONICAL = "NOT_CANONICAL"
+    HASH_MISMATCH = "HASH_MISMATCH"
+    CHAIN_BROKEN = "CHAIN_BROKEN"
+    SEQ_GAP = "SEQ_GAP"
+    ID_MISMATCH = "ID_MISMATCH"
+    RUN_MISMATCH = "RUN_MISMATCH"
+    BAD_CHECKPOINT_SIGNATURE = "BAD_CHECKPOINT_SIGNATURE"
+    CHECKPOINT_MISMATCH = "CHECKPOINT_MISMATCH"
+    UNSIGNED_TAIL = "UNSIGNED_TAIL"
+    ROLLBACK = "ROLLBACK"
+    KEY_SUBSTITUTED = "KEY_SUBSTITUTED"
+    RECEIPT_INVALID = "RECEIPT_INVALID"
+
+
+class Problem(WireModel):
+    """One failed check: which entry (``None`` for the file as a whole), which check, and why."""
+
+    entry: str | None = None
+    check: Check
+    detail: str
+
+
+class VerifyReport(WireModel):
+    """The outcome of :func:`verify_record`. ``ok`` means no problem was found."""
+
+    ok: bool
+    problems: list[Problem] = Field(default_factory=list)
+    flagged: list[Problem] = Field(
+        default_factory=list,
+        description="Receipts that fail but that the Recorder already marked unresolved at intake",
+    )
+    entries: int = 0
+    signed_size: int = Field(default=0, description="Entries covered by the last valid checkpoint")
+    receipts_checked: int = 0
+
+    def codes(self) -> set[str]:
+        """The distinct problem codes."""
+        return {problem.check.value for problem in self.problems}
+
+
+class Findings:
+    """Problems collected while verifying (internal)."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.flagged: list[Problem] = []
+
+    def add(self, check: Check, entry: str | None, detail: str) -> None:
+        self.problems.append(Problem(entry=entry, check=check, detail=detail))

@@ -1,0 +1,308 @@
+"""The Run Record store: append-only, hash-chained entries and signed checkpoints (SPEC §8).
+
+Every write is one transaction that reads the chain head and writes after it; on SQLite the
+toolkit's engine makes that ``BEGIN IMMEDIATE``, so concurrent appenders serialize instead of
+forking, and ``UNIQUE(run, seq)`` turns any remaining race into a retry, never a branch.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel, col, select
+
+from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
+from hatp_journal.recorder.record.errors import BadEntry, RunExists, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.layout import parse_json
+from hatp_journal.recorder.record.models import Checkpoint, Entry, Run, RunRecordFile, checkpoint_payload
+from hatp_journal.recorder.record.tables import TABLES, RecCheckpoint, RecEntry, RecRun
+from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+from hatp_journal.toolkit.store import create_store_engine
+from hatp_journal.toolkit.wire import PublicKey, Receipt
+
+_APPEND_ATTEMPTS = 20
+"""Retries after losing a race on ``UNIQUE(run, seq)`` (only databases without BEGIN IMMEDIATE)."""
+
+_ENTRY_ID = re.compile(r"^e([1-9][0-9]{0,17})$")
+
+
+class RunStore:
+    """Runs, their append-only entries, and the Recorder's signed checkpoints.
+
+    ``store`` is a SQLite path, a SQLAlchemy URL, or an engine. ``checkpoint_every`` signs the
+    head after every N entries (0 turns that off). There is deliberately no way to edit or
+    delete an entry.
+    """
+
+    def __init__(
+        self,
+        store: str | Path | Engine,
+        key: SigningKey,
+        *,
+        checkpoint_every: int = 100,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        if checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be 0 (off) or positive, not {checkpoint_every}")
+        self._owns_engine = not isinstance(store, Engine)
+        self.engine = create_store_engine(store) if not isinstance(store, Engine) else store
+        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+        self.key = key
+        self.checkpoint_every = checkpoint_every
+        self.clock = clock
+        self._public = key.public
+
+    def _session(self) -> Session:
+        # Objects stay readable after commit: re-reading them would open another transaction.
+        return Session(self.engine, expire_on_commit=False)
+
+    @property
+    def public_key(self) -> VerifyKey:
+        """The Recorder's public key, to pin in verifiers."""
+        return self._public
+
+    def dispose(self) -> None:
+        """Release the database connections (only of an engine this store created)."""
+        if self._owns_engine:
+            self.engine.dispose()
+
+    # -- runs -----------------------------------------------------------------
+
+    def open_run(self, *, agent: str, principal: str, run_id: str | None = None) -> Run:
+        """Start a run; its id is ``run_<random>`` unless given (ids are never reused)."""
+        run_id = run_id if run_id is not None else "run_" + secrets.token_urlsafe(12)
+        if not run_id or len(run_id) > 200:
+            raise BadEntry(f"run id must be 1-200 characters, got {run_id!r}")
+        try:
+            run = Run(id=run_id, agent=agent, principal=principal, opened_at=wire_time(self.clock()))
+        except ValidationError as error:
+            raise BadEntry(f"run fields are invalid: {error}") from error
+        _seal_checked(run.wire())  # agent and principal enter the genesis hash
+        try:
+            with self._session() as session:
+                if session.get(RecRun, run_id) is not None:
+                    raise RunExists(f"run {run_id!r} already exists")
+                session.add(
+                    RecRun(id=run.id, agent=run.agent, principal=run.principal, opened_at=run.opened_at)
+                )
+                session.commit()
+        except IntegrityError as error:
+            raise RunExists(f"run {run_id!r} already exists") from error
+        return run
+
+    def run(self, run_id: str) -> Run:
+        """The run ``run_id``."""
+        with self._session() as session:
+            return _run_model(_get_run(session, run_id))
+
+    def runs(self) -> list[Run]:
+        """Every run, oldest first."""
+        with self._session() as session:
+            rows = session.exec(select(RecRun).order_by(col(RecRun.opened_at), col(RecRun.id))).all()
+            return [_run_model(row) for row in rows]
+
+    # -- entries --------------------------------------------------------------
+
+    def append(self, run_id: str, kind: str, body: dict[str, Any]) -> Entry:
+        """Append one entry after the current head, atomically; sign every N-th head."""
+        if not isinstance(kind, str) or not kind:
+            raise BadEntry(f"entry kind must be a non-empty string, got {kind!r}")
+        if not isinstance(body, dict):
+            raise BadEntry(f"entry body must be a JSON object, got {type(body).__name__}")
+        for attempt in range(_APPEND_ATTEMPTS):
+            try:
+                return self._append_once(run_id, kind, body)
+            except IntegrityError:
+                # Another writer took this seq; read the new head and try again.
+                if attempt == _APPEND_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _append_once(self, run_id: str, kind: str, body: dict[str, Any]) -> Entry:
+        with self._session() as session:
+            run = _get_run(session, run_id)
+            size, head = _head(session, run)
+            seq = size + 1
+            hashed = {
+                "run": run_id,
+                "seq": seq,
+                "id": entry_id(seq),
+                "time": wire_time(self.clock()),
+                "kind": kind,
+                "body": body,
+                "prevHash": head,
+            }
+            data, digest = _seal_checked(hashed)
+            session.add(RecEntry(run=run_id, seq=seq, kind=kind, hash=digest, data=data))
+            if self.checkpoint_every and seq % self.checkpoint_every == 0:
+                session.add(self._sign(run_id, seq, digest, "every-n"))
+            session.commit()
+        return _entry_model(data, digest)
+
+    def entries(self, run_id: str) -> list[Entry]:
+        """The run's entries in order, parsed from the bytes stored."""
+        with self._session() as session:
+            _get_run(session, run_id)
+            return [_entry_model(row.data, row.hash) for row in _entry_rows(session, run_id)]
+
+    def entry(self, run_id: str, entry_id: str) -> Entry:
+        """One entry by id (``e1``, ``e2``, …)."""
+        match = _ENTRY_ID.match(entry_id)
+        with self._session() as session:
+            _get_run(session, run_id)
+            row = session.get(RecEntry, (run_id, int(match.group(1)))) if match else None
+            if row is None:
+                raise UnknownEntry(f"run {run_id!r} has no entry {entry_id!r}")
+            return _entry_model(row.data, row.hash)
+
+    # -- checkpoints ----------------------------------------------------------
+
+    def checkpoint(self, run_id: str, reason: str) -> Checkpoint:
+        """Sign the run's head now (reasons: ``close``, ``approval``, ``every-n``, ``manual``, …)."""
+        with self._session() as session:
+            row = self._checkpoint_in(session, _get_run(session, run_id), reason)
+            session.commit()
+            return _checkpoint_model(row)
+
+    def close_run(self, run_id: str) -> Checkpoint:
+        """Sign a ``close`` checkpoint; the first close also sets the run's ``closedAt``.
+
+        Entries may still be appended after close (reversal records, remedies); each later
+        export signs a fresh head.
+        """
+        with self._session() as session:
+            run = _get_run(session, run_id)
+            row = self._checkpoint_in(session, run, "close")
+            if run.closed_at is None:
+                run.closed_at = row.at
+                session.add(run)
+            session.commit()
+            return _checkpoint_model(row)
+
+    def latest_checkpoint(self, run_id: str) -> Checkpoint | None:
+        """The most recently signed head of the run, if any."""
+        with self._session() as session:
+            _get_run(session, run_id)
+            rows = _checkpoint_rows(session, run_id, latest=True)
+            return _checkpoint_model(rows[0]) if rows else None
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """Every checkpoint of the run, in the order signed."""
+        with self._session() as session:
+            _get_run(session, run_id)
+            return [_checkpoint_model(row) for row in _checkpoint_rows(session, run_id)]
+
+    def _checkpoint_in(self, session: Session, run: RecRun, reason: str) -> RecCheckpoint:
+        if not isinstance(reason, str) or not reason:
+            raise BadEntry(f"checkpoint reason must be a non-empty string, got {reason!r}")
+        size, head = _head(session, run)
+        row = self._sign(run.id, size, head, reason)
+        session.add(row)
+        return row
+
+    def _sign(self, run_id: str, size: int, head: str, reason: str) -> RecCheckpoint:
+        at = wire_time(self.clock())
+        receipt = self.key.sign(checkpoint_payload(run_id, size, head, at, reason), at)
+        return RecCheckpoint(
+            run=run_id, size=size, head=head, at=at, reason=reason, kid=receipt.kid, sig=receipt.sig
+        )
+
+    # -- export ---------------------------------------------------------------
+
+    def export(
+        self, run_id: str, server_keys: Mapping[str, Sequence[PublicKey | VerifyKey]] | None = None
+    ) -> RunRecordFile:
+        """A self-contained Run Record whose last checkpoint signs its last entry.
+
+        Read in one transaction (and a fresh ``export`` checkpoint signed in it when the head
+        moved since the last one), so the file is a consistent snapshot even while agents append.
+        ``server_keys`` (server → its keys) is shipped as given, for information only.
+        """
+        with self._session() as session:
+            run = _get_run(session, run_id)
+            entries = [_entry_model(row.data, row.hash) for row in _entry_rows(session, run_id)]
+            rows = list(_checkpoint_rows(session, run_id))
+            head = entries[-1].hash if entries else genesis_hash(_run_model(run))
+            if not rows or (rows[-1].size, rows[-1].head) != (len(entries), head):
+                rows.append(self._sign(run_id, len(entries), head, "export"))
+                session.add(rows[-1])
+                session.commit()
+            return RunRecordFile(
+                run=_run_model(run),
+                entries=entries,
+                checkpoints=[_checkpoint_model(row) for row in rows],
+                recorder_key=self._public.wire(),
+                server_keys={
+                    server: [k.wire() if isinstance(k, VerifyKey) else k for k in keys]
+                    for server, keys in (server_keys or {}).items()
+                },
+            )
+
+
+def _get_run(session: Session, run_id: str) -> RecRun:
+    run = session.get(RecRun, run_id) if isinstance(run_id, str) else None
+    if run is None:
+        raise UnknownRun(f"no run {run_id!r}")
+    return run
+
+
+def _head(session: Session, run: RecRun) -> tuple[int, str]:
+    """(size, head hash) of the run, read inside the caller's transaction."""
+    last = session.exec(
+        select(RecEntry.seq, RecEntry.hash)
+        .where(RecEntry.run == run.id)
+        .order_by(col(RecEntry.seq).desc())
+        .limit(1)
+    ).first()
+    if last is None:
+        return 0, genesis_hash(_run_model(run))
+    return last[0], last[1]
+
+
+def _entry_rows(session: Session, run_id: str) -> Sequence[RecEntry]:
+    return session.exec(select(RecEntry).where(RecEntry.run == run_id).order_by(col(RecEntry.seq))).all()
+
+
+def _checkpoint_rows(session: Session, run_id: str, *, latest: bool = False) -> Sequence[RecCheckpoint]:
+    query = select(RecCheckpoint).where(RecCheckpoint.run == run_id)
+    if latest:
+        return session.exec(query.order_by(col(RecCheckpoint.id).desc()).limit(1)).all()
+    return session.exec(query.order_by(col(RecCheckpoint.id))).all()
+
+
+def _seal_checked(hashed: dict[str, Any]) -> tuple[bytes, str]:
+    try:
+        return seal(hashed)
+    except (ValueError, TypeError, RecursionError) as error:
+        # NaN, integers beyond 2^53, lone surrogates, non-JSON types, absurd depth.
+        raise BadEntry(f"not canonical JSON: {error}") from error
+
+
+def _run_model(row: RecRun) -> Run:
+    return Run(
+        id=row.id, agent=row.agent, principal=row.principal, opened_at=row.opened_at, closed_at=row.closed_at
+    )
+
+
+def _entry_model(data: bytes, digest: str) -> Entry:
+    return Entry.model_validate({**parse_json(data), "hash": digest})
+
+
+def _checkpoint_model(row: RecCheckpoint) -> Checkpoint:
+    return Checkpoint(
+        run=row.run,
+        size=row.size,
+        head=row.head,
+        at=row.at,
+        reason=row.reason,
+        receipt=Receipt(kid=row.kid, sig=row.sig, issued_at=row.at),
+    )

@@ -1,0 +1,52 @@
+"""SQLModel tables of the Run Record store (prefixed ``rec_``: the metadata is shared process-wide)."""
+
+from __future__ import annotations
+
+from sqlmodel import Field, SQLModel
+
+
+class RecRun(SQLModel, table=True):
+    """One run. ``closed_at`` is set once, by the first close."""
+
+    __tablename__ = "rec_run"
+
+    id: str = Field(primary_key=True)
+    agent: str
+    principal: str
+    opened_at: str
+    closed_at: str | None = None
+
+
+class RecEntry(SQLModel, table=True):
+    """One entry, stored as the exact canonical bytes that were hashed.
+
+    The primary key (run, seq) is the ``UNIQUE(run, seq)`` that makes a forked chain impossible:
+    a second writer of the same seq fails instead of branching. Rows are never updated.
+    """
+
+    __tablename__ = "rec_entry"
+
+    run: str = Field(primary_key=True, foreign_key="rec_run.id")
+    seq: int = Field(primary_key=True)
+    kind: str
+    hash: str
+    data: bytes
+
+
+class RecCheckpoint(SQLModel, table=True):
+    """A signed chain head; every one is kept, in the order it was signed."""
+
+    __tablename__ = "rec_checkpoint"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run: str = Field(index=True, foreign_key="rec_run.id")
+    size: int
+    head: str
+    at: str
+    reason: str
+    kid: str
+    sig: str
+
+
+TABLES = [SQLModel.metadata.tables[name] for name in ("rec_run", "rec_entry", "rec_checkpoint")]
+"""The tables this store creates on an engine it did not create itself."""
