@@ -69,19 +69,20 @@ def read_export(text: str) -> tuple[Any, Layout | None]:
 
 def _top(text: str) -> tuple[dict[str, Any], Layout]:
     document: dict[str, Any] = {}
-    pieces: Layout | None = None
+    hashed: list[bytes] = []
+    members: list[str] = []
+    cut: tuple[int, int] | None = None
     i = _expect(text, 0, "{")
     while True:
         key, i = _key(text, i)
         if key == "entries":
             start = i
             document[key], hashed, members, i = _entries(text, i)
-            pieces = Layout(hashed, members, text[:start] + "[]")
-            end = i
+            cut = (start, i)
         else:
             document[key], i = _decode(text, i)
-        if text[i] == "}" and i + 1 == len(text) and pieces is not None:
-            return document, Layout(pieces.hashed, pieces.hash_members, pieces.rest + text[end:])
+        if text[i] == "}" and i + 1 == len(text) and cut is not None:
+            return document, Layout(hashed, members, text[: cut[0]] + "[]" + text[cut[1] :])
         i = _expect(text, i, ",")
 
 

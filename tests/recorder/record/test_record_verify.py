@@ -79,6 +79,17 @@ def test_a_changed_byte_that_parses_to_the_same_value_is_still_detected(
     assert check(in_run, store, server_key) == {Check.NOT_CANONICAL}
 
 
+def test_a_duplicated_json_member_is_detected_though_the_parser_keeps_only_one(
+    store: RunStore, server_key: SigningKey, exported: dict[str, Any]
+) -> None:
+    data = RunRecordFile.model_validate(exported).to_bytes()
+    in_entry = data.replace(b'"kind":"note"', b'"kind":"call","kind":"note"', 1)
+    at_top = data.replace(b'"format":', b'"format":"x","format":', 1)
+
+    assert check(in_entry, store, server_key) == {Check.NOT_CANONICAL}
+    assert check(at_top, store, server_key) == {Check.NOT_CANONICAL}
+
+
 def test_a_truncated_record_is_detected(
     store: RunStore, server_key: SigningKey, exported: dict[str, Any]
 ) -> None:
