@@ -22,7 +22,7 @@ from hatp_journal.toolkit.journal import Invocation, Journal
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
 from hatp_journal.toolkit.store import create_store_engine
-from hatp_journal.toolkit.versions import Revision, next_revision, summarize
+from hatp_journal.toolkit.versions import Revision, Versioned, next_revision, summarize
 from hatp_journal.toolkit.wire import (
     META_KEY,
     CompensateRequest,
@@ -61,6 +61,7 @@ __all__ = [
     "Undone",
     "Use",
     "VerifyKey",
+    "Versioned",
     "canonical_bytes",
     "compensates",
     "content_etag",

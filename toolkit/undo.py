@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_core import to_jsonable_python
 from sqlalchemy import update
@@ -27,6 +27,8 @@ from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer
 
 if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Journal
+
+Operation = Literal["check", "compensate"]
 
 
 class UndoEngine:
@@ -176,14 +178,14 @@ class UndoEngine:
     def _answer(
         self,
         record: UndoRecord,
-        operation: str,
+        operation: Operation,
         status: UndoStatus,
         now: datetime,
         **extra: Any,
     ) -> UndoAnswer:
         return UndoAnswer(
             server=self.journal.server,
-            operation="check" if operation == "check" else "compensate",
+            operation=operation,
             status=status,
             token_digest=record.token_hash,
             tool=record.tool,
@@ -200,10 +202,10 @@ class UndoEngine:
         return answer.model_copy(update={"receipt": receipt})
 
 
-def _unknown(server: str, operation: str, token: str, now: datetime) -> UndoAnswer:
+def _unknown(server: str, operation: Operation, token: str, now: datetime) -> UndoAnswer:
     return UndoAnswer(
         server=server,
-        operation="check" if operation == "check" else "compensate",
+        operation=operation,
         status="unknown_token",
         code=ErrorCode.UNDO_UNKNOWN_TOKEN,
         message="no undo is stored under this token on this server",

@@ -10,9 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from sqlmodel import SQLModel
+
 from hatp_journal.toolkit.canonical import content_etag
+from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.effects import ResourceState
 
 _REVISION = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)$")
 
@@ -51,3 +56,38 @@ def summarize(subject: str, before: Mapping[str, Any], after: Mapping[str, Any])
         if before.get(name) != after.get(name)
     ]
     return f"{subject} " + ("; ".join(changed) if changed else "unchanged")
+
+
+class Versioned(SQLModel):
+    """Columns every journaled row needs, and the bump that keeps them right.
+
+    Inherit it in a table model (``class Deal(Versioned, table=True)``); after changing a row's
+    fields call :meth:`record_change`, and answer the toolkit's state reader with :meth:`state`.
+    ``fields`` are the values a person sees: they make the content tag.
+    """
+
+    version: str
+    etag: str
+    changed_by: str
+    changed_at: str
+
+    @property
+    def revision(self) -> Revision:
+        """The row's current revision."""
+        return Revision(self.version, self.etag)
+
+    def record_change(self, fields: Mapping[str, Any], *, by: str, at: datetime) -> tuple[Revision, Revision]:
+        """Bump the version for ``fields`` (already applied) and say who changed it; (before, after)."""
+        before = self.revision
+        after = before.bump(fields)
+        self.version, self.etag, self.changed_by, self.changed_at = (
+            after.version,
+            after.etag,
+            by,
+            wire_time(at),
+        )
+        return before, after
+
+    def state(self, fields: Mapping[str, Any]) -> ResourceState:
+        """The row as the toolkit's state reader reports it."""
+        return ResourceState(self.version, fields, self.etag, self.changed_by)

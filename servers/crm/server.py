@@ -110,7 +110,7 @@ def deal_state(resource: str, tx: Tx) -> ResourceState:
     deal = tx.session.get(Deal, resource.rsplit("/", 1)[-1])
     if deal is None:
         return ResourceState(version=None)
-    return ResourceState(deal.version, deal_fields(deal), deal.etag, deal.changed_by)
+    return deal.state(deal_fields(deal))
 
 
 @compensates(update_deal, state=deal_state)
@@ -175,7 +175,7 @@ def order_state(resource: str, tx: Tx) -> ResourceState:
     order = tx.session.get(Order, resource.rsplit("/", 1)[-1])
     if order is None:
         return ResourceState(version=None)
-    return ResourceState(order.version, order_fields(order), order.etag, order.changed_by)
+    return order.state(order_fields(order))
 
 
 @compensates(charge_order, state=order_state)

@@ -14,14 +14,14 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from hatp_journal.toolkit import Revision, ToolFailed, utc_now, wire_time
+from hatp_journal.toolkit import Revision, ToolFailed, Versioned, utc_now, wire_time
 
 SERVER = "crm://acme"
 STAGES = ("Prospecting", "Qualification", "Proposal", "Negotiation", "Won", "Lost")
 ORDER_STATUSES = ("open", "partly paid", "paid", "refunded")
 
 
-class Deal(SQLModel, table=True):
+class Deal(Versioned, table=True):
     """A sales deal. ``version`` is the label people see; ``etag`` tags its content."""
 
     __tablename__ = "crm_deal"
@@ -33,13 +33,9 @@ class Deal(SQLModel, table=True):
     amount: str = Field(description="decimal string, e.g. 48000.00")
     currency: str = "USD"
     owner: str
-    version: str
-    etag: str
-    changed_by: str
-    changed_at: str
 
 
-class Order(SQLModel, table=True):
+class Order(Versioned, table=True):
     """An order that can be charged (in parts) up to its total."""
 
     __tablename__ = "crm_order"
@@ -51,10 +47,6 @@ class Order(SQLModel, table=True):
     currency: str
     paid: str = "0.00"
     status: str = "open"
-    version: str
-    etag: str
-    changed_by: str
-    changed_at: str
 
 
 class Charge(SQLModel, table=True):
@@ -169,27 +161,20 @@ def write_deal(
     session: Session, deal: Deal, changes: Mapping[str, str], by: str, now: datetime
 ) -> tuple[Revision, Revision]:
     """Apply ``changes``, bump the version and record who changed it; returns (before, after)."""
-    before = Revision(deal.version, deal.etag)
     for name, value in changes.items():
         setattr(deal, name, value)
-    after = before.bump(deal_fields(deal))
-    deal.version, deal.etag, deal.changed_by, deal.changed_at = after.version, after.etag, by, wire_time(now)
     session.add(deal)
-    return before, after
+    return deal.record_change(deal_fields(deal), by=by, at=now)
 
 
 def write_order(
     session: Session, order: Order, changes: Mapping[str, str], by: str, now: datetime
 ) -> tuple[Revision, Revision]:
     """Like :func:`write_deal`, for an order."""
-    before = Revision(order.version, order.etag)
     for name, value in changes.items():
         setattr(order, name, value)
-    after = before.bump(order_fields(order))
-    order.version, order.etag, order.changed_by = after.version, after.etag, by
-    order.changed_at = wire_time(now)
     session.add(order)
-    return before, after
+    return order.record_change(order_fields(order), by=by, at=now)
 
 
 def edit_deal(engine: Engine, deal_id: str, *, stage: str, by: str, now: datetime | None = None) -> Deal:

@@ -165,7 +165,7 @@ def live_draft_state(resource: str, tx: Tx) -> ResourceState:
     draft = tx.session.get(Draft, resource.rsplit("/", 1)[-1])
     if draft is None or draft.status != "draft":
         return ResourceState(version=None)
-    return ResourceState(draft.version, draft_fields(draft), draft.etag, draft.changed_by)
+    return draft.state(draft_fields(draft))
 
 
 @compensates(draft_email, state=live_draft_state)
@@ -200,7 +200,7 @@ def draft_record_state(resource: str, tx: Tx) -> ResourceState:
     draft = tx.session.get(Draft, resource.rsplit("/", 1)[-1])
     if draft is None:
         return ResourceState(version=None)
-    return ResourceState(draft.version, draft_fields(draft), draft.etag, draft.changed_by)
+    return draft.state(draft_fields(draft))
 
 
 @compensates(delete_draft, state=draft_record_state)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from hatp_journal.toolkit import Revision, ToolFailed, wire_time
+from hatp_journal.toolkit import Revision, ToolFailed, Versioned, wire_time
 
 SERVER = "email://acme"
 MAX_RECIPIENTS = 50
@@ -40,7 +40,7 @@ class SentMail(SQLModel, table=True):
     sent_at: str
 
 
-class Draft(SQLModel, table=True):
+class Draft(Versioned, table=True):
     """A draft; deleting one keeps a tombstone (``status="deleted"``) so the deletion can be undone."""
 
     __tablename__ = "email_draft"
@@ -50,10 +50,6 @@ class Draft(SQLModel, table=True):
     subject: str
     body: str
     status: str = "draft"
-    version: str
-    etag: str
-    changed_by: str
-    changed_at: str
 
 
 def sent_uri(sent_id: str) -> str:
@@ -135,17 +131,9 @@ def set_draft_status(
     session: Session, draft: Draft, status: str, by: str, now: datetime
 ) -> tuple[Revision, Revision]:
     """Delete (tombstone) or restore a draft, bumping its version; returns (before, after)."""
-    before = Revision(draft.version, draft.etag)
     draft.status = status
-    after = before.bump(draft_fields(draft))
-    draft.version, draft.etag, draft.changed_by, draft.changed_at = (
-        after.version,
-        after.etag,
-        by,
-        wire_time(now),
-    )
     session.add(draft)
-    return before, after
+    return draft.record_change(draft_fields(draft), by=by, at=now)
 
 
 def live_draft(session: Session, draft_id: str) -> Draft:

@@ -16,8 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import example_server
 
-from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey
-from hatp_journal.toolkit.wire import KeysAnswer
+from hatp_journal.toolkit import SigningKey
 
 EXAMPLE = Path(__file__).parent / "example_server.py"
 
@@ -41,10 +40,3 @@ async def client(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         connection = Client(transport)
     async with connection:
         yield connection
-
-
-async def published_keys(client: Client[Any]) -> dict[str, VerifyKey]:
-    """The server's keys as ``hatp_journal_keys`` publishes them."""
-    result = await client.call_tool_mcp("hatp_journal_keys", {})
-    answer = KeysAnswer.model_validate(result.meta[META_KEY] if result.meta else {})
-    return {key.kid: VerifyKey.from_wire(key) for key in answer.keys}

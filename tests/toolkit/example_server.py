@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 from pydantic import BaseModel
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
 from hatp_journal.toolkit import (
     Effect,
@@ -21,24 +21,23 @@ from hatp_journal.toolkit import (
     ToolFailed,
     Tx,
     Undone,
+    Versioned,
     compensates,
     create_store_engine,
     irreversible,
     read_only,
     summarize,
     undoable,
+    wire_time,
 )
 from hatp_journal.toolkit.testing import FakeClock
 
 
-class ExampleDeal(SQLModel, table=True):
+class ExampleDeal(Versioned, table=True):
     """A deal in the example store."""
 
     id: str = Field(primary_key=True)
     stage: str
-    version: str
-    etag: str
-    changed_by: str
 
 
 class StageUndo(BaseModel):
@@ -61,11 +60,9 @@ def _load(tx: Tx, deal_id: str) -> ExampleDeal:
 
 
 def _write(tx: Tx, deal: ExampleDeal, stage: str, by: str) -> tuple[Revision, Revision]:
-    before = Revision(deal.version, deal.etag)
-    after = before.bump({"stage": stage})
-    deal.stage, deal.version, deal.etag, deal.changed_by = stage, after.version, after.etag, by
+    deal.stage = stage
     tx.session.add(deal)
-    return before, after
+    return deal.record_change({"stage": stage}, by=by, at=tx.now)
 
 
 @undoable(window="P7D")
@@ -92,7 +89,7 @@ def deal_state(resource: str, tx: Tx) -> ResourceState:
     deal = tx.session.get(ExampleDeal, resource.rsplit("/", 1)[-1])
     if deal is None:
         return ResourceState(version=None)
-    return ResourceState(deal.version, {"stage": deal.stage}, deal.etag, deal.changed_by)
+    return deal.state({"stage": deal.stage})
 
 
 @compensates(set_stage, state=deal_state)
@@ -133,6 +130,7 @@ def seed(journal: Journal, deal_id: str = "D-881", stage: str = "Proposal") -> N
                     version=start.version,
                     etag=start.etag,
                     changed_by="dana",
+                    changed_at=wire_time(journal.now()),
                 )
             )
             session.commit()

@@ -9,7 +9,7 @@ import kv_server
 import pytest
 from sqlmodel import Session
 
-from hatp_journal.toolkit import ToolFailed, Tx
+from hatp_journal.toolkit import ResourceState, ToolFailed, Tx, Versioned
 from hatp_journal.toolkit.arguments import InvalidArguments
 from hatp_journal.toolkit.testing import JournalHarness
 
@@ -127,3 +127,22 @@ def test_error_data_may_use_any_key_even_code_or_message() -> None:
     assert result.structured_content is not None
     assert result.structured_content["code"] == "TOOL_FAILED"
     assert result.structured_content["data"] == {"code": "MAIL", "message": "x", "tool": "t"}
+
+
+def test_a_versioned_row_bumps_its_revision_and_reports_its_state() -> None:
+    from datetime import UTC, datetime
+
+    from hatp_journal.toolkit import Revision, content_etag
+
+    class Row(Versioned):
+        stage: str
+
+    start = Revision.of("v12", {"stage": "Proposal"})
+    row = Row(stage="Won", version=start.version, etag=start.etag, changed_by="dana", changed_at="")
+
+    before, after = row.record_change({"stage": "Won"}, by="agent", at=datetime(2026, 11, 1, tzinfo=UTC))
+
+    assert (before, after.version) == (start, "v13")
+    assert (row.version, row.etag, row.changed_by) == ("v13", content_etag({"stage": "Won"}), "agent")
+    assert row.changed_at == "2026-11-01T00:00:00Z"
+    assert row.state({"stage": "Won"}) == ResourceState("v13", {"stage": "Won"}, row.etag, "agent")

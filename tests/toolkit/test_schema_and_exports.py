@@ -49,6 +49,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "Undone",
             "Use",
             "VerifyKey",
+            "Versioned",
             "canonical_bytes",
             "compensates",
             "content_etag",

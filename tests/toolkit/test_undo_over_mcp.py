@@ -5,12 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import published_keys
 from fastmcp import Client
 
-from hatp_journal.toolkit import META_KEY, verify_answer, verify_call
+from hatp_journal.toolkit import META_KEY, VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.wire import KeysAnswer
 
 pytestmark = pytest.mark.anyio
+
+
+async def published_keys(client: Client[Any]) -> dict[str, VerifyKey]:
+    """The server's keys as ``hatp_journal_keys`` publishes them."""
+    result = await client.call_tool_mcp("hatp_journal_keys", {})
+    answer = KeysAnswer.model_validate(result.meta[META_KEY] if result.meta else {})
+    return {key.kid: VerifyKey.from_wire(key) for key in answer.keys}
 
 
 def journal_of(result: Any) -> dict[str, Any]:
