@@ -7,13 +7,17 @@ import json
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
+from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
+from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 
@@ -28,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     commands.add_parser("runs", help="list runs")
+    commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
+    for verb in ("approve", "deny"):
+        decide = commands.add_parser(verb, help=f"{verb} an ask, signed with your key")
+        decide.add_argument("ask", help="RUN/eN, as `asks` prints it")
+        decide.add_argument("--as", dest="person", required=True, help="your id in the directory")
+        decide.add_argument("--key", type=Path, required=True, help="your Ed25519 key file")
     show = commands.add_parser("show", help="show a run's entries")
     show.add_argument("run")
     export = commands.add_parser("export", help="write a self-contained Run Record file")
@@ -48,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "runs":
             for run in store.runs():
                 print(f"{run.id}\t{run.agent}\t{run.principal}")
+        elif args.command in ("asks", "approve", "deny"):
+            return _asks(store, config, args)
         elif args.command == "show":
             for entry in store.entries(args.run):
                 body = entry.body
@@ -63,10 +75,40 @@ def main(argv: list[str] | None = None) -> int:
             record = store.export(args.run)
             args.out.write_text(record.model_dump_json(by_alias=True, indent=2), encoding="utf-8")
             print(args.out)
-    except (ConfigError, PolicyFileError, KeyFileError, KeyError) as error:
+    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
+    if config.recorder.directory is None:
+        raise ConfigError("[recorder] directory is not set: nobody can decide asks")
+    directory = Directory.load(Path(config.recorder.directory))
+    asks = Asks(store)
+    now = utc_now()
+    for run in store.runs():
+        asks.withdraw_overdue(run.id, now, directory)
+    if args.command == "asks":
+        for ask in asks.pending():
+            body = ask.entry.body
+            reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
+            print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+        return 0
+    decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
+    outcome = asks.decide(
+        args.ask,
+        decision,
+        person=args.person,
+        key=SigningKey.from_file(args.key),
+        directory=directory,
+        now=now,
+    )
+    print(outcome.message)
+    head = store.latest_checkpoint(args.ask.rpartition("/")[0])
+    if head is not None:
+        print(f"latest signed head: size {head.size}, {head.head}")
+    return 0 if outcome.counted else 1
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:

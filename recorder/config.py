@@ -41,6 +41,7 @@ class RecorderSection(BaseModel):
     store: str = "recorder.db"
     key: str = "recorder.key"
     policy: str = "policy.json"
+    directory: str | None = None
     agent: str = "agent"
     principal: str = "principal"
     checkpoint_every: int = Field(default=100, gt=0)
@@ -85,6 +86,8 @@ def load_config(path: Path) -> RecorderConfig:
     section.store = _resolve(base, section.store)
     section.key = _resolve(base, section.key)
     section.policy = _resolve(base, section.policy)
+    if section.directory is not None:
+        section.directory = _resolve(base, section.directory)
     return config
 
 

@@ -8,7 +8,8 @@ tokens are kept in the Run Record and stripped from what the agent receives.
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
@@ -16,10 +17,12 @@ from fastmcp.tools import Tool, ToolResult
 from mcp.types import CallToolResult
 from pydantic import PrivateAttr, ValidationError
 
+from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
+from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.intake import bounded, take_in
-from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now
@@ -46,6 +49,7 @@ class Recorder:
         self.downstreams = {name: Downstream(name, server) for name, server in config.servers.items()}
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
+        self.asks = Asks(store)
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
@@ -63,12 +67,17 @@ class Recorder:
             self.store.close_run(self.run_id)
 
     async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Decide, forward (or not), take in the journal object and append the entry."""
-        assert self.run_id is not None, "start() first"
+        """Decide, forward (or not), take in the journal object and append the entry.
+
+        A call the policy holds becomes an ask; calling again learns its fate: still pending,
+        forwarded once approved, or refused after a denial or the deadline.
+        """
+        run = self.run_id
+        assert run is not None, "start() first"
         downstream = self.downstreams[server]
         now: datetime = self.clock()
+        self.asks.withdraw_overdue(run, now, self._directory())
         facts = self._facts(downstream, tool, arguments, now)
-        decision = decide(self.policy, facts, self.ledger)
         body: dict[str, Any] = {
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
@@ -76,16 +85,43 @@ class Recorder:
             "tool": tool,
             "arguments": arguments,
             "argumentsDigest": sha256_digest(arguments),
-            "decision": decision.wire(),
         }
+        earlier = self._open_ask(run, server, tool, arguments)
+        if earlier is not None:
+            if earlier.state == "pending":
+                return _pending(earlier.entry.id)
+            if earlier.state != "approved":
+                code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
+                entry = self.asks.settle(run, earlier, "refused", {**body, "code": code})
+                return _refusal(code, f"the call was not approved ({earlier.state})", entry.id)
+            assert earlier.decision is not None
+            body["ask"] = earlier.entry.id
+            body["decision"] = {"action": "approved", "by": earlier.decision.body["approval"]["by"]}
+            return await self._forward(run, downstream, facts, body, now)
+        decision = decide(self.policy, facts, self.ledger)
+        body["decision"] = decision.wire()
         if decision.action != "allow":
-            entry = self.store.append(self.run_id, "ask", body)
-            return _pending(entry.id, decision)
+            autonomy = self.policy.autonomy
+            within = autonomy.decide_within_seconds
+            entry = self.asks.open(
+                run,
+                body,
+                now=now,
+                approver=autonomy.approver or self.policy.undo_authority or "unassigned",
+                within=None if within is None else timedelta(seconds=within),
+            )
+            return _pending(entry.id)
+        return await self._forward(run, downstream, facts, body, now)
+
+    async def _forward(
+        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], now: datetime
+    ) -> ToolResult:
+        tool, arguments = body["tool"], body["arguments"]
         try:
             result = await downstream.call(tool, arguments)
         except DownstreamError as error:
             body["outcome"] = {"status": "failed", "error": str(error)}
-            entry = self.store.append(self.run_id, "call", body)
+            entry = self.store.append(run, "call", body)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         intake = take_in(
             result.meta,
@@ -98,9 +134,20 @@ class Recorder:
         body["journal"] = intake.raw if intake.status == "verified" else _kept(intake.raw)
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
         if facts.amount is not None and not result.is_error:
-            self.ledger.record(self.run_id, now, facts.amount)
-        entry = self.store.append(self.run_id, "call", body)
+            self.ledger.record(run, now, facts.amount)
+        entry = self.store.append(run, "call", body)
         return _for_agent(result, entry.id)
+
+    def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
+        """The latest not yet used ask for exactly this call in this run."""
+        digest = call_digest(server, tool, arguments)
+        matching = [a for a in self.asks.all(run) if a.entry.body.get("callDigest") == digest]
+        latest = matching[-1] if matching else None
+        return latest if latest is not None and latest.state != "used" else None
+
+    def _directory(self) -> Directory | None:
+        path = self.config.recorder.directory
+        return Directory.load(Path(path)) if path else None
 
     def _facts(
         self, downstream: Downstream, tool: str, arguments: dict[str, Any], now: datetime
@@ -181,13 +228,13 @@ def _for_agent(result: CallToolResult, entry_id: str) -> ToolResult:
     )
 
 
-def _pending(entry_id: str, decision: Decision) -> ToolResult:
+def _pending(entry_id: str) -> ToolResult:
     """Tell the agent the call waits for a person. The reasons stay in the record: the policy
     (caps, windows, who may approve) is the organisation's and never shown to the agent."""
     body = {
         "status": "pending_approval",
         "ask": entry_id,
-        "message": "This call needs a person's approval; it has not been made.",
+        "message": "This call needs a person's approval; it has not been made. Call again later.",
     }
     return ToolResult(
         content=f"Waiting for approval ({entry_id}).", structured_content=body, meta={"hatp/recorder": body}

@@ -13,11 +13,16 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.signing import b64url, verify
+from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import Receipt
 
 pytestmark = pytest.mark.anyio
 
@@ -33,9 +38,13 @@ POLICY = {
         "via": {"ui": "ask"},
         "minWindowSeconds": 259200,
         "approver": "human://acme.com/role/team-lead",
+        "decideWithinSeconds": 3600,
     },
     "undoAuthority": "human://acme.com/role/team-lead",
 }
+
+
+LEAD = "human://acme.com/role/team-lead"
 
 
 @dataclass
@@ -43,14 +52,36 @@ class Gateway:
     agent: Client[Any]
     recorder: Recorder
     store: RunStore
+    clock: FakeClock
+    directory: Directory
+    keys: dict[str, SigningKey]
+
+    def decide(self, ask: str, decision: Any, person: str, key: str | None = None) -> DecisionOutcome:
+        assert self.recorder.run_id is not None
+        return self.recorder.asks.decide(
+            f"{self.recorder.run_id}/{ask}",
+            decision,
+            person=person,
+            key=self.keys[key or person],
+            directory=self.directory,
+            now=self.clock(),
+        )
 
 
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
     (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    keys = {person: SigningKey.generate() for person in ("lee", "eve")}
+    people = [
+        {"id": "lee", "roles": [LEAD], "publicKey": b64url(keys["lee"].public.raw())},
+        {"id": "eve", "roles": [], "publicKey": b64url(keys["eve"].public.raw())},
+    ]
+    (tmp_path / "directory.json").write_text(json.dumps({"people": people}))
     SigningKey.generate().save(tmp_path / "deals.key")
     config = RecorderConfig(
-        recorder=RecorderSection(agent="sales-bot", principal="human://acme.com/dana"),
+        recorder=RecorderSection(
+            agent="sales-bot", principal="human://acme.com/dana", directory=str(tmp_path / "directory.json")
+        ),
         servers={
             "deals": ServerConfig(
                 command=sys.executable,
@@ -60,11 +91,13 @@ async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
         },
     )
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
-    recorder = Recorder(config, store=store, policy=load_policy(tmp_path / "policy.json"))
+    clock = FakeClock()
+    recorder = Recorder(config, store=store, policy=load_policy(tmp_path / "policy.json"), clock=clock)
     async with AsyncExitStack() as stack:
         mcp = await recorder.start(stack)
         async with Client(mcp) as agent:
-            yield Gateway(agent, recorder, store)
+            directory = Directory.load(tmp_path / "directory.json")
+            yield Gateway(agent, recorder, store, clock, directory, keys)
 
 
 async def test_a_reversible_call_is_forwarded_journaled_and_its_token_hidden_from_the_agent(
@@ -123,3 +156,84 @@ async def test_reads_are_allowed_and_journaled(gateway: Gateway) -> None:
     [entry] = gateway.store.entries(gateway.recorder.run_id)
     assert entry.body["decision"]["action"] == "allow"
     assert entry.body["intake"]["kind"] == "read"
+
+
+NOTE = {"to": "buyer@globex.com", "text": "Welcome to Acme"}
+
+
+async def send_note(gateway: Gateway) -> Any:
+    result = await gateway.agent.call_tool_mcp("deals_send_note", NOTE)
+    assert result.structured_content is not None
+    return result
+
+
+async def test_an_approved_ask_is_forwarded_when_the_agent_calls_again_and_only_once(
+    gateway: Gateway,
+) -> None:
+    first = await send_note(gateway)
+    ask = first.structured_content["ask"]
+    still = await send_note(gateway)
+
+    outcome = gateway.decide(ask, "approve", "lee")
+    forwarded = await send_note(gateway)
+    again = await send_note(gateway)
+
+    assert still.structured_content == first.structured_content
+    assert outcome.counted
+    assert forwarded.structured_content == {"sent_to": "buyer@globex.com"}
+    assert again.structured_content["status"] == "pending_approval"
+    assert again.structured_content["ask"] != ask
+    assert gateway.recorder.run_id is not None
+    entries = gateway.store.entries(gateway.recorder.run_id)
+    call = next(e for e in entries if e.kind == "call")
+    assert call.body["ask"] == ask
+    assert call.body["decision"] == {"action": "approved", "by": "lee"}
+    approval = outcome.entry.body
+    receipt = Receipt.model_validate(approval["receipt"])
+    assert verify(
+        receipt, {"approval": approval["approval"]}, {gateway.keys["lee"].kid: gateway.keys["lee"].public}
+    )
+
+
+async def test_a_denied_ask_is_refused_to_the_agent_and_never_forwarded(gateway: Gateway) -> None:
+    ask = (await send_note(gateway)).structured_content["ask"]
+
+    gateway.decide(ask, "deny", "lee")
+    refused = await send_note(gateway)
+
+    assert refused.is_error
+    assert refused.structured_content["code"] == "ASK_DENIED"
+    assert gateway.recorder.run_id is not None
+    assert [e.kind for e in gateway.store.entries(gateway.recorder.run_id)] == ["ask", "decision", "refused"]
+
+
+async def test_an_ask_past_its_deadline_is_withdrawn_naming_who_was_asked_and_a_late_click_is_not_counted(
+    gateway: Gateway,
+) -> None:
+    ask = (await send_note(gateway)).structured_content["ask"]
+    gateway.clock.advance(3601)
+
+    refused = await send_note(gateway)
+    late = gateway.decide(ask, "approve", "lee")
+
+    assert refused.structured_content["code"] == "DEADLINE_EXCEEDED"
+    assert gateway.recorder.run_id is not None
+    entries = gateway.store.entries(gateway.recorder.run_id)
+    withdrawn = next(e for e in entries if e.kind == "withdrawn")
+    assert withdrawn.body["code"] == "DEADLINE_EXCEEDED"
+    assert withdrawn.body["asked"] == ["lee"]
+    assert not late.counted
+    assert late.entry.body["counted"] is False
+    assert not any(e.kind == "call" for e in entries)
+
+
+async def test_only_a_holder_of_the_role_with_their_own_key_can_approve(gateway: Gateway) -> None:
+    ask = (await send_note(gateway)).structured_content["ask"]
+
+    without_role = gateway.decide(ask, "approve", "eve")
+    wrong_key = gateway.decide(ask, "approve", "lee", key="eve")
+    still = await send_note(gateway)
+
+    assert not without_role.counted
+    assert not wrong_key.counted
+    assert still.structured_content["status"] == "pending_approval"

@@ -1,0 +1,171 @@
+"""Asks: calls the policy held for a person's decision (SPEC §7, §11).
+
+Everything is derived from the append-only Run Record: an ``ask`` entry, then at most one
+counted ``decision`` or a ``withdrawn`` entry (deadline passed), then the entry that used or
+reported it. Late clicks are recorded as decisions with ``counted: false`` and change nothing.
+The agent learns the outcome by calling again: an approved call is forwarded then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.signing import SigningKey
+
+AskState = Literal["pending", "approved", "denied", "withdrawn", "used"]
+DEFAULT_DECIDE_WITHIN = timedelta(hours=4)
+
+
+def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
+    """What an approval of a call signs: exactly this server, tool and arguments."""
+    return sha256_digest({"server": server, "tool": tool, "arguments": arguments})
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One ask and where it stands."""
+
+    run: str
+    entry: Entry
+    state: AskState
+    decision: Entry | None = None
+
+    @property
+    def ref(self) -> str:
+        """``RUN/eN``: how people name an ask."""
+        return f"{self.run}/{self.entry.id}"
+
+    @property
+    def decide_by(self) -> str:
+        """The signed deadline."""
+        return str(self.entry.body["decideBy"])
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """What happened to a person's decision."""
+
+    counted: bool
+    message: str
+    entry: Entry
+
+
+class Asks:
+    """Opens, decides, withdraws and reads asks in a :class:`RunStore`."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    def open(
+        self, run: str, body: dict[str, Any], *, now: datetime, approver: str, within: timedelta | None
+    ) -> Entry:
+        """Record an ask for the call in ``body`` with its deadline and who may decide."""
+        ask = {
+            **body,
+            "callDigest": call_digest(body["server"], body["tool"], body["arguments"]),
+            "approver": approver,
+            "decideBy": wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
+        }
+        return self.store.append(run, "ask", ask)
+
+    def all(self, run: str) -> list[Ask]:
+        """Every ask of ``run`` with its state."""
+        entries = self.store.entries(run)
+        followers: dict[str, list[Entry]] = {}
+        for entry in entries:
+            ask = entry.body.get("ask")
+            if isinstance(ask, str) and entry.kind != "ask":
+                followers.setdefault(ask, []).append(entry)
+        return [_state(run, entry, followers.get(entry.id, [])) for entry in entries if entry.kind == "ask"]
+
+    def pending(self) -> list[Ask]:
+        """Pending asks across all runs."""
+        return [ask for run in self.store.runs() for ask in self.all(run.id) if ask.state == "pending"]
+
+    def find(self, ref: str) -> Ask:
+        """The ask named ``RUN/eN``; KeyError if there is none."""
+        run, _, entry_id = ref.rpartition("/")
+        for ask in self.all(run):
+            if ask.entry.id == entry_id:
+                return ask
+        raise KeyError(f"no ask {ref}")
+
+    def withdraw_overdue(self, run: str, now: datetime, directory: Directory | None) -> list[Entry]:
+        """Withdraw every pending ask of ``run`` whose deadline has passed (DEADLINE_EXCEEDED)."""
+        withdrawn = []
+        for ask in self.all(run):
+            if ask.state == "pending" and now > parse_wire_time(ask.decide_by):
+                asked = directory.holders(str(ask.entry.body["approver"])) if directory else []
+                body = {
+                    "ask": ask.entry.id,
+                    "code": "DEADLINE_EXCEEDED",
+                    "decideBy": ask.decide_by,
+                    "asked": asked or [ask.entry.body["approver"]],
+                }
+                withdrawn.append(self.store.append(run, "withdrawn", body))
+        return withdrawn
+
+    def decide(
+        self,
+        ref: str,
+        decision: Literal["approve", "deny"],
+        *,
+        person: str,
+        key: SigningKey,
+        directory: Directory,
+        now: datetime,
+    ) -> DecisionOutcome:
+        """Record ``person``'s decision, signed with their key, if it can still count."""
+        ask = self.find(ref)
+        self.withdraw_overdue(ask.run, now, directory)
+        ask = self.find(ref)
+        refusal = directory.may_decide(person, str(ask.entry.body["approver"]), key.public)
+        approval = {
+            "ask": ref,
+            "callDigest": ask.entry.body["callDigest"],
+            "decision": decision,
+            "by": person,
+            "at": wire_time(now),
+        }
+        receipt = key.sign({"approval": approval}, wire_time(now))
+        body: dict[str, Any] = {"ask": ask.entry.id, "approval": approval, "receipt": receipt.wire()}
+        if refusal is not None:
+            entry = self.store.append(ask.run, "decision", {**body, "counted": False, "why": refusal})
+            return DecisionOutcome(False, f"not counted: {refusal}", entry)
+        if ask.state != "pending":
+            why = _late_reason(ask)
+            entry = self.store.append(ask.run, "decision", {**body, "counted": False, "why": why})
+            return DecisionOutcome(False, f"your {decision} was recorded but not counted: {why}", entry)
+        entry = self.store.append(ask.run, "decision", {**body, "counted": True})
+        self.store.checkpoint(ask.run, "approval")
+        return DecisionOutcome(True, f"{decision} recorded for {ref}", entry)
+
+    def settle(self, run: str, ask: Ask, kind: str, body: dict[str, Any]) -> Entry:
+        """Record what became of a decided ask (the forwarded call, or the refusal reported)."""
+        return self.store.append(run, kind, {**body, "ask": ask.entry.id})
+
+
+def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:
+    decision = next((e for e in followers if e.kind == "decision" and e.body.get("counted")), None)
+    withdrawn = next((e for e in followers if e.kind == "withdrawn"), None)
+    used = any(e.kind in ("call", "refused") for e in followers)
+    if used:
+        return Ask(run, ask, "used", decision)
+    if decision is not None:
+        state: AskState = "approved" if decision.body["approval"]["decision"] == "approve" else "denied"
+        return Ask(run, ask, state, decision)
+    if withdrawn is not None:
+        return Ask(run, ask, "withdrawn", withdrawn)
+    return Ask(run, ask, "pending")
+
+
+def _late_reason(ask: Ask) -> str:
+    if ask.state == "withdrawn" and ask.decision is not None:
+        return f"this closed at {ask.decide_by} because of the deadline"
+    return f"this ask was already {ask.state}"

@@ -1,0 +1,77 @@
+"""The organisation's directory: people, their roles and their public keys (SPEC §11).
+
+It is read again at every decision, so authority is checked as it is *then*, never
+inherited from when the ask was made.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import VerifyKey, b64url_decode
+
+
+class DirectoryError(ValueError):
+    """The directory file can't be used."""
+
+
+class Person(BaseModel):
+    """One person who may decide asks."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="e.g. human://acme.com/lee")
+    name: str = ""
+    roles: list[str] = Field(default_factory=list)
+    public_key: str = Field(description="Raw Ed25519 public key, base64url")
+
+    def verify_key(self) -> VerifyKey:
+        """The person's key; a malformed one is a directory error."""
+        try:
+            return VerifyKey.from_raw(b64url_decode(self.public_key))
+        except ValueError as error:
+            raise DirectoryError(f"{self.id}: publicKey is not an Ed25519 key: {error}") from None
+
+
+class Directory(BaseModel):
+    """``{"people": [...]}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    people: list[Person]
+
+    @classmethod
+    def load(cls, path: Path) -> Directory:
+        """Read ``path``; errors name the file and what is wrong."""
+        try:
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, ValidationError) as error:
+            raise DirectoryError(f"{path}: {error}") from None
+
+    def person(self, person_id: str) -> Person | None:
+        """The person with ``person_id``, if listed."""
+        return next((p for p in self.people if p.id == person_id), None)
+
+    def holders(self, role: str) -> list[str]:
+        """Everyone who holds ``role`` (or is named by it directly)."""
+        return [p.id for p in self.people if role in p.roles or p.id == role]
+
+    def may_decide(self, person_id: str, role: str, key: VerifyKey) -> str | None:
+        """Why ``person_id`` may not decide for ``role`` with ``key``; None if they may."""
+        person = self.person(person_id)
+        if person is None:
+            return f"{person_id} is not in the directory"
+        if role not in person.roles and person.id != role:
+            return f"{person_id} does not hold {role}"
+        try:
+            listed = person.verify_key()
+        except (DirectoryError, KeyFileError) as error:
+            return str(error)
+        if listed.kid != key.kid:
+            return f"the key used is not {person_id}'s key in the directory"
+        return None
