@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -20,6 +19,7 @@ from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+from hatp_journal.toolkit.wire import PublicKey
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--out", type=Path, required=True)
     verify = commands.add_parser("verify", help="verify a Run Record file offline")
     verify.add_argument("file", type=Path)
-    verify.add_argument("--recorder-key", type=Path, required=True, help="the Recorder's key file to pin")
+    verify.add_argument(
+        "--recorder-key",
+        type=Path,
+        required=True,
+        help="the Recorder's public key to pin (JSON from `hatp-journal pubkey`) or its key file",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "verify":
@@ -73,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         elif args.command == "export":
             record = store.export(args.run)
-            args.out.write_text(record.model_dump_json(by_alias=True, indent=2), encoding="utf-8")
+            args.out.write_bytes(record.to_bytes())
             print(args.out)
     except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
@@ -131,10 +136,10 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
 
 
 def _verify(file: Path, key_file: Path) -> int:
-    key: VerifyKey = SigningKey.from_file(key_file).public
+    key = _pinned_key(key_file)
     try:
-        document = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        document = file.read_bytes()
+    except OSError as error:
         print(f"hatp-recorder: error: cannot read {file}: {error}", file=sys.stderr)
         return 2
     report = verify_record(document, recorder_keys={key.kid: key})
@@ -142,6 +147,20 @@ def _verify(file: Path, key_file: Path) -> int:
         print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
     print("ok" if report.ok else "FAILED")
     return 0 if report.ok else 1
+
+
+def _pinned_key(path: Path) -> VerifyKey:
+    """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise KeyFileError(f"cannot read {path}: {error.strerror}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            return VerifyKey.from_wire(PublicKey.model_validate_json(text))
+        except ValueError as error:
+            raise KeyFileError(f"{path} is not a published public key: {error}") from None
+    return SigningKey.from_file(path).public
 
 
 if __name__ == "__main__":

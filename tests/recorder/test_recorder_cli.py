@@ -1,0 +1,106 @@
+"""`hatp-recorder`: config errors name the line; asks are decided; records export and verify."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.signing import b64url
+
+LEAD = "human://acme.com/role/team-lead"
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, RunStore, str]:
+    lee = SigningKey.generate()
+    lee.save(tmp_path / "lee.key")
+    people = [{"id": "lee", "roles": [LEAD], "publicKey": b64url(lee.public.raw())}]
+    (tmp_path / "directory.json").write_text(json.dumps({"people": people}))
+    (tmp_path / "recorder.toml").write_text(
+        '[recorder]\nstore = "recorder.db"\nkey = "recorder.key"\ndirectory = "directory.json"\n'
+        '[servers.crm]\ncommand = "hatp-crm"\n'
+    )
+    store = RunStore(tmp_path / "recorder.db", SigningKey.load_or_create(tmp_path / "recorder.key"))
+    run = store.open_run(agent="sales-bot", principal="dana")
+    body = {
+        "server": "crm",
+        "tool": "export_report",
+        "arguments": {},
+        "decision": {"action": "ask", "reasons": [{"code": "IRREVERSIBLE", "detail": "cannot be undone"}]},
+    }
+    far = datetime(2099, 1, 1, tzinfo=UTC)
+    ask = Asks(store).open(run.id, body, now=far, approver=LEAD, within=None)
+    return tmp_path, store, f"{run.id}/{ask.id}"
+
+
+def test_a_config_with_an_error_is_refused_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.toml").write_text('[recorder]\nagent = "bot"\n\n[servers.crm]\nargs = ["serve"]\n')
+
+    assert main(["--config", str(tmp_path / "bad.toml"), "runs"]) == 2
+    assert "bad.toml:4" in capsys.readouterr().err
+
+
+def test_a_pending_ask_is_listed_and_approved_with_the_persons_key(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, store, ask = setup
+    config = ["--config", str(folder / "recorder.toml")]
+
+    assert main([*config, "asks"]) == 0
+    assert ask in capsys.readouterr().out
+    assert main([*config, "approve", ask, "--as", "lee", "--key", str(folder / "lee.key")]) == 0
+    assert "latest signed head" in capsys.readouterr().out
+    assert main([*config, "asks"]) == 0
+    assert ask not in capsys.readouterr().out
+    run = ask.rpartition("/")[0]
+    assert [e.kind for e in store.entries(run)] == ["ask", "decision"]
+
+
+def test_someone_not_in_the_directory_is_not_counted(
+    setup: tuple[Path, RunStore, str], tmp_path: Path
+) -> None:
+    folder, store, ask = setup
+    SigningKey.generate().save(tmp_path / "mallory.key")
+
+    code = main(
+        [
+            "--config",
+            str(folder / "recorder.toml"),
+            "deny",
+            ask,
+            "--as",
+            "mallory",
+            "--key",
+            str(tmp_path / "mallory.key"),
+        ]
+    )
+
+    assert code == 1
+    decision = store.entries(ask.rpartition("/")[0])[-1]
+    assert decision.body["counted"] is False
+
+
+def test_an_exported_record_verifies_with_the_pinned_public_key_and_a_changed_byte_fails(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, ask = setup
+    config = ["--config", str(folder / "recorder.toml")]
+    assert main([*config, "export", ask.rpartition("/")[0], "--out", str(folder / "r.json")]) == 0
+    public = SigningKey.from_file(folder / "recorder.key").public.wire().model_dump_json(by_alias=True)
+    (folder / "recorder.pub").write_text(public)
+
+    assert main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "recorder.pub")]) == 0
+    data = bytearray((folder / "r.json").read_bytes())
+    data[data.index(b"export_report") + 1] ^= 0x01
+    (folder / "r.json").write_bytes(bytes(data))
+    assert main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "recorder.pub")]) == 1
+    assert "FAILED" in capsys.readouterr().out
