@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -127,12 +128,24 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
     async with AsyncExitStack() as stack:
         mcp = await recorder.start(stack)
         try:
-            if transport == "stdio":
-                await mcp.run_async(transport="stdio", show_banner=False)
-            else:
-                await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+            async with anyio.create_task_group() as tasks:
+                # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
+                tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
+                if transport == "stdio":
+                    await mcp.run_async(transport="stdio", show_banner=False)
+                else:
+                    await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+                tasks.cancel_scope.cancel()
         finally:
             recorder.close()
+            print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 def _verify(file: Path, key_file: Path) -> int:
