@@ -12,6 +12,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.types import CallToolResult, Tool
 
 from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
 
@@ -23,9 +24,10 @@ class DownstreamError(RuntimeError):
 class Downstream:
     """A connected MCP client to one tool server."""
 
-    def __init__(self, name: str, config: ServerConfig) -> None:
+    def __init__(self, name: str, config: ServerConfig, pins: PinStore | None = None) -> None:
         self.name = name
         self.config = config
+        self.pins = pins
         self.tools: dict[str, Tool] = {}
         self.keys: dict[str, VerifyKey] = {}
         self._client: Client[Any] | None = None
@@ -82,5 +84,19 @@ class Downstream:
             if missing:
                 raise DownstreamError(f"{self.name} does not offer the pinned keys {missing}")
             self.keys = {kid: offered[kid] for kid in self.config.pin}
-        else:
+            return
+        if self.pins is None:
             self.keys = offered
+            return
+        pinned = self.pins.pinned(self.name)
+        if not pinned:
+            self.pins.pin(self.name, offered)
+            self.keys = offered
+            return
+        # Pinned at first contact and then fixed: another key is refused, not trusted.
+        if not set(pinned) & set(offered):
+            raise DownstreamError(
+                f"{self.name} offers keys {sorted(offered)}, none of them pinned ({sorted(pinned)}); "
+                "if the server really rotated its key, pin the new kid in the config"
+            )
+        self.keys = pinned

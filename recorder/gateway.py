@@ -22,6 +22,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.intake import bounded, take_in
+from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit.canonical import sha256_digest
@@ -46,7 +47,8 @@ class Recorder:
         self.policy = policy
         self.ledger = ledger or MoneyLedger()
         self.clock = clock
-        self.downstreams = {name: Downstream(name, server) for name, server in config.servers.items()}
+        pins = PinStore(store.engine)
+        self.downstreams = {name: Downstream(name, server, pins) for name, server in config.servers.items()}
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)

@@ -16,6 +16,7 @@ from fastmcp import Client
 from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
@@ -237,3 +238,27 @@ async def test_only_a_holder_of_the_role_with_their_own_key_can_approve(gateway:
     assert not without_role.counted
     assert not wrong_key.counted
     assert still.structured_content["status"] == "pending_approval"
+
+
+async def test_a_server_that_comes_back_with_another_key_than_the_one_pinned_is_refused(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    policy = load_policy(tmp_path / "policy.json")
+
+    def config(key_file: str) -> RecorderConfig:
+        SigningKey.load_or_create(tmp_path / key_file)
+        deals = ServerConfig(
+            command=sys.executable,
+            args=[str(EXAMPLE), "--db", str(tmp_path / "deals.db"), "--key", str(tmp_path / key_file)],
+        )
+        return RecorderConfig(servers={"deals": deals})
+
+    async with AsyncExitStack() as stack:
+        await Recorder(config("first.key"), store=store, policy=policy).start(stack)
+    async with AsyncExitStack() as stack:
+        await Recorder(config("first.key"), store=store, policy=policy).start(stack)
+    with pytest.raises(DownstreamError, match="none of them pinned"):
+        async with AsyncExitStack() as stack:
+            await Recorder(config("second.key"), store=store, policy=policy).start(stack)
