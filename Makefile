@@ -37,7 +37,7 @@ demo: $(STAMP)
 	$(VENV)/bin/hatp-demo d881
 
 bench: $(STAMP)
-	$(PY) bench/run.py
+	$(PY) bench/recorder_overhead.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
