@@ -16,6 +16,8 @@ from hatp_journal.toolkit.wire import META_KEY, JournalObject
 MAX_NODES = 5_000
 MAX_DEPTH = 32
 MAX_STRING = 16_384
+SAFE_INTEGER = 2**53 - 1
+"""The largest integer RFC 8785 can write (what the Run Record hashes)."""
 
 IntakeStatus = Literal["verified", "unresolved", "absent"]
 
@@ -54,7 +56,7 @@ def bounded(value: Any) -> str | None:
             return f"nested deeper than {MAX_DEPTH}"
         if isinstance(item, Mapping):
             for key, child in item.items():
-                if not isinstance(key, str) or len(key) > MAX_STRING:
+                if not isinstance(key, str) or len(key) > MAX_STRING or not _unicode(key):
                     return "a key that is not a short string"
                 stack.append((child, depth + 1))
         elif isinstance(item, list):
@@ -62,17 +64,30 @@ def bounded(value: Any) -> str | None:
         elif isinstance(item, str):
             if len(item) > MAX_STRING:
                 return f"a string longer than {MAX_STRING}"
+            if not _unicode(item):
+                return "a string with a lone surrogate"
         elif isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
                 return "a number that is not finite"
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
-            if abs(item) > 2**53:
-                return "an integer beyond 2^53"
+            if abs(item) > SAFE_INTEGER:
+                return "an integer beyond 2^53 - 1"
         else:
             return f"a value of type {type(item).__name__}"
     return None
+
+
+def _unicode(text: str) -> bool:
+    """False when ``text`` holds a lone surrogate, which has no UTF-8 and no canonical JSON."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def take_in(

@@ -143,10 +143,27 @@ def verify(receipt: Receipt, payload: Any, keys: Mapping[str, VerifyKey]) -> boo
         return False
     try:
         signature = b64url_decode(receipt.sig)
+        # One spelling only: padding, stray characters or spare bits would let a record change
+        # while its signatures still check.
+        if b64url(signature) != receipt.sig:
+            return False
         key.key.verify(signature, _signed_bytes(payload, receipt.kid, receipt.issued_at))
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+RECEIPT_FIELDS = frozenset({"alg", "kid", "sig", "issuedAt"})
+
+
+def _strict_receipt(raw: object) -> Receipt | None:
+    """A receipt exactly as the wire spells it (camelCase, every field), or None."""
+    if not isinstance(raw, Mapping) or set(raw) != RECEIPT_FIELDS:
+        return None
+    try:
+        return Receipt.model_validate(dict(raw))
+    except ValueError:
+        return None
 
 
 def call_payload(journal: Mapping[str, Any], tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,23 +184,11 @@ def verify_call(
     keys: Mapping[str, VerifyKey],
 ) -> bool:
     """Check a result's journal object (as received, camelCase) against the call that made it."""
-    raw = journal.get("receipt")
-    if not isinstance(raw, Mapping):
-        return False
-    try:
-        receipt = Receipt.model_validate(raw)
-    except ValueError:
-        return False
-    return verify(receipt, call_payload(journal, tool, arguments), keys)
+    receipt = _strict_receipt(journal.get("receipt"))
+    return receipt is not None and verify(receipt, call_payload(journal, tool, arguments), keys)
 
 
 def verify_answer(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> bool:
     """Check a check/compensate answer (as received, camelCase) against its receipt."""
-    raw = answer.get("receipt")
-    if not isinstance(raw, Mapping):
-        return False
-    try:
-        receipt = Receipt.model_validate(raw)
-    except ValueError:
-        return False
-    return verify(receipt, answer_payload(answer), keys)
+    receipt = _strict_receipt(answer.get("receipt"))
+    return receipt is not None and verify(receipt, answer_payload(answer), keys)
