@@ -52,6 +52,7 @@ class Recorder:
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
+        self._unsettled: set[str] = set()  # asks of this run not yet used or refused
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
@@ -78,7 +79,6 @@ class Recorder:
         assert run is not None, "start() first"
         downstream = self.downstreams[server]
         now: datetime = self.clock()
-        self.asks.withdraw_overdue(run, now, self._directory())
         facts = self._facts(downstream, tool, arguments, now)
         body: dict[str, Any] = {
             "agent": self.config.recorder.agent,
@@ -88,9 +88,15 @@ class Recorder:
             "arguments": arguments,
             "argumentsDigest": sha256_digest(arguments),
         }
-        earlier = self._open_ask(run, server, tool, arguments)
+        earlier = None
+        if self._unsettled:
+            # Only a run with asks still open reads its record back; every other call stays O(1).
+            self.asks.withdraw_overdue(run, now, self._directory())
+            earlier = self._open_ask(run, server, tool, arguments)
         if earlier is not None:
+            self._unsettled.discard(earlier.entry.id)
             if earlier.state == "pending":
+                self._unsettled.add(earlier.entry.id)
                 return _pending(earlier.entry.id)
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
@@ -112,6 +118,7 @@ class Recorder:
                 approver=autonomy.approver or self.policy.undo_authority or "unassigned",
                 within=None if within is None else timedelta(seconds=within),
             )
+            self._unsettled.add(entry.id)
             return _pending(entry.id)
         return await self._forward(run, downstream, facts, body, now)
 
