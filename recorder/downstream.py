@@ -9,12 +9,16 @@ from typing import Any
 import anyio
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Tool
 
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
+
+# What a dead or broken downstream raises through the client.
+_TRANSPORT_ERRORS = (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError)
 
 
 class DownstreamError(RuntimeError):
@@ -71,7 +75,7 @@ class Downstream:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
             ) from None
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError) as error:
+        except _TRANSPORT_ERRORS as error:
             raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
 
     async def _pin_keys(self) -> None:

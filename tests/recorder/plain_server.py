@@ -1,4 +1,7 @@
-"""A plain FastMCP server that knows nothing of the journal."""
+"""A plain FastMCP server that knows nothing of the journal, with two misbehaving tools."""
+
+import os
+import time
 
 from fastmcp import FastMCP
 
@@ -9,6 +12,19 @@ mcp = FastMCP("plain")
 def shout(text: str) -> str:
     """Upper-case some text."""
     return text.upper()
+
+
+@mcp.tool
+def hang(seconds: float) -> str:
+    """Answer only after ``seconds`` (longer than the Recorder waits)."""
+    time.sleep(seconds)
+    return "late"
+
+
+@mcp.tool
+def crash() -> str:
+    """Die without answering."""
+    os._exit(3)
 
 
 if __name__ == "__main__":

@@ -262,3 +262,39 @@ async def test_a_server_that_comes_back_with_another_key_than_the_one_pinned_is_
     with pytest.raises(DownstreamError, match="none of them pinned"):
         async with AsyncExitStack() as stack:
             await Recorder(config("second.key"), store=store, policy=policy).start(stack)
+
+
+async def test_a_downstream_that_hangs_or_crashes_gives_a_clear_error_and_the_others_keep_working(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow", "read": "allow"}}))
+    SigningKey.generate().save(tmp_path / "deals.key")
+    config = RecorderConfig(
+        servers={
+            "deals": ServerConfig(
+                command=sys.executable,
+                args=[str(EXAMPLE), "--db", str(tmp_path / "deals.db"), "--key", str(tmp_path / "deals.key")],
+            ),
+            "plain": ServerConfig(
+                command=sys.executable, args=[str(HERE / "plain_server.py")], timeout_seconds=2
+            ),
+        },
+    )
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=load_policy(tmp_path / "policy.json"))
+    async with AsyncExitStack() as stack:
+        mcp = await recorder.start(stack)
+        async with Client(mcp) as agent:
+            hung = await agent.call_tool_mcp("plain_hang", {"seconds": 30})
+            crashed = await agent.call_tool_mcp("plain_crash", {})
+            read = await agent.call_tool_mcp("deals_get_deal", {"deal_id": "D-881"})
+
+    assert hung.is_error
+    assert crashed.is_error
+    assert hung.structured_content is not None
+    assert crashed.structured_content is not None
+    assert hung.structured_content["code"] == crashed.structured_content["code"] == "DOWNSTREAM_FAILED"
+    assert not read.is_error
+    assert recorder.run_id is not None
+    outcomes = [e.body["outcome"]["status"] for e in store.entries(recorder.run_id)]
+    assert outcomes == ["failed", "failed", "ok"]

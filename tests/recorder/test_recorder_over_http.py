@@ -1,0 +1,74 @@
+"""The Recorder serves the agent over streamable HTTP on 127.0.0.1, and SIGTERM closes the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from fastmcp import Client
+
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit import SigningKey
+
+pytestmark = pytest.mark.anyio
+
+PLAIN = Path(__file__).parent / "plain_server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def connected(url: str, seconds: float) -> bool:
+    with anyio.move_on_after(seconds):
+        while True:
+            try:
+                async with Client(url) as client:
+                    await client.list_tools()
+                    return True
+            except Exception:  # noqa: BLE001 - not listening yet; keep trying within the bound
+                await anyio.sleep(0.2)
+    return False
+
+
+async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_closes_the_run(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
+    (tmp_path / "recorder.toml").write_text(
+        f"[servers.plain]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PLAIN))}]\n"
+    )
+    port = free_port()
+    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"]
+    process = subprocess.Popen(
+        [*command, "--transport", "http", "--port", str(port)],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert await connected(url, seconds=30)
+        async with Client(url) as agent:
+            result = await agent.call_tool_mcp("plain_shout", {"text": "hi"})
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=20)
+
+    assert not result.is_error
+    assert result.structured_content == {"result": "HI"}
+    store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
+    [run] = store.runs()
+    assert run.closed_at is not None, errors.decode()[-2000:]
+    assert [e.body["tool"] for e in store.entries(run.id)] == ["shout"]
