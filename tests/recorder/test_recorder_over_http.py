@@ -8,12 +8,16 @@ import signal
 import socket
 import subprocess
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import pytest
 from fastmcp import Client
 
+from hatp_journal.recorder.config import RecorderConfig, ServerConfig
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 
@@ -72,3 +76,34 @@ async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_close
     [run] = store.runs()
     assert run.closed_at is not None, errors.decode()[-2000:]
     assert [e.body["tool"] for e in store.entries(run.id)] == ["shout"]
+
+
+async def test_a_downstream_reached_over_http_is_forwarded_and_its_receipts_verified(tmp_path: Path) -> None:
+    port = free_port()
+    serve = ["serve", "--db", "crm.db", "--transport", "http", "--port", str(port)]
+    crm = subprocess.Popen(
+        [sys.executable, "-m", "hatp_journal.servers.crm.cli", *serve],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert await connected(url, seconds=30)
+        (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"compensate": "allow"}}))
+        config = RecorderConfig(servers={"crm": ServerConfig(url=url)})
+        store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+        recorder = Recorder(config, store=store, policy=load_policy(tmp_path / "policy.json"))
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            async with Client(mcp) as agent:
+                won = await agent.call_tool_mcp("crm_update_deal", {"deal_id": "D-881", "stage": "Won"})
+    finally:
+        crm.terminate()
+        crm.wait(timeout=20)
+
+    assert not won.is_error
+    assert recorder.run_id is not None
+    [entry] = store.entries(recorder.run_id)
+    assert entry.body["intake"] == {"status": "verified", "kind": "compensate"}
