@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from contextlib import AsyncExitStack
@@ -17,6 +18,8 @@ from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.undo import commands as undo_commands
+from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
@@ -39,8 +42,17 @@ def main(argv: list[str] | None = None) -> int:
         decide.add_argument("ask", help="RUN/eN, as `asks` prints it")
         decide.add_argument("--as", dest="person", required=True, help="your id in the directory")
         decide.add_argument("--key", type=Path, required=True, help="your Ed25519 key file")
+        if verb == "approve":
+            decide.add_argument(
+                "--override",
+                action="append",
+                metavar="eN",
+                help="overwrite what changed in this conflicted step of a plan (its own signed choice)",
+            )
+    undo_commands.add_commands(commands)
     show = commands.add_parser("show", help="show a run's entries")
     show.add_argument("run")
+    show.add_argument("--json", action="store_true", help="print the entries as stored, as JSON")
     export = commands.add_parser("export", help="write a self-contained Run Record file")
     export.add_argument("run")
     export.add_argument("--out", type=Path, required=True)
@@ -61,11 +73,17 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(_serve, config, args.transport, args.host, args.port)
             return 0
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        if undo_commands.handles(args, store):
+            return int(anyio.run(undo_commands.run_command, args, config, store))
         if args.command == "runs":
             for run in store.runs():
                 print(f"{run.id}\t{run.agent}\t{run.principal}")
         elif args.command in ("asks", "approve", "deny"):
             return _asks(store, config, args)
+        elif args.command == "show" and args.json:
+            print(
+                json.dumps([entry.wire() for entry in store.entries(args.run)], indent=2, ensure_ascii=False)
+            )
         elif args.command == "show":
             for entry in store.entries(args.run):
                 body = entry.body
@@ -83,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             print(args.out)
     except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
+        return 2
+    except UndoError as error:
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     return 0
 

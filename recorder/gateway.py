@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.server.dependencies import get_context
 from fastmcp.tools import Tool, ToolResult
 from mcp.types import CallToolResult
 from pydantic import PrivateAttr, ValidationError
@@ -25,9 +26,12 @@ from hatp_journal.recorder.intake import bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
+
+HOST_META_KEY = "hatp/host"
 
 
 class Recorder:
@@ -53,6 +57,7 @@ class Recorder:
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
         self._unsettled: set[str] = set()  # asks of this run not yet used or refused
+        self._links = LinkIndex()  # what this run's calls wrote, to link each new call
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
@@ -87,7 +92,11 @@ class Recorder:
             "tool": tool,
             "arguments": arguments,
             "argumentsDigest": sha256_digest(arguments),
+            "declared": facts.kind,
         }
+        host = _host_meta()
+        if host is not None:
+            body["host"] = host
         earlier = None
         if self._unsettled:
             # Only a run with asks still open reads its record back; every other call stays O(1).
@@ -97,7 +106,7 @@ class Recorder:
             self._unsettled.discard(earlier.entry.id)
             if earlier.state == "pending":
                 self._unsettled.add(earlier.entry.id)
-                return _pending(earlier.entry.id)
+                return _pending(run, earlier.entry.id)
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
                 entry = self.asks.settle(run, earlier, "refused", {**body, "code": code})
@@ -119,7 +128,7 @@ class Recorder:
                 within=None if within is None else timedelta(seconds=within),
             )
             self._unsettled.add(entry.id)
-            return _pending(entry.id)
+            return _pending(run, entry.id)
         return await self._forward(run, downstream, facts, body, now)
 
     async def _forward(
@@ -130,7 +139,9 @@ class Recorder:
             result = await downstream.call(tool, arguments)
         except DownstreamError as error:
             body["outcome"] = {"status": "failed", "error": str(error)}
+            body["links"] = self._links.links(body)
             entry = self.store.append(run, "call", body)
+            self._links.add(entry.id, body)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         intake = take_in(
             result.meta,
@@ -144,8 +155,10 @@ class Recorder:
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
         if facts.amount is not None and not result.is_error:
             self.ledger.record(run, now, facts.amount)
+        body["links"] = self._links.links(body)
         entry = self.store.append(run, "call", body)
-        return _for_agent(result, entry.id)
+        self._links.add(entry.id, body)
+        return _for_agent(result, run, entry.id)
 
     def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
         """The latest not yet used ask for exactly this call in this run."""
@@ -206,6 +219,19 @@ def _declaration(downstream: Downstream, tool: str) -> Declaration | None:
         return None  # an unreadable declaration is no declaration: unknown, fail closed
 
 
+def _host_meta() -> dict[str, Any] | None:
+    """What the agent's host said about this call (``_meta["hatp/host"]``, e.g. ``{"uses": ["e2"]}``)."""
+    try:
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = request.meta if request is not None else None
+    host = meta.get(HOST_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(host, dict) or bounded(host) is not None:
+        return None
+    return host
+
+
 def _amount(arguments: dict[str, Any]) -> Money | None:
     """The money a charging call says it moves (``amount`` and ``currency`` arguments)."""
     try:
@@ -226,9 +252,9 @@ def _strip_token(meta: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**meta, META_KEY: journal}
 
 
-def _for_agent(result: CallToolResult, entry_id: str) -> ToolResult:
+def _for_agent(result: CallToolResult, run: str, entry_id: str) -> ToolResult:
     meta = _strip_token(dict(result.meta) if result.meta else None) or {}
-    meta = {**meta, "hatp/recorder": {"entry": entry_id}}
+    meta = {**meta, "hatp/recorder": {"run": run, "entry": entry_id}}
     return ToolResult(
         content=list(result.content),
         structured_content=result.structured_content,
@@ -237,11 +263,12 @@ def _for_agent(result: CallToolResult, entry_id: str) -> ToolResult:
     )
 
 
-def _pending(entry_id: str) -> ToolResult:
+def _pending(run: str, entry_id: str) -> ToolResult:
     """Tell the agent the call waits for a person. The reasons stay in the record: the policy
     (caps, windows, who may approve) is the organisation's and never shown to the agent."""
     body = {
         "status": "pending_approval",
+        "run": run,
         "ask": entry_id,
         "message": "This call needs a person's approval; it has not been made. Call again later.",
     }

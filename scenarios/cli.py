@@ -1,8 +1,8 @@
 """``hatp-demo``: run the project's stories against the real demo servers.
 
-    hatp-demo d881 [--workdir DIR]
+    hatp-demo d881 [--eve [--override]] [--workdir DIR]
 
-Exits 0 when the story went as SPEC §0 says; otherwise prints one line on stderr and exits 1.
+Exits 0 when the story ran to its end; otherwise prints one line on stderr and exits 1.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.workdir is not None:
-            asyncio.run(d881.run(args.workdir))
+            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override))
         else:
             with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
-                asyncio.run(d881.run(Path(scratch)))
+                asyncio.run(d881.run(Path(scratch) / "d881", eve=args.eve, override=args.override))
     except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"hatp-demo {args.command}: {message}", file=sys.stderr)
@@ -38,7 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hatp-demo", description="Run HATP Journal demo stories.")
     commands = parser.add_subparsers(dest="command", required=True)
-    story = commands.add_parser("d881", help="the D-881 story (SPEC §0) over stdio MCP, without a Recorder")
+    story = commands.add_parser("d881", help="the D-881 story (SPEC §0): an agent's run and its undo")
+    story.add_argument("--eve", action="store_true", help="Eve moves the deal to Negotiation before the undo")
+    story.add_argument(
+        "--override", action="store_true", help="with --eve: the approver overwrites Eve's change"
+    )
     story.add_argument(
         "--workdir",
         type=Path,

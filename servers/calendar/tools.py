@@ -87,10 +87,10 @@ def create(
         _fail_delivery(mailer, delivery, build_cancel(event, stamp=tx.now), "the invitation")
     row = require_event(tx.session, event.uid)
     stored = event_of(row)
-    n = len(stored.attendees)
     return Effect(
         result={**public(row), "invited": delivery.delivered},
-        summary=f'Create "{stored.summary}" on {_day(stored.start)} with {n} attendee{"s" * (n != 1)}',
+        # The attendees are in the effect's fields; the summary stays the line SPEC §0 shows.
+        summary=f'Create "{stored.summary}" on {_day(stored.start)}',
         resource=event_uri(stored.uid),
         version=after.version,
         etag=after.etag,

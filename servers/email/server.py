@@ -122,7 +122,8 @@ def _send(settings: MailSettings, recipients: list[str], subject: str, body: str
         sent_at=wire_time(tx.now),
     )
     tx.session.add(row)
-    summary = f"Email to {', '.join(recipients_of(row))}: {row.subject}"
+    # Who received it is what matters when it can't be taken back (SPEC §0); the subject is in the result.
+    summary = f"Email to {', '.join(recipients_of(row))}"
     if refused:
         summary += f" (refused by the server for {', '.join(refused)})"
     return Effect(result=sent_view(row), summary=summary, resource=sent_uri(row.id))

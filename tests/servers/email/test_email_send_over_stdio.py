@@ -24,7 +24,7 @@ async def test_send_email_is_delivered_to_the_sink_and_declared_none_with_reason
     assert reply.journal["reason"] == "delivered to external recipients"
     assert reply.journal["remedy"] == "send a correction email"
     assert "compensationToken" not in reply.journal
-    assert reply.journal["effect"]["summary"] == "Email to buyer@globex.com: Welcome to Acme"
+    assert reply.journal["effect"]["summary"] == "Email to buyer@globex.com"
     assert delivered.envelope_to == ("buyer@globex.com",)
     assert delivered.subject == "Welcome to Acme"
     assert delivered.message["Message-ID"] == reply.data["message_id"]

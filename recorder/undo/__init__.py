@@ -1,0 +1,33 @@
+"""Undo as a decision (SPEC §9): links, Reversal Plans, approval, execution, Reversal Records, remedies."""
+
+from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.execute import CompensateUnavailable, execute_plan
+from hatp_journal.recorder.undo.links import Link, LinkIndex, dependencies
+from hatp_journal.recorder.undo.plan import ReversalPlan, plan_schema, plan_text, undo_label
+from hatp_journal.recorder.undo.planner import CheckUnavailable, PlannedUndo, UndoRequest, build_plan
+from hatp_journal.recorder.undo.steps import Step, steps_of
+
+__all__ = [
+    "CheckUnavailable",
+    "CompensateUnavailable",
+    "Link",
+    "LinkIndex",
+    "PlanAsk",
+    "PlannedUndo",
+    "ReversalPlan",
+    "Step",
+    "UndoCode",
+    "UndoError",
+    "UndoRequest",
+    "build_plan",
+    "decide_plan",
+    "dependencies",
+    "execute_plan",
+    "find_plan",
+    "plan_schema",
+    "plan_text",
+    "record_plan",
+    "steps_of",
+    "undo_label",
+]

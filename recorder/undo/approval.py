@@ -1,0 +1,185 @@
+"""A Reversal Plan as an ask (SPEC §9 step 4, §11): recorded, then approved or denied, signed.
+
+The approver's authority is checked when they decide, against the directory and the policy's
+``undoAuthority`` as they are then. An approval signs the plan's digest; each override of a
+conflict is its own signature. A plan that changed since it was shown cannot be approved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.plan import ReversalPlan
+from hatp_journal.recorder.undo.planner import PlannedUndo
+from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.signing import SigningKey
+
+PlanState = Literal["pending", "approved", "denied", "withdrawn"]
+
+
+@dataclass(frozen=True)
+class PlanAsk:
+    """A recorded plan and where its decision stands."""
+
+    run: str
+    entry: Entry
+    state: PlanState
+    decision: Entry | None = None
+
+    @property
+    def ref(self) -> str:
+        """``RUN/eN``: how people name the plan."""
+        return f"{self.run}/{self.entry.id}"
+
+    @property
+    def plan(self) -> ReversalPlan:
+        return ReversalPlan.model_validate(self.entry.body["plan"])
+
+    @property
+    def digest(self) -> str:
+        return str(self.entry.body["planDigest"])
+
+    @property
+    def overrides(self) -> list[str]:
+        """The conflicted steps the approver chose, each by its own signature, to overwrite."""
+        if self.decision is None:
+            return []
+        return [str(o["override"]["step"]) for o in self.decision.body.get("overrides") or []]
+
+
+def record_plan(store: RunStore, planned: PlannedUndo, *, now: datetime, within: timedelta | None) -> PlanAsk:
+    """Append the plan as an ask to its ``undoAuthority``, with a deadline and its check answers."""
+    plan = planned.plan
+    body = {
+        "plan": plan.wire(),
+        "planDigest": plan.digest(),
+        "checks": planned.checks,
+        "approver": plan.undo_authority,
+        "decideBy": wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
+    }
+    entry = store.append(plan.run, "plan", body)
+    return PlanAsk(plan.run, entry, "pending")
+
+
+def find_plan(store: RunStore, ref: str) -> PlanAsk:
+    """The plan named ``RUN/eN``, with its state."""
+    run, _, entry_id = ref.rpartition("/")
+    try:
+        entry = store.entry(run, entry_id)
+        entries = store.entries(run)
+    except (UnknownRun, UnknownEntry):
+        raise UndoError(UndoCode.UNKNOWN_PLAN, f"there is no plan {ref!r}") from None
+    if entry.kind != "plan":
+        raise UndoError(UndoCode.UNKNOWN_PLAN, f"{ref} is a {entry.kind} entry, not a plan")
+    return _state(run, entry, entries)
+
+
+def is_plan(store: RunStore, ref: str) -> bool:
+    """Whether ``RUN/eN`` names a plan (rather than a call's ask)."""
+    run, _, entry_id = ref.rpartition("/")
+    try:
+        return store.entry(run, entry_id).kind == "plan"
+    except (UnknownRun, UnknownEntry):
+        return False
+
+
+def decide_plan(
+    store: RunStore,
+    ref: str,
+    decision: Literal["approve", "deny"],
+    *,
+    person: str,
+    key: SigningKey,
+    directory: Directory,
+    undo_authority: str | None,
+    fresh: ReversalPlan | None,
+    overrides: Sequence[str] = (),
+    now: datetime,
+) -> tuple[bool, str, Entry]:
+    """Record ``person``'s decision on a plan; returns (counted, message, entry).
+
+    ``fresh`` is the plan built again just now: an approval counts only if it is identical to the
+    plan shown. Refusals are recorded too, as decisions with ``counted: false``.
+    """
+    ask = find_plan(store, ref)
+    plan = ask.plan
+    stamp = wire_time(now)
+    approval = {"plan": ref, "planDigest": ask.digest, "decision": decision, "by": person, "at": stamp}
+    body: dict[str, Any] = {
+        "plan": ask.entry.id,
+        "approval": approval,
+        "receipt": key.sign({"approval": approval}, stamp).wire(),
+    }
+    conflicts = {c.entry: c for c in plan.conflicts}
+    wrong = [o for o in overrides if o not in conflicts]
+    if wrong:
+        raise UndoError(
+            UndoCode.BAD_OVERRIDE,
+            f"{wrong[0]} is not a conflict of this plan (conflicts: {', '.join(conflicts) or 'none'})",
+        )
+    if decision == "deny" and overrides:
+        raise UndoError(UndoCode.BAD_OVERRIDE, "overrides go with an approval, not a denial")
+    why = _why_not(ask, person, key, directory, undo_authority, fresh if decision == "approve" else plan, now)
+    if why is not None:
+        entry = store.append(ask.run, "decision", {**body, "counted": False, "why": why})
+        return False, f"not counted: {why}", entry
+    body["overrides"] = [
+        _override(key, ref, ask.digest, conflicts[step].entry, conflicts[step].version_found, person, stamp)
+        for step in overrides
+    ]
+    entry = store.append(ask.run, "decision", {**body, "counted": True})
+    store.checkpoint(ask.run, "approval")
+    return True, f"{decision} recorded for {ref}", entry
+
+
+def _why_not(
+    ask: PlanAsk,
+    person: str,
+    key: SigningKey,
+    directory: Directory,
+    undo_authority: str | None,
+    fresh: ReversalPlan | None,
+    now: datetime,
+) -> str | None:
+    if undo_authority is None:
+        return "the policy names no undoAuthority: nobody may approve an undo"
+    refusal = directory.may_decide(person, undo_authority, key.public)
+    if refusal is not None:
+        return refusal
+    if ask.state != "pending":
+        return f"this plan was already {ask.state}"
+    if now > parse_wire_time(str(ask.entry.body["decideBy"])):
+        return f"this plan closed at {ask.entry.body['decideBy']} because of the deadline"
+    if fresh is None or fresh.digest() != ask.digest:
+        return "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
+    return None
+
+
+def _override(
+    key: SigningKey, ref: str, digest: str, step: str, found: str | None, person: str, stamp: str
+) -> dict[str, Any]:
+    """One explicit, signed choice to overwrite what changed in ``step``."""
+    override = {
+        "plan": ref,
+        "planDigest": digest,
+        "step": step,
+        "versionFound": found,
+        "by": person,
+        "at": stamp,
+    }
+    return {"override": override, "receipt": key.sign({"override": override}, stamp).wire()}
+
+
+def _state(run: str, entry: Entry, entries: Sequence[Entry]) -> PlanAsk:
+    for later in entries:
+        if later.kind == "decision" and later.body.get("plan") == entry.id and later.body.get("counted"):
+            verdict = later.body["approval"]["decision"]
+            return PlanAsk(run, entry, "approved" if verdict == "approve" else "denied", later)
+    return PlanAsk(run, entry, "pending")

@@ -1,0 +1,317 @@
+"""The undo commands of ``hatp-recorder``: plan, approve/deny a plan, undo (resume), confirm-link, remedy.
+
+Each command is one short-lived process: it opens the Run Record, connects to the tool servers
+the plan needs (from the same configuration the gateway uses) and closes them when done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.config import ConfigError, RecorderConfig
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.policy import Policy, load_policy
+from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.undo.approval import decide_plan, find_plan, is_plan, record_plan
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.execute import execute_plan
+from hatp_journal.recorder.undo.links import inferred
+from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
+from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
+from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal.toolkit.signing import SigningKey
+
+
+def add_commands(commands: Any) -> None:
+    """Register the undo subcommands on ``hatp-recorder``'s parser."""
+    plan = commands.add_parser("plan", help="plan undoing a run from step N (or chosen steps), for approval")
+    plan.add_argument("run")
+    which = plan.add_mutually_exclusive_group(required=True)
+    which.add_argument("--from", dest="from_step", type=int, help="undo step N and everything after it")
+    which.add_argument("--step", dest="steps", type=int, action="append", help="undo this step (repeatable)")
+    plan.add_argument("--by", required=True, help="who asks: the run's principal or an undo approver")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON instead of text")
+    undo = commands.add_parser("undo", help="run (or resume) an approved plan")
+    undo.add_argument("plan", help="RUN/eN, as `plan` prints it")
+    link = commands.add_parser("confirm-link", help="confirm an inferred link, so the planner relies on it")
+    link.add_argument("run")
+    link.add_argument("entry", help="the later call, eN")
+    link.add_argument("on", help="the earlier call it relied on, eM")
+    link.add_argument("--as", dest="person", required=True)
+    link.add_argument("--key", type=Path, required=True)
+    remedy = commands.add_parser(
+        "remedy", help="ask to make a remedying call for an entry that can't be undone"
+    )
+    remedy.add_argument("entry", help="RUN/eN of the irreversible call")
+    remedy.add_argument("--call", required=True, help="server.tool of the remedy, e.g. email.send_email")
+    remedy.add_argument("--arguments", default="{}", help="the remedy's arguments as a JSON object")
+    remedy.add_argument("--by", required=True, help="who asks for the remedy")
+
+
+async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
+    """Run one undo command; UndoError propagates to the CLI, which prints its code."""
+    policy = load_policy(Path(config.recorder.policy))
+    directory = _directory(config)
+    async with AsyncExitStack() as stack:
+        servers = UndoServers(config, PinStore(store.engine), stack)
+        if args.command == "plan":
+            return await _plan(args, store, policy, directory, servers)
+        if args.command in ("approve", "deny"):
+            return await _decide(args, store, policy, directory, servers)
+        if args.command == "undo":
+            return await _undo(args.plan, store, policy, servers)
+        if args.command == "confirm-link":
+            return _confirm_link(args, store, policy, directory)
+        if args.command == "remedy":
+            return _remedy(args, store, policy, directory)
+    raise AssertionError(f"not an undo command: {args.command}")  # pragma: no cover
+
+
+def handles(args: argparse.Namespace, store: RunStore) -> bool:
+    """Whether this module runs ``args`` (approve/deny only when they name a plan or a remedy)."""
+    if args.command in ("plan", "undo", "confirm-link", "remedy"):
+        return True
+    if args.command in ("approve", "deny"):
+        if is_plan(store, args.ask):
+            return True
+        try:
+            return is_remedy(Asks(store).find(args.ask))
+        except (KeyError, UnknownRun):
+            return False
+    return False
+
+
+async def _plan(
+    args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
+) -> int:
+    request = UndoRequest(from_step=args.from_step, steps=tuple(args.steps or ()))
+    try:
+        run = store.run(args.run)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {args.run!r}") from None
+    authority = _authority(policy)
+    if args.by != run.principal and args.by not in directory.holders(authority):
+        raise UndoError(
+            UndoCode.NOT_PERMITTED,
+            f"{args.by} is neither the run's principal ({run.principal}) nor holds {authority}",
+        )
+    planned = await build_plan(
+        store,
+        run.id,
+        request,
+        requested_by=args.by,
+        undo_authority=authority,
+        check=servers.check,
+        now=utc_now(),
+    )
+    ask = record_plan(store, planned, now=utc_now(), within=_within(policy))
+    if args.json:
+        print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": planned.plan.wire()}, indent=2))
+    else:
+        print(plan_text(planned.plan, agent=run.agent, principal=_name(directory, run.principal)))
+        print(f"\nPlan {ask.ref} waits for {authority} (decide by {ask.entry.body['decideBy']}).")
+    return 0
+
+
+async def _decide(
+    args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
+) -> int:
+    decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
+    key = SigningKey.from_file(args.key)
+    if not is_plan(store, args.ask):
+        return await _decide_remedy(args, store, directory, servers, decision, key)
+    ask = find_plan(store, args.ask)
+    fresh = None
+    if decision == "approve":
+        fresh = await _replan(store, ask.plan, servers)
+    counted, message, _ = decide_plan(
+        store,
+        args.ask,
+        decision,
+        person=args.person,
+        key=key,
+        directory=directory,
+        undo_authority=policy.undo_authority,
+        fresh=fresh,
+        overrides=args.override or (),
+        now=utc_now(),
+    )
+    print(message)
+    if not counted:
+        return 1
+    if decision == "approve":
+        return await _undo(args.ask, store, policy, servers)
+    return 0
+
+
+async def _undo(ref: str, store: RunStore, policy: Policy, servers: UndoServers) -> int:
+    ask = find_plan(store, ref)
+
+    async def replan() -> ReversalPlan:
+        return await _replan(store, ask.plan, servers)
+
+    reversal = await execute_plan(store, ref, compensate=servers.compensate, replan=replan)
+    print(reversal_text(reversal))
+    head = store.latest_checkpoint(ask.run)
+    if head is not None:
+        print(f"latest signed head: size {head.size}, {head.head}")
+    return 0 if all(s["status"] in ("reversed", "notReversible") for s in reversal.body["steps"]) else 1
+
+
+def reversal_text(reversal: Entry) -> str:
+    """The Reversal Record as people read it: one aligned line per step, newest first."""
+    lines = [f"Reversal Record {reversal.run}/{reversal.id}:"]
+    for step in reversal.body["steps"]:
+        receipt = step.get("receipt") or {}
+        status = _STATUS_WORDS.get(step["status"], step["status"])
+        what = step["summary"] if step["status"] == "notReversible" else undo_label(step["summary"])
+        if step["status"] == "reversed":
+            notes = [
+                f"{receipt.get('versionFound')} → {receipt.get('versionLeft')}",
+                *receipt.get("sideEffects", []),
+            ]
+        else:
+            notes = [step.get("reason", "")]
+        if step.get("remedy"):
+            notes.append(f"suggested remedy: {step['remedy']} (not performed)")
+        note = "; ".join(n for n in notes if n)
+        lines.append(f"  {status:<14} step {step['step']}  {what}" + (f"   ({note})" if note else ""))
+    return "\n".join(lines)
+
+
+_STATUS_WORDS = {"notReversible": "not reversible"}
+
+
+async def _replan(store: RunStore, shown: ReversalPlan, servers: UndoServers) -> ReversalPlan:
+    """The plan built again now, from the same request, to compare with what was shown."""
+    request = shown.request
+    if request.startswith("from "):
+        again = UndoRequest(from_step=int(request.removeprefix("from ")))
+    else:
+        again = UndoRequest(steps=tuple(int(n) for n in request.removeprefix("steps ").split(", ")))
+    planned = await build_plan(
+        store,
+        shown.run,
+        again,
+        requested_by=shown.requested_by,
+        undo_authority=shown.undo_authority,
+        check=servers.check,
+        now=utc_now(),
+    )
+    return planned.plan
+
+
+async def _decide_remedy(
+    args: argparse.Namespace,
+    store: RunStore,
+    directory: Directory,
+    servers: UndoServers,
+    decision: Literal["approve", "deny"],
+    key: SigningKey,
+) -> int:
+    asks = Asks(store)
+    outcome = asks.decide(args.ask, decision, person=args.person, key=key, directory=directory, now=utc_now())
+    print(outcome.message)
+    if not outcome.counted:
+        return 1
+    if decision == "approve":
+        entry = await perform_remedy(store, asks.find(args.ask), servers)
+        status = entry.body["outcome"]["status"]
+        print(f"remedy {entry.run}/{entry.id} for {entry.body['remedies']}: {status}")
+        return 0 if status == "ok" else 1
+    return 0
+
+
+def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory) -> int:
+    try:
+        entries = store.entries(args.run)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {args.run!r}") from None
+    link = next((x for x in inferred(entries) if (x.entry, x.on) == (args.entry, args.on)), None)
+    if link is None:
+        raise UndoError(
+            UndoCode.UNKNOWN_ENTRY, f"{args.entry} has no inferred link on {args.on} in {args.run}"
+        )
+    key = SigningKey.from_file(args.key)
+    refusal = directory.may_decide(args.person, _authority(policy), key.public)
+    if refusal is not None:
+        raise UndoError(UndoCode.NOT_PERMITTED, refusal)
+    stamp = wire_time(utc_now())
+    confirmation = {
+        "run": args.run,
+        "entry": args.entry,
+        "on": args.on,
+        "via": link.via,
+        "by": args.person,
+        "at": stamp,
+    }
+    body = {
+        **{k: confirmation[k] for k in ("entry", "on", "via", "by")},
+        "source": "confirmed",
+        "receipt": key.sign({"link": confirmation}, stamp).wire(),
+    }
+    entry = store.append(args.run, "link", body)
+    print(f"{args.run}/{entry.id}: {args.entry} relies on {args.on} (confirmed by {args.person})")
+    return 0
+
+
+def _remedy(args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory) -> int:
+    server, dot, tool = args.call.partition(".")
+    if not dot or not server or not tool:
+        raise ConfigError(f"--call must be server.tool, got {args.call!r}")
+    try:
+        arguments = json.loads(args.arguments)
+    except ValueError as error:
+        raise ConfigError(f"--arguments is not JSON: {error}") from None
+    if not isinstance(arguments, dict):
+        raise ConfigError("--arguments must be a JSON object")
+    if directory.person(args.by) is None:
+        raise UndoError(UndoCode.NOT_PERMITTED, f"{args.by} is not in the directory")
+    entry = ask_remedy(
+        store,
+        args.entry,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        by=args.by,
+        policy=policy,
+        now=utc_now(),
+    )
+    run = args.entry.rpartition("/")[0]
+    print(
+        f"remedy ask {run}/{entry.id} waits for {entry.body['approver']} (decide by {entry.body['decideBy']})"
+    )
+    return 0
+
+
+def _authority(policy: Policy) -> str:
+    if policy.undo_authority is None:
+        raise UndoError(
+            UndoCode.NO_UNDO_AUTHORITY, "the policy names no undoAuthority: nobody may approve an undo"
+        )
+    return policy.undo_authority
+
+
+def _within(policy: Policy) -> timedelta | None:
+    seconds = policy.autonomy.decide_within_seconds
+    return None if seconds is None else timedelta(seconds=seconds)
+
+
+def _directory(config: RecorderConfig) -> Directory:
+    if config.recorder.directory is None:
+        raise ConfigError("[recorder] directory is not set: nobody can ask for or approve an undo")
+    return Directory.load(Path(config.recorder.directory))
+
+
+def _name(directory: Directory, person_id: str) -> str:
+    person = directory.person(person_id)
+    return person.name if person is not None and person.name else person_id

@@ -1,0 +1,242 @@
+"""Running an approved Reversal Plan (SPEC §9 step 5) so that a crash can't compensate twice.
+
+Steps run newest first. Before each compensation a durable ``undo-intent`` entry names the exact
+request (token, ``ifVersion``, request id); after it an ``undo-outcome`` entry holds the server's
+signed answer. A run resumed after a crash re-sends only intents without an outcome, with the same
+request, which the tool server answers from its own record: nothing is compensated twice. When a
+step stays (conflict, failure, not reversible, …) nothing it relied on is undone. A ``reversal``
+entry (the Reversal Record) ends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.lease import undo_lease
+from hatp_journal.recorder.undo.links import dependencies
+from hatp_journal.recorder.undo.plan import ReversalPlan
+from hatp_journal.recorder.undo.steps import Step, steps_of
+
+StepStatus = Literal["reversed", "conflicted", "failed", "skipped", "notReversible"]
+
+
+class CompensateUnavailable(Exception):
+    """The step's tool server could not be reached, or its answer did not verify."""
+
+
+Compensate = Callable[[Step, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Sends ``hatp_journal_compensate`` for a step; returns the verified answer."""
+Replan = Callable[[], Awaitable[ReversalPlan]]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One line of the Reversal Record."""
+
+    step: int
+    entry: str
+    summary: str
+    status: StepStatus
+    reason: str = ""
+    remedy: str | None = None
+    answer: dict[str, Any] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "step": self.step,
+            "entry": self.entry,
+            "summary": self.summary,
+            "status": self.status,
+        }
+        if self.reason:
+            line["reason"] = self.reason
+        if self.remedy:
+            line["remedy"] = self.remedy
+        if self.answer is not None:
+            line["receipt"] = self.answer  # the server's signed answer, whole, so it verifies on its own
+        return line
+
+
+async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, replan: Replan) -> Entry:
+    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry."""
+    ask = find_plan(store, ref)
+    if ask.state == "denied":
+        raise UndoError(UndoCode.PLAN_DENIED, f"{ref} was denied; nothing was compensated")
+    if ask.state != "approved":
+        raise UndoError(UndoCode.PLAN_NOT_APPROVED, f"{ref} has not been approved; nothing was compensated")
+    with undo_lease(store.engine, ask.run, ask.entry.id):
+        entries = store.entries(ask.run)
+        done = _reversal(entries, ask.entry.id)
+        if done is not None:
+            return done
+        intents, outcomes = _progress(entries, ask.entry.id)
+        if not intents and (await replan()).digest() != ask.digest:
+            raise UndoError(
+                UndoCode.PLAN_STALE,
+                f"{ref} changed since it was approved (new calls, or a step checks differently now); "
+                "nothing was compensated: plan again",
+            )
+        results = await _run(store, ask, entries, intents, outcomes, compensate)
+        body = {
+            "plan": ask.entry.id,
+            "steps": [r.wire() for r in results],
+            "counts": {s: sum(r.status == s for r in results) for s in sorted({r.status for r in results})},
+        }
+        entry = store.append(ask.run, "reversal", body)
+        store.checkpoint(ask.run, "reversal")
+        return entry
+
+
+async def _run(
+    store: RunStore,
+    ask: PlanAsk,
+    entries: Sequence[Entry],
+    intents: dict[str, Entry],
+    outcomes: dict[str, Entry],
+    compensate: Compensate,
+) -> list[StepResult]:
+    plan, overrides = ask.plan, set(ask.overrides)
+    steps = {s.id: s for s in steps_of(list(entries))}
+    dependents: dict[str, set[str]] = {}
+    for call, ons in dependencies(entries).items():
+        for on in ons:
+            dependents.setdefault(on, set()).add(call)
+    conflicts = {c.entry: c for c in plan.conflicts}
+    staying: set[str] = set()
+    left: dict[str, str] = {}  # resource → the version the latest compensation left
+    results: list[StepResult] = []
+    for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
+        number, entry_id, section = item
+        step = steps[entry_id]
+        base = (number, entry_id, step.summary)
+        if section == "notReversible":
+            remedy = next(n.remedy for n in plan.not_reversible if n.entry == entry_id)
+            results.append(StepResult(*base, status="notReversible", reason=step.reason or "", remedy=remedy))
+            staying.add(entry_id)
+            continue
+        if section in ("unresolved", "expired", "alreadyReversed"):
+            reason = {
+                "unresolved": "unresolved",
+                "expired": "the undo window closed",
+                "alreadyReversed": "already undone",
+            }
+            results.append(StepResult(*base, status="skipped", reason=reason[section]))
+            if section != "alreadyReversed":
+                staying.add(entry_id)
+            continue
+        if section == "conflict" and entry_id not in overrides:
+            check = ask.entry.body.get("checks", {}).get(entry_id)
+            results.append(
+                StepResult(*base, status="conflicted", reason=conflicts[entry_id].message, answer=check)
+            )
+            staying.add(entry_id)
+            continue
+        keepers = sorted(dependents.get(entry_id, set()) & staying, key=lambda e: int(e[1:]))
+        if keepers:
+            results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
+            staying.add(entry_id)
+            continue
+        result = await _compensate(store, ask, step, base, intents, outcomes, left, compensate, overrides)
+        results.append(result)
+        if result.status == "reversed":
+            if step.resource and result.answer and result.answer.get("versionLeft"):
+                left[step.resource] = str(result.answer["versionLeft"])
+        else:
+            staying.add(entry_id)
+    return results
+
+
+async def _compensate(
+    store: RunStore,
+    ask: PlanAsk,
+    step: Step,
+    base: tuple[int, str, str],
+    intents: dict[str, Entry],
+    outcomes: dict[str, Entry],
+    left: dict[str, str],
+    compensate: Compensate,
+    overrides: set[str],
+) -> StepResult:
+    """Compensate one step: intent, request, outcome — or pick up where a crash left it."""
+    outcome = outcomes.get(step.id)
+    if outcome is None:
+        intent = intents.get(step.id)
+        if intent is None:
+            request = _request(ask, step, left, overrides)
+            intent = store.append(
+                ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": _shown(request)}
+            )
+        else:
+            request = {**intent.body["request"], "token": step.token}
+        try:
+            body: dict[str, Any] = {"answer": await compensate(step, request)}
+        except CompensateUnavailable as error:
+            body = {"failed": str(error)}
+        outcome = store.append(
+            ask.run, "undo-outcome", {"plan": ask.entry.id, "step": step.id, "intent": intent.id, **body}
+        )
+    answer = outcome.body.get("answer")
+    if not isinstance(answer, dict):
+        return StepResult(*base, status="failed", reason=str(outcome.body.get("failed", "no answer")))
+    status = answer.get("status")
+    if status == "done":
+        return StepResult(*base, status="reversed", answer=answer)
+    if status == "conflict":
+        return StepResult(*base, status="conflicted", reason=str(answer.get("message", "")), answer=answer)
+    reason = f"{answer.get('code') or status}: {answer.get('message', '')}"
+    return StepResult(*base, status="failed", reason=reason, answer=answer)
+
+
+def _request(ask: PlanAsk, step: Step, left: dict[str, str], overrides: set[str]) -> dict[str, Any]:
+    """The compensate request: ``ifVersion`` is what a later compensation of the same resource left."""
+    if_version = left.get(step.resource or "", step.version)
+    request: dict[str, Any] = {
+        "token": step.token,
+        "ifVersion": if_version,
+        "requestId": f"{ask.ref}#{step.id}",
+    }
+    if step.id in overrides:
+        conflict = next(c for c in ask.plan.conflicts if c.entry == step.id)
+        request["ifVersion"] = conflict.version_found or if_version
+        assert ask.decision is not None
+        request["override"] = {
+            "approval": f"{ask.run}/{ask.decision.id}#{step.id}",
+            "by": ask.decision.body["approval"]["by"],
+        }
+    return request
+
+
+def _shown(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as recorded: the token stays in the call's entry, not copied around."""
+    return {k: v for k, v in request.items() if k != "token"}
+
+
+def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:
+    return [
+        *((s.step, s.entry, "step") for s in plan.steps),
+        *((b.step, b.entry, "step") for b in plan.blocked),
+        *((c.step, c.entry, "conflict") for c in plan.conflicts),
+        *((n.step, n.entry, "notReversible") for n in plan.not_reversible),
+        *((u.step, u.entry, "unresolved") for u in plan.unresolved),
+        *((e.step, e.entry, "expired") for e in plan.expired),
+        *((a.step, a.entry, "alreadyReversed") for a in plan.already_reversed),
+    ]
+
+
+def _progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
+    intents = {
+        str(e.body["step"]): e for e in entries if e.kind == "undo-intent" and e.body.get("plan") == plan
+    }
+    outcomes = {
+        str(e.body["step"]): e for e in entries if e.kind == "undo-outcome" and e.body.get("plan") == plan
+    }
+    return intents, outcomes
+
+
+def _reversal(entries: Sequence[Entry], plan: str) -> Entry | None:
+    return next((e for e in entries if e.kind == "reversal" and e.body.get("plan") == plan), None)

@@ -1,0 +1,193 @@
+"""The Reversal Plan: what an undo would do, shown to a person for approval (SPEC §9).
+
+The JSON form (:class:`ReversalPlan`, schema in ``docs/schema/reversal-plan.schema.json``) is
+what the approval signs, by its digest; :func:`plan_text` is what people read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.wire import FieldChange, Money, WireModel
+
+PLAN_FORMAT: Final = "hatp-reversal-plan/1"
+
+
+class PlannedItem(WireModel):
+    """What every section says about a step: which call it was and what it did."""
+
+    step: int = Field(ge=1, description="The call's number in the run (step N = the N-th call)")
+    entry: str
+    server: str
+    tool: str
+    summary: str
+
+
+class UndoStep(PlannedItem):
+    """A step to compensate."""
+
+    undo: str = Field(description="What the compensation does, for people")
+    side_effects: list[str] = Field(default_factory=list)
+    cost: Money | None = None
+    resource: str | None = None
+    undo_by: str | None = None
+    after: str | None = Field(
+        default=None, description="A later step of this plan that changed the same resource first"
+    )
+
+
+class Conflict(PlannedItem):
+    """A step whose resource changed since the call: kept unless the approver overrides it."""
+
+    undo: str
+    resource: str | None = None
+    version_expected: str | None = None
+    version_found: str | None = None
+    changed_by: str | None = None
+    changes: list[FieldChange] = Field(default_factory=list)
+    message: str = ""
+
+
+class NotReversible(PlannedItem):
+    """A step that can't be undone: declared ``none``, or ``unknown`` (no undo offered)."""
+
+    kind: Literal["none", "unknown"]
+    reason: str
+    remedy: str | None = None
+
+
+class Unresolved(PlannedItem):
+    """A step whose journal object failed intake, or whose check could not run."""
+
+    reason: str
+
+
+class Expired(PlannedItem):
+    """A step whose undo window has closed."""
+
+    undo_by: str | None = None
+
+
+class Blocked(PlannedItem):
+    """A step kept because a later step that relied on it stays."""
+
+    undo: str
+    kept_for: list[str]
+
+
+class AlreadyReversed(PlannedItem):
+    """A step an earlier reversal already compensated."""
+
+
+class ReadSince(WireModel):
+    """An entry of another run that read a changed resource after the change."""
+
+    run: str
+    entry: str
+    agent: str
+    server: str
+    tool: str
+    time: str
+    resource: str
+    through: Literal["uses", "arguments"]
+
+
+class ReversalPlan(WireModel):
+    """One undo as planned. Every section lists steps newest first."""
+
+    format: Literal["hatp-reversal-plan/1"] = PLAN_FORMAT
+    run: str
+    agent: str
+    principal: str
+    requested_by: str
+    request: str = Field(description='What was asked: "from 1" or "steps 2, 5"')
+    through: str | None = Field(
+        description="The last call of the run when planned; a later call makes it stale"
+    )
+    undo_authority: str
+    steps: list[UndoStep] = Field(default_factory=list)
+    conflicts: list[Conflict] = Field(default_factory=list)
+    not_reversible: list[NotReversible] = Field(default_factory=list)
+    unresolved: list[Unresolved] = Field(default_factory=list)
+    expired: list[Expired] = Field(default_factory=list)
+    blocked: list[Blocked] = Field(default_factory=list)
+    already_reversed: list[AlreadyReversed] = Field(default_factory=list)
+    read_since: list[ReadSince] = Field(default_factory=list)
+    unrecorded_memory: str = Field(description="Whose memory the readSince list can't see")
+
+    def digest(self) -> str:
+        """``sha256:…`` of the plan's RFC 8785 form: what an approval signs."""
+        return sha256_digest(self.wire())
+
+    def entries(self) -> list[str]:
+        """Every entry the plan names, whatever its section."""
+        sections: list[list[Any]] = [
+            self.steps,
+            self.conflicts,
+            self.not_reversible,
+            self.unresolved,
+            self.expired,
+            self.blocked,
+            self.already_reversed,
+        ]
+        return [item.entry for section in sections for item in section]
+
+
+def undo_label(summary: str) -> str:
+    """How undoing a call reads: ``A → B`` becomes ``B → A``; ``Create X`` becomes ``Cancel X``."""
+    head, arrow, tail = summary.rpartition(" → ")
+    if arrow:
+        prefix, colon, old = head.rpartition(": ")
+        return f"{prefix}: {tail} → {old}" if colon else f"{tail} → {head}"
+    if summary.startswith("Create "):
+        return "Cancel " + summary.removeprefix("Create ")
+    return f"Undo: {summary}"
+
+
+def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
+    """The plan as people read it (for D-881 exactly as SPEC §0 shows)."""
+    count = len(plan.steps)
+    lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
+    for number, step in enumerate(plan.steps, 1):
+        notes = [
+            *step.side_effects,
+            *([f"costs {step.cost.amount} {step.cost.currency}"] if step.cost else []),
+        ]
+        lines.append(f"  {number}. {step.undo}" + _note("; ".join(notes)))
+    if plan.conflicts:
+        lines.append("Changed since (kept unless overridden):")
+        lines += [f"  - {c.undo}" + _note(c.message) for c in plan.conflicts]
+    if plan.not_reversible:
+        lines.append("Cannot be undone:")
+        lines += [f"  - {n.summary}" + _note(n.reason) for n in plan.not_reversible]
+    if plan.blocked:
+        lines.append("Kept because a later step that relied on it stays:")
+        lines += [f"  - {b.undo}" + _note("relied on by " + ", ".join(b.kept_for)) for b in plan.blocked]
+    if plan.expired:
+        lines.append("Too late to undo:")
+        lines += [f"  - {e.summary}" + _note(f"window closed {e.undo_by}") for e in plan.expired]
+    if plan.unresolved:
+        lines.append("Unresolved (not checked, not undone):")
+        lines += [f"  - {u.summary}" + _note(u.reason) for u in plan.unresolved]
+    if plan.already_reversed:
+        lines.append("Already undone:")
+        lines += [f"  - {a.summary}" for a in plan.already_reversed]
+    if plan.read_since:
+        lines.append("Read since the change by other runs (tell them):")
+        lines += [
+            f"  - {r.agent}: {r.server}.{r.tool} at {r.time}   ({r.run}/{r.entry})" for r in plan.read_since
+        ]
+        lines.append(f"  {plan.unrecorded_memory}")
+    return "\n".join(lines)
+
+
+def _note(text: str) -> str:
+    return f"   ({text})" if text else ""
+
+
+def plan_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`ReversalPlan`."""
+    return ReversalPlan.model_json_schema(by_alias=True, mode="serialization")

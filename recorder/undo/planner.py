@@ -1,0 +1,305 @@
+"""Planning an undo (SPEC §9 steps 1-3): dependency closure, a ``check`` of each step, the plan.
+
+Nothing here changes a tool server: ``check`` is a dry run. The same request planned twice
+against an unchanged world gives the same plan, byte for byte, which is how a stale approval
+is caught (:func:`build_plan` is run again before approval and before execution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.links import dependencies
+from hatp_journal.recorder.undo.plan import (
+    AlreadyReversed,
+    Blocked,
+    Conflict,
+    Expired,
+    NotReversible,
+    ReadSince,
+    ReversalPlan,
+    UndoStep,
+    Unresolved,
+    undo_label,
+)
+from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.toolkit.clock import parse_wire_time
+from hatp_journal.toolkit.wire import FieldChange, Money
+
+
+class CheckUnavailable(Exception):
+    """The step's tool server could not answer ``check`` (unreachable, unverifiable answer)."""
+
+
+Check = Callable[[Step], Awaitable[dict[str, Any]]]
+"""Asks a step's tool server for ``check``; returns its verified answer or raises CheckUnavailable."""
+
+
+@dataclass(frozen=True)
+class UndoRequest:
+    """What a person asked to undo: everything from step N on, or chosen steps."""
+
+    from_step: int | None = None
+    steps: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        """``from 1`` or ``steps 2, 5``: how the plan names the request."""
+        if self.from_step is not None:
+            return f"from {self.from_step}"
+        return "steps " + ", ".join(str(n) for n in sorted(set(self.steps)))
+
+    def chosen(self, count: int) -> set[int]:
+        """The step numbers asked for; out of range is an error naming the range."""
+        numbers = set(range(self.from_step, count + 1)) if self.from_step is not None else set(self.steps)
+        asked = [self.from_step] if self.from_step is not None else list(self.steps)
+        if not asked:
+            raise UndoError(UndoCode.STEP_OUT_OF_RANGE, "name a step: --from N or --step N")
+        wrong = [n for n in asked if not 1 <= n <= count]
+        if wrong:
+            raise UndoError(
+                UndoCode.STEP_OUT_OF_RANGE,
+                f"step {wrong[0]} is out of range: the run has {count} step{'s' * (count != 1)}",
+            )
+        return numbers
+
+
+@dataclass(frozen=True)
+class PlannedUndo:
+    """A plan and the signed ``check`` answers it was built from (kept as evidence)."""
+
+    plan: ReversalPlan
+    checks: dict[str, dict[str, Any]]
+
+
+async def build_plan(
+    store: RunStore,
+    run_id: str,
+    request: UndoRequest,
+    *,
+    requested_by: str,
+    undo_authority: str,
+    check: Check,
+    now: datetime,
+) -> PlannedUndo:
+    """Plan undoing ``request`` in ``run_id``; every compensable step is checked with its server."""
+    try:
+        run = store.run(run_id)
+        entries = store.entries(run_id)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {run_id!r}") from None
+    steps = steps_of(entries)
+    by_id = {step.id: step for step in steps}
+    depends = dependencies(entries)
+    dependents = _dependents(depends)
+    chosen = {steps[n - 1].id for n in request.chosen(len(steps))}
+    closure = _closure(chosen, dependents)
+    planned = sorted(
+        (by_id[e] for e in closure if by_id[e].kind not in ("read", "no-effect")),
+        key=lambda s: s.number,
+        reverse=True,
+    )
+    plan = ReversalPlan(
+        run=run.id,
+        agent=run.agent,
+        principal=run.principal,
+        requested_by=requested_by,
+        request=request.describe(),
+        through=steps[-1].id if steps else None,
+        undo_authority=undo_authority,
+        unrecorded_memory="",
+    )
+    checks: dict[str, dict[str, Any]] = {}
+    for step in planned:
+        await _place(plan, step, planned, check, checks, now)
+    _block(plan, dependents)
+    reads = _read_since(store, run_id, planned)
+    agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
+    memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
+    memory += "the Recorder, so this list may be incomplete"
+    plan = plan.model_copy(update={"read_since": reads, "unrecorded_memory": memory})
+    return PlannedUndo(plan, checks)
+
+
+async def _place(
+    plan: ReversalPlan,
+    step: Step,
+    planned: Sequence[Step],
+    check: Check,
+    checks: dict[str, dict[str, Any]],
+    now: datetime,
+) -> None:
+    """Put one step in the section it belongs to, checking it with its server if compensable."""
+    item = {
+        "step": step.number,
+        "entry": step.id,
+        "server": step.server,
+        "tool": step.tool,
+        "summary": step.summary,
+    }
+    if step.kind == "unresolved":
+        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved"))
+        return
+    if step.kind in ("none", "unknown"):
+        remedy = step.journal.get("remedy")
+        kind = "none" if step.kind == "none" else "unknown"
+        plan.not_reversible.append(
+            NotReversible(
+                **item, kind=kind, reason=step.reason or kind, remedy=str(remedy) if remedy else None
+            )
+        )
+        return
+    if step.undo_by is not None and now > parse_wire_time(step.undo_by):
+        plan.expired.append(Expired(**item, undo_by=step.undo_by))
+        return
+    try:
+        answer = await check(step)
+    except CheckUnavailable as error:
+        plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {error}"))
+        return
+    checks[step.id] = answer
+    status = answer.get("status")
+    undo = undo_label(step.summary)
+    later = _later_writer(step, planned)
+    if status == "ok" or (
+        status == "conflict" and later is not None and answer.get("versionFound") == later.version
+    ):
+        # A later step of this plan changed the same resource: its undo comes first and
+        # leaves the version this one expects, so the check's "conflict" is our own.
+        cost = step.undo.get("cost")
+        plan.steps.append(
+            UndoStep(
+                **item,
+                undo=undo,
+                side_effects=step.side_effects,
+                cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
+                resource=step.resource,
+                undo_by=step.undo_by,
+                after=later.id if later is not None and status == "conflict" else None,
+            )
+        )
+    elif status == "conflict":
+        plan.conflicts.append(
+            Conflict(
+                **item,
+                undo=undo,
+                resource=step.resource,
+                version_expected=answer.get("versionExpected"),
+                version_found=answer.get("versionFound"),
+                changed_by=answer.get("changedBy"),
+                changes=[FieldChange.model_validate(c) for c in answer.get("changes") or []],
+                message=str(answer.get("message", "")),
+            )
+        )
+    elif status == "expired":
+        plan.expired.append(Expired(**item, undo_by=answer.get("undoBy") or step.undo_by))
+    elif status == "done":
+        plan.already_reversed.append(AlreadyReversed(**item))
+    else:
+        why = f"check answered {answer.get('code') or status}: {answer.get('message', '')}".rstrip(": ")
+        plan.unresolved.append(Unresolved(**item, reason=why))
+
+
+def _later_writer(step: Step, planned: Sequence[Step]) -> Step | None:
+    """The next later step of the plan that wrote ``step``'s resource, if any."""
+    later = [s for s in planned if s.number > step.number and s.resource == step.resource and s.resource]
+    return min(later, key=lambda s: s.number) if later else None
+
+
+def _block(plan: ReversalPlan, dependents: dict[str, set[str]]) -> None:
+    """Keep every step that a staying step relied on (newest first, so it carries backwards)."""
+    staying = {i.entry for i in [*plan.conflicts, *plan.not_reversible, *plan.unresolved, *plan.expired]}
+    kept: list[UndoStep] = []
+    for step in plan.steps:  # newest first
+        keepers = sorted(dependents.get(step.entry, set()) & staying, key=lambda e: int(e[1:]))
+        if keepers:
+            staying.add(step.entry)
+            kept.append(step)
+            plan.blocked.append(Blocked(**_item(step), undo=step.undo, kept_for=keepers))
+    plan.steps[:] = [s for s in plan.steps if s not in kept]
+
+
+def _item(step: UndoStep) -> dict[str, Any]:
+    return {
+        "step": step.step,
+        "entry": step.entry,
+        "server": step.server,
+        "tool": step.tool,
+        "summary": step.summary,
+    }
+
+
+def _dependents(depends: dict[str, set[str]]) -> dict[str, set[str]]:
+    dependents: dict[str, set[str]] = {call: set() for call in depends}
+    for call, ons in depends.items():
+        for on in ons:
+            dependents.setdefault(on, set()).add(call)
+    return dependents
+
+
+def _closure(chosen: set[str], dependents: dict[str, set[str]]) -> set[str]:
+    """The chosen steps and every step that (transitively) relied on one of them."""
+    closure, frontier = set(chosen), list(chosen)
+    while frontier:
+        for later in dependents.get(frontier.pop(), set()):
+            if later not in closure:
+                closure.add(later)
+                frontier.append(later)
+    return closure
+
+
+def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[ReadSince]:
+    """Calls of other runs that read a resource this plan would change, after it changed."""
+    changed = [(s.resource, s.entry.time) for s in planned if s.resource]
+    if not changed:
+        return []
+    found: list[ReadSince] = []
+    for other in store.runs():
+        if other.id == run_id:
+            continue
+        for entry in store.entries(other.id):
+            if entry.kind != "call":
+                continue
+            for resource, since in changed:
+                through = _reads(entry, resource)
+                if through is not None and entry.time >= since:
+                    found.append(
+                        ReadSince(
+                            run=other.id,
+                            entry=entry.id,
+                            agent=other.agent,
+                            server=str(entry.body.get("server", "")),
+                            tool=str(entry.body.get("tool", "")),
+                            time=entry.time,
+                            resource=resource,
+                            through=through,
+                        )
+                    )
+                    break
+    return found
+
+
+def _reads(entry: Entry, resource: str) -> str | None:
+    """How ``entry`` touched ``resource``: declared ``uses``, or an argument naming it."""
+    journal = entry.body.get("journal")
+    effect = journal.get("effect") if isinstance(journal, dict) else None
+    if isinstance(effect, dict):
+        uses = [u.get("resource") for u in effect.get("uses") or [] if isinstance(u, dict)]
+        if resource in uses or effect.get("resource") == resource:
+            return "uses"
+    names = {resource, resource.rstrip("/").rsplit("/", 1)[-1]}
+    arguments = entry.body.get("arguments")
+    stack: list[Any] = [arguments]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and item in names:
+            return "arguments"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None

@@ -1,0 +1,94 @@
+"""The tool servers an undo talks to: ``check`` while planning, ``compensate`` while executing.
+
+Sessions are opened on first use and kept for the whole undo. Every answer must verify against
+the server's pinned key and name the token that was sent; anything else is treated as if the
+server could not be reached (the step is unresolved or failed, never counted as reversed).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from mcp.types import CallToolResult
+
+from hatp_journal.recorder.config import RecorderConfig
+from hatp_journal.recorder.downstream import Downstream, DownstreamError
+from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.undo.execute import CompensateUnavailable
+from hatp_journal.recorder.undo.planner import CheckUnavailable
+from hatp_journal.recorder.undo.steps import Step
+from hatp_journal.toolkit.signing import verify_answer
+from hatp_journal.toolkit.store import hash_token
+from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY
+
+
+class _Unavailable(Exception):
+    pass
+
+
+class UndoServers:
+    """Connections to the configured tool servers, opened lazily inside ``stack``."""
+
+    def __init__(self, config: RecorderConfig, pins: PinStore, stack: AsyncExitStack) -> None:
+        self.config = config
+        self.pins = pins
+        self.stack = stack
+        self._open: dict[str, Downstream] = {}
+
+    async def check(self, step: Step) -> dict[str, Any]:
+        """The server's verified ``check`` answer for ``step`` (changes nothing)."""
+        try:
+            return await self._ask(step, CHECK_TOOL, {"token": step.token})
+        except _Unavailable as error:
+            raise CheckUnavailable(str(error)) from None
+
+    async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
+        """The server's verified ``compensate`` answer for ``request``."""
+        try:
+            return await self._ask(step, COMPENSATE_TOOL, request)
+        except _Unavailable as error:
+            raise CompensateUnavailable(str(error)) from None
+
+    async def call(
+        self, server: str, tool: str, arguments: dict[str, Any]
+    ) -> tuple[Downstream, CallToolResult]:
+        """Call an ordinary tool (a remedy); DownstreamError if the server can't be reached."""
+        try:
+            downstream = await self._connected(server)
+        except _Unavailable as error:
+            raise DownstreamError(str(error)) from None
+        if tool not in downstream.tools or tool in BINDING_TOOLS:
+            raise DownstreamError(f"{server} has no tool {tool!r}")
+        return downstream, await downstream.call(tool, arguments)
+
+    async def _ask(self, step: Step, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if step.token is None:
+            raise _Unavailable(f"{step.id} has no compensation token")
+        downstream = await self._connected(step.server)
+        try:
+            result = await downstream.call(tool, arguments)
+        except DownstreamError as error:
+            raise _Unavailable(str(error)) from None
+        answer = (result.meta or {}).get(META_KEY)
+        if not isinstance(answer, dict) or "status" not in answer:
+            raise _Unavailable(f"{step.server} answered {tool} without an undo answer")
+        if not verify_answer(answer, downstream.keys):
+            raise _Unavailable(f"{step.server}'s answer to {tool} does not verify with its pinned key")
+        if answer.get("tokenDigest") != hash_token(step.token):
+            raise _Unavailable(f"{step.server} answered {tool} for another token")
+        return answer
+
+    async def _connected(self, name: str) -> Downstream:
+        if name in self._open:
+            return self._open[name]
+        server = self.config.servers.get(name)
+        if server is None:
+            raise _Unavailable(f"{name} is not in the Recorder's configuration")
+        downstream = Downstream(name, server, self.pins)
+        try:
+            await downstream.connect(self.stack)
+        except Exception as error:  # noqa: BLE001 -- a server that won't start or talk: that step's problem only
+            raise _Unavailable(f"{name} could not be reached: {type(error).__name__}: {error}") from None
+        self._open[name] = downstream
+        return downstream

@@ -1,0 +1,126 @@
+"""The agent's calls in a Run Record, read as numbered steps an undo can be asked for (SPEC §9).
+
+Step N is the N-th ``call`` entry of the run: what reached a tool server, reads included. The
+undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) is never a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hatp_journal.recorder.record import Entry
+
+StepKind = Literal["compensate", "none", "unknown", "read", "unresolved", "no-effect"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One forwarded call and what its journal object (if verified) says about undoing it."""
+
+    number: int
+    entry: Entry
+    kind: StepKind
+    reason: str | None = None
+    journal: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The entry id, ``eN``."""
+        return self.entry.id
+
+    @property
+    def server(self) -> str:
+        return str(self.entry.body.get("server", ""))
+
+    @property
+    def tool(self) -> str:
+        return str(self.entry.body.get("tool", ""))
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        arguments = self.entry.body.get("arguments")
+        return arguments if isinstance(arguments, dict) else {}
+
+    @property
+    def effect(self) -> dict[str, Any]:
+        effect = self.journal.get("effect")
+        return effect if isinstance(effect, dict) else {}
+
+    @property
+    def undo(self) -> dict[str, Any]:
+        undo = self.journal.get("undo")
+        return undo if isinstance(undo, dict) else {}
+
+    @property
+    def summary(self) -> str:
+        """The server's summary, or ``server.tool`` for a call without one."""
+        return str(self.effect.get("summary") or f"{self.server}.{self.tool}")
+
+    @property
+    def resource(self) -> str | None:
+        resource = self.effect.get("resource")
+        return resource if isinstance(resource, str) else None
+
+    @property
+    def version(self) -> str | None:
+        version = self.effect.get("version")
+        return version if isinstance(version, str) else None
+
+    @property
+    def token(self) -> str | None:
+        token = self.journal.get("compensationToken")
+        return token if isinstance(token, str) else None
+
+    @property
+    def undo_by(self) -> str | None:
+        undo_by = self.undo.get("undoBy")
+        return undo_by if isinstance(undo_by, str) else None
+
+    @property
+    def side_effects(self) -> list[str]:
+        return [str(s) for s in self.undo.get("sideEffects") or []]
+
+    @property
+    def uses(self) -> list[str]:
+        """Resources the server declared the call relied on (``effect.uses``)."""
+        return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
+
+
+def steps_of(entries: list[Entry]) -> list[Step]:
+    """Every ``call`` entry of a run as a numbered step, classified for undo."""
+    steps: list[Step] = []
+    for entry in entries:
+        if entry.kind == "call":
+            steps.append(_classify(len(steps) + 1, entry))
+    return steps
+
+
+def _classify(number: int, entry: Entry) -> Step:
+    body = entry.body
+    intake = _object(body.get("intake"))
+    outcome = _object(body.get("outcome")).get("status")
+    journal = _object(body.get("journal"))
+    if outcome == "failed":
+        # A call that hung or crashed its server may or may not have had an effect.
+        why = _object(body.get("outcome")).get("error", "the call failed")
+        return Step(number, entry, "unresolved", f"the call failed, its effect is unknown: {why}")
+    if intake.get("status") == "unresolved":
+        return Step(number, entry, "unresolved", str(intake.get("reason") or "intake failed"), journal)
+    if outcome == "error" and body.get("declared") not in (None, "unknown"):
+        # A journal-aware tool that answered an error made no change (its transaction rolled back).
+        return Step(number, entry, "no-effect", "the tool answered an error and changed nothing")
+    verified = journal if intake.get("status") == "verified" else {}
+    kind = intake.get("kind")
+    if kind == "compensate":
+        return Step(number, entry, "compensate", None, verified)
+    if kind == "read":
+        return Step(number, entry, "read", None, verified)
+    if kind == "none":
+        reason = verified.get("reason") or "declared irreversible by the server"
+        return Step(number, entry, "none", str(reason), verified)
+    return Step(number, entry, "unknown", "the server does not say how to undo it", verified)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,195 @@
+"""The D-881 story (SPEC §0), played by real processes: an agent, a Recorder, three tool servers.
+
+1. The agent (a scripted MCP client, no model) connects to ``hatp-recorder serve`` over stdio and
+   wins deal D-881, books the Globex kickoff and emails the buyer; the email waits for Lee's
+   approval, which the story gives with ``hatp-recorder approve``.
+2. Optionally Eve moves the deal to Negotiation in the CRM, outside the run.
+3. Dana asks to undo the run from step 1: ``hatp-recorder plan`` prints the Reversal Plan.
+4. Lee approves it (with ``--override`` in the override variant) and the compensations run.
+5. What happened, judged from the outside: the mail sink, the deal, the verified Run Record.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.scenarios.d881.world import (
+    ATTENDEES,
+    DANA,
+    LEE,
+    MailSinkProcess,
+    ScenarioError,
+    World,
+    build_world,
+    command,
+)
+from hatp_journal.servers.mailsink import read_maildir
+from hatp_journal.toolkit import SigningKey
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("crm_update_deal", {"deal_id": "D-881", "stage": "Won"}),
+    (
+        "calendar_create_event",
+        {
+            "summary": "Kickoff with Globex",
+            "start": "2026-11-04T15:00:00Z",
+            "end": "2026-11-04T16:00:00Z",
+            "attendees": ATTENDEES,
+        },
+    ),
+    (
+        "email_send_email",
+        {
+            "to": ["buyer@globex.com"],
+            "subject": "Welcome to Acme",
+            "body": "Hello Globex team,\n\nwelcome to Acme! We look forward to the kickoff.\n\nDana",
+        },
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Told:
+    """What the story printed, kept for whoever ran it (tests read it too)."""
+
+    run: str
+    plan: str
+    plan_ref: str
+    reversal: str
+
+
+async def run(workdir: Path, out: TextIO = sys.stdout, *, eve: bool = False, override: bool = False) -> Told:
+    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out``."""
+    if workdir.exists() and any(workdir.iterdir()):
+        raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
+    if override and not eve:
+        raise ScenarioError("--override only makes sense with --eve (there is nothing to override otherwise)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    sink = MailSinkProcess(workdir / "mail")
+    try:
+        world = build_world(workdir, sink.port)
+        return await _play(world, out, eve=eve, override=override)
+    finally:
+        sink.stop()
+
+
+async def _play(world: World, out: TextIO, *, eve: bool, override: bool) -> Told:
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    config = ["--config", str(world.config)]
+    say("== 1. The agent's run (sales-bot for Dana, through the Recorder)")
+    run_id = await _agent(world, config, say)
+
+    if eve:
+        say("\n== 2. Eve moves D-881 to Negotiation in the CRM, outside the run")
+        crm = [
+            "edit",
+            "--db",
+            str(world.db("crm")),
+            "D-881",
+            "--stage",
+            "Negotiation",
+            "--by",
+            "eve@acme.com",
+        ]
+        command(*crm, module="hatp_journal.servers.crm.cli")
+        say("  deal D-881: Won → Negotiation (by eve@acme.com)")
+
+    say("\n== 3. Dana asks to undo the run from step 1; the Recorder checks each step and plans")
+    planned = command(*config, "plan", run_id, "--from", "1", "--by", DANA)
+    plan_text, _, waiting = planned.rstrip("\n").partition("\n\nPlan ")
+    say(plan_text)
+    plan_ref = waiting.split(" ", 1)[0]
+    say(f"\n  (plan {plan_ref} waits for the team lead)")
+
+    say("\n== 4. Lee (team lead) approves" + (", overriding Eve's change to the deal" if override else ""))
+    approve = [*config, "approve", plan_ref, "--as", LEE, "--key", str(world.key(LEE))]
+    if override:
+        approve += ["--override", _conflicted(world, plan_ref)]
+    reversal = command(*approve, ok=(0, 1))
+    say(_indent(reversal.rstrip("\n")))
+
+    say("\n== 5. What happened")
+    _report(world, config, run_id, say)
+    return Told(run_id, plan_text, plan_ref, reversal)
+
+
+async def _agent(world: World, config: list[str], say: Any) -> str:
+    """The scripted agent: three calls through the Recorder, the email after Lee's approval."""
+    log = world.root / "recorder.log"
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "hatp_journal.recorder.cli", *config, "serve"],
+        cwd=str(world.root),
+        log_file=log,
+    )
+    async with AsyncExitStack() as stack:
+        agent = await stack.enter_async_context(Client(transport, timeout=60))
+        for number, (tool, arguments) in enumerate(CALLS, 1):
+            result = await agent.call_tool_mcp(tool, arguments)
+            answer = result.structured_content or {}
+            if answer.get("status") == "pending_approval":
+                say(f"  step {number}  {tool:<22} waits for approval ({answer['ask']})")
+                run_id = str(answer["run"])
+                said = command(
+                    *config, "approve", f"{run_id}/{answer['ask']}", "--as", LEE, "--key", str(world.key(LEE))
+                )
+                say(f"          Lee approves: {said.splitlines()[0]}")
+                result = await agent.call_tool_mcp(tool, arguments)
+            if result.is_error:
+                text = " ".join(getattr(part, "text", "") for part in result.content)
+                raise ScenarioError(f"{tool} failed: {text.strip() or 'no message'} (see {log})")
+            say(f"  step {number}  {tool:<22} {_summary(result.meta)}")
+            run_id = str(((result.meta or {}).get("hatp/recorder") or {}).get("run"))
+    return run_id
+
+
+def _summary(meta: dict[str, Any] | None) -> str:
+    journal = (meta or {}).get("hatp/journal") or {}
+    effect = journal.get("effect") or {}
+    undo = journal.get("undo") or {}
+    until = f"undo until {undo['undoBy']}" if undo.get("undoBy") else f"undo: {undo.get('kind', 'unknown')}"
+    return f"{effect.get('summary', '')}   ({until})"
+
+
+def _conflicted(world: World, plan_ref: str) -> str:
+    """The conflicted step of the plan (the deal), as the Run Record holds it."""
+    run_id, _, entry = plan_ref.partition("/")
+    store = RunStore(world.root / "recorder.db", SigningKey.from_file(world.root / "recorder.key"))
+    try:
+        conflicts = [c["entry"] for c in store.entry(run_id, entry).body["plan"].get("conflicts", [])]
+    finally:
+        store.dispose()
+    if not conflicts:
+        raise ScenarioError("the plan shows no conflict to override")
+    return str(conflicts[0])
+
+
+def _report(world: World, config: list[str], run_id: str, say: Any) -> None:
+    delivered = read_maildir(world.mail)
+    say(f"  mail sink: {len(delivered)} messages")
+    for message in delivered:
+        method = message.calendar_method or "email"
+        say(f"    {method:<8} to {', '.join(message.envelope_to):<18} {message.subject}")
+    deal = json.loads(
+        command("show", "--db", str(world.db("crm")), "D-881", module="hatp_journal.servers.crm.cli")
+    )
+    say(f"  deal D-881: {deal['stage']} ({deal['version']})")
+    exported = world.root / "run-record.json"
+    command(*config, "export", run_id, "--out", str(exported))
+    verdict = command("verify", str(exported), "--recorder-key", str(world.root / "recorder.key"), ok=(0, 1))
+    say(f"  run record {exported.name}: verify says {verdict.strip().splitlines()[-1]}")
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" if line else line for line in text.splitlines())
