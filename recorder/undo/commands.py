@@ -179,6 +179,8 @@ def reversal_text(reversal: Entry) -> str:
                 f"{receipt.get('versionFound')} → {receipt.get('versionLeft')}",
                 *receipt.get("sideEffects", []),
             ]
+            if receipt.get("override"):
+                notes.append(f"overwrote a newer change, by override of {receipt['override'].get('by')}")
         else:
             notes = [step.get("reason", "")]
         if step.get("remedy"):

@@ -67,8 +67,8 @@ class Told:
     reversal: str
 
 
-async def run(workdir: Path, out: TextIO = sys.stdout, *, eve: bool = False, override: bool = False) -> Told:
-    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out``."""
+async def run(workdir: Path, out: TextIO | None = None, *, eve: bool = False, override: bool = False) -> Told:
+    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout)."""
     if workdir.exists() and any(workdir.iterdir()):
         raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
     if override and not eve:
@@ -77,7 +77,7 @@ async def run(workdir: Path, out: TextIO = sys.stdout, *, eve: bool = False, ove
     sink = MailSinkProcess(workdir / "mail")
     try:
         world = build_world(workdir, sink.port)
-        return await _play(world, out, eve=eve, override=override)
+        return await _play(world, out or sys.stdout, eve=eve, override=override)
     finally:
         sink.stop()
 
