@@ -1,0 +1,212 @@
+"""A small journal-aware server whose calls rely on each other, for planning and execution tests.
+
+``put`` writes a key; ``attach`` points a key at another one and declares that it used it
+(``effect.uses``); ``publish`` can't be undone; ``get`` reads. A compensation of a key whose
+name starts with ``fail`` raises, and every compensation that commits is counted in ``undo_log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from fastmcp import FastMCP
+from pydantic import BaseModel
+from sqlalchemy import Engine
+from sqlmodel import Field, Session, SQLModel, select
+
+from hatp_journal.toolkit import (
+    Effect,
+    Journal,
+    ResourceState,
+    Revision,
+    SigningKey,
+    Tx,
+    UndoFailed,
+    Undone,
+    Use,
+    compensates,
+    create_store_engine,
+    irreversible,
+    read_only,
+    summarize,
+    undoable,
+)
+
+SERVER = "chain://store"
+
+
+class ChainItem(SQLModel, table=True):
+    key: str = Field(primary_key=True)
+    value: str
+    version: str
+    etag: str
+    changed_by: str = "seed"
+
+
+class UndoLog(SQLModel, table=True):
+    """One row per compensation that committed: a second one for a token would be a double undo."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str
+    token_of: str
+
+
+class ChainUndo(BaseModel):
+    key: str
+    value: str | None
+    call: str
+
+
+def uri(key: str) -> str:
+    return f"chain://store/{key}"
+
+
+def _write(tx: Tx, key: str, value: str, uses: list[Use]) -> Effect:
+    item = tx.session.get(ChainItem, key)
+    old = item.value if item else None
+    before = Revision(item.version, item.etag) if item else None
+    after = before.bump({"value": value}) if before else Revision.of("v1", {"value": value})
+    if item is None:
+        item = ChainItem(key=key, value=value, version=after.version, etag=after.etag, changed_by="agent")
+    else:
+        item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, "agent"
+    tx.session.add(item)
+    if before is not None:
+        uses = [Use(resource=uri(key), version=before.version), *uses]
+    return Effect(
+        result={"key": key, "value": value},
+        summary=summarize(f"Key {key}", {"value": old}, {"value": value}) if old else f"Create key {key}",
+        resource=uri(key),
+        before=before.version if before else None,
+        before_etag=before.etag if before else None,
+        version=after.version,
+        etag=after.etag,
+        fields={"value": value},
+        uses=uses,
+        undo=ChainUndo(key=key, value=old, call=f"{key}@{after.version}"),
+    )
+
+
+@undoable(window="PT1H")
+def put(key: str, value: str, tx: Tx) -> Effect:
+    """Set a key."""
+    return _write(tx, key, value, [])
+
+
+@undoable(window="PT1H")
+def attach(key: str, target: str, tx: Tx) -> Effect:
+    """Point ``key`` at ``target``: the call relies on ``target``."""
+    return _write(tx, key, f"-> {target}", [Use(resource=uri(target))])
+
+
+def chain_state(resource: str, tx: Tx) -> ResourceState:
+    item = tx.session.get(ChainItem, resource.rsplit("/", 1)[-1])
+    if item is None:
+        return ResourceState(version=None)
+    return ResourceState(item.version, {"value": item.value}, item.etag, item.changed_by)
+
+
+def _undo(payload: ChainUndo, tx: Tx) -> Undone:
+    item = tx.session.get(ChainItem, payload.key)
+    assert item is not None
+    if payload.key.startswith("fail"):
+        raise UndoFailed(f"{payload.key} refuses to be undone")
+    tx.session.add(UndoLog(key=payload.key, token_of=payload.call))
+    if payload.value is None:
+        tx.session.delete(item)
+        return Undone(version=None)
+    after = Revision(item.version, item.etag).bump({"value": payload.value})
+    item.value, item.version, item.etag, item.changed_by = payload.value, after.version, after.etag, "undo"
+    tx.session.add(item)
+    return Undone(version=after.version)
+
+
+@compensates(put, state=chain_state)
+def unput(payload: ChainUndo, tx: Tx) -> Undone:
+    """Put the old value back (or remove a key the call created)."""
+    return _undo(payload, tx)
+
+
+@compensates(attach, state=chain_state)
+def detach(payload: ChainUndo, tx: Tx) -> Undone:
+    """Put the old value back (or remove a key the call created)."""
+    return _undo(payload, tx)
+
+
+@irreversible(reason="published to the world", remedy="publish a correction")
+def publish(key: str, tx: Tx) -> Effect:
+    """Publish a key's value."""
+    item = tx.session.get(ChainItem, key)
+    value = item.value if item else ""
+    return Effect(result={"published": value}, summary=f"Publish {key}", resource=uri(key))
+
+
+@read_only()
+def get(key: str, tx: Tx) -> Effect:
+    """Read a key."""
+    item = tx.session.get(ChainItem, key)
+    return Effect(
+        result={"key": key, "value": item.value if item else None}, summary=f"Read {key}", resource=uri(key)
+    )
+
+
+TOOLS = (put, attach, unput, detach, publish, get)
+
+
+def outside_edit(db: Path, key: str, value: str, by: str) -> None:
+    """A colleague changes a key, outside any run."""
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            item = session.get(ChainItem, key)
+            assert item is not None
+            after = Revision(item.version, item.etag).bump({"value": value})
+            item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, by
+            session.add(item)
+            session.commit()
+    finally:
+        engine.dispose()
+
+
+def values(db: Path) -> dict[str, str]:
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            return {item.key: item.value for item in session.exec(select(ChainItem))}
+    finally:
+        engine.dispose()
+
+
+def undo_log(engine_or_db: Path | Engine) -> list[str]:
+    engine = engine_or_db if isinstance(engine_or_db, Engine) else create_store_engine(engine_or_db)
+    try:
+        with Session(engine) as session:
+            return [row.token_of for row in session.exec(select(UndoLog))]
+    finally:
+        if not isinstance(engine_or_db, Engine):
+            engine.dispose()
+
+
+def build(
+    db: Path | Engine, key: SigningKey, clock: Callable[[], datetime] | None = None
+) -> tuple[FastMCP, Journal]:
+    mcp = FastMCP("chain")
+    journal = Journal(SERVER, key=key, store=db, **({"clock": clock} if clock else {}))
+    journal.register(mcp, *TOOLS)
+    return mcp, journal
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--key", type=Path, required=True)
+    args = parser.parse_args()
+    mcp, _ = build(args.db, SigningKey.load_or_create(args.key))
+    mcp.run(show_banner=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""An organisation with a Recorder in front of the chain server, and the people who undo.
+
+The agent is an MCP client of the in-process Recorder; the Recorder reaches the chain server (and
+the plain, journal-unaware server) over stdio. People act through ``hatp-recorder``'s ``main``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+
+from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.config import load_config
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import load_policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.signing import b64url
+
+HERE = Path(__file__).parent
+CHAIN = HERE / "chain_server.py"
+PLAIN = HERE.parent / "plain_server.py"
+LEAD = "human://acme.com/role/team-lead"
+DANA = "human://acme.com/dana"
+LEE = "human://acme.com/lee"
+EVE = "human://acme.com/eve"
+POLICY = {
+    "autonomy": {
+        "compensate": "allow",
+        "read": "allow",
+        "none": "allow",
+        "unknown": "allow",
+        "approver": LEAD,
+    },
+    "undoAuthority": LEAD,
+}
+
+
+@dataclass
+class Org:
+    """The working directory of one organisation, and what people do in it."""
+
+    root: Path
+    capfd: pytest.CaptureFixture[str]
+
+    @property
+    def config(self) -> Path:
+        return self.root / "recorder.toml"
+
+    def db(self, server: str = "chain") -> Path:
+        return self.root / f"{server}.db"
+
+    def key(self, person: str) -> str:
+        return str(self.root / f"{person.rsplit('/', 1)[-1]}.key")
+
+    def store(self) -> RunStore:
+        return RunStore(self.root / "recorder.db", SigningKey.load_or_create(self.root / "recorder.key"))
+
+    def entries(self, run: str) -> list[Entry]:
+        store = self.store()
+        try:
+            return store.entries(run)
+        finally:
+            store.dispose()
+
+    def agent(self, calls: list[tuple[str, dict[str, Any]]], *, agent: str = "sales-bot") -> str:
+        """One agent session through the Recorder; returns its run id."""
+        return anyio.run(self._agent, calls, agent)
+
+    async def _agent(self, calls: list[tuple[str, dict[str, Any]]], agent: str) -> str:
+        config = load_config(self.config)
+        config.recorder.agent = agent
+        store = self.store()
+        recorder = Recorder(config, store=store, policy=load_policy(Path(config.recorder.policy)))
+        try:
+            async with AsyncExitStack() as stack:
+                mcp = await recorder.start(stack)
+                async with Client(mcp) as client:
+                    for tool, arguments in calls:
+                        result = await client.call_tool_mcp(tool, arguments)
+                        assert not result.is_error, result.content
+        finally:
+            recorder.close()
+            store.dispose()
+        assert recorder.run_id is not None
+        return recorder.run_id
+
+    def cli(self, *arguments: str) -> tuple[int, str, str]:
+        """``hatp-recorder --config … ARGS``: (exit code, stdout, stderr)."""
+        self.capfd.readouterr()
+        code = main(["--config", str(self.config), *arguments])
+        told = self.capfd.readouterr()
+        return code, told.out, told.err
+
+    def plan(self, run: str, *which: str, by: str = DANA) -> tuple[str, dict[str, Any]]:
+        """Plan an undo as JSON; returns (plan ref, plan)."""
+        code, out, err = self.cli("plan", run, *which, "--by", by, "--json")
+        assert code == 0, err
+        told = json.loads(out)
+        return told["ref"], told["plan"]
+
+    def approve(self, ref: str, *extra: str, person: str = LEE) -> tuple[int, str, str]:
+        return self.cli("approve", ref, "--as", person, "--key", self.key(person), *extra)
+
+    def reversal(self, run: str) -> dict[str, str]:
+        """The latest Reversal Record: each step's status by entry id."""
+        [*_, reversal] = [e for e in self.entries(run) if e.kind == "reversal"]
+        return {s["entry"]: s["status"] for s in reversal.body["steps"]}
+
+
+def make_org(tmp_path: Path, capfd: pytest.CaptureFixture[str], *, plain: bool = False) -> Org:
+    people = []
+    for person, roles in ((DANA, []), (LEE, [LEAD]), (EVE, [])):
+        key = SigningKey.generate()
+        key.save(tmp_path / f"{person.rsplit('/', 1)[-1]}.key")
+        people.append(
+            {
+                "id": person,
+                "name": person.rsplit("/", 1)[-1].title(),
+                "roles": roles,
+                "publicKey": b64url(key.public.raw()),
+            }
+        )
+    (tmp_path / "directory.json").write_text(json.dumps({"people": people}))
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    chain = ["--db", str(tmp_path / "chain.db"), "--key", str(tmp_path / "chain.key")]
+    python = json.dumps(sys.executable)
+    (tmp_path / "recorder.toml").write_text(
+        "[recorder]\n"
+        'store = "recorder.db"\nkey = "recorder.key"\npolicy = "policy.json"\ndirectory = "directory.json"\n'
+        f'agent = "sales-bot"\nprincipal = "{DANA}"\n\n'
+        f"[servers.chain]\ncommand = {python}\nargs = {json.dumps([str(CHAIN), *chain])}\n"
+        + (f"\n[servers.plain]\ncommand = {python}\nargs = {json.dumps([str(PLAIN)])}\n" if plain else "")
+    )
+    return Org(tmp_path, capfd)
