@@ -164,12 +164,11 @@ async def _place(
     checks[step.id] = answer
     status = answer.get("status")
     undo = undo_label(step.summary)
-    later = _later_writer(step, planned)
-    if status == "ok" or (
-        status == "conflict" and later is not None and answer.get("versionFound") == later.version
-    ):
-        # A later step of this plan changed the same resource: its undo comes first and
-        # leaves the version this one expects, so the check's "conflict" is our own.
+    later = _later_writers(step, planned)
+    # Later steps of this plan changed the same resource: their undo comes first and leaves the
+    # version this one expects, so a "conflict" with the latest of them is our own doing.
+    ours = status == "conflict" and bool(later) and answer.get("versionFound") == later[-1].version
+    if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
             UndoStep(
@@ -179,7 +178,7 @@ async def _place(
                 cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
                 resource=step.resource,
                 undo_by=step.undo_by,
-                after=later.id if later is not None and status == "conflict" else None,
+                after=later[0].id if ours else None,
             )
         )
     elif status == "conflict":
@@ -204,10 +203,10 @@ async def _place(
         plan.unresolved.append(Unresolved(**item, reason=why))
 
 
-def _later_writer(step: Step, planned: Sequence[Step]) -> Step | None:
-    """The next later step of the plan that wrote ``step``'s resource, if any."""
+def _later_writers(step: Step, planned: Sequence[Step]) -> list[Step]:
+    """The later steps of the plan that wrote ``step``'s resource, oldest first."""
     later = [s for s in planned if s.number > step.number and s.resource == step.resource and s.resource]
-    return min(later, key=lambda s: s.number) if later else None
+    return sorted(later, key=lambda s: s.number)
 
 
 def _block(plan: ReversalPlan, dependents: dict[str, set[str]]) -> None:
