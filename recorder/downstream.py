@@ -7,7 +7,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-from fastmcp import Client
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Tool
@@ -28,24 +28,29 @@ class DownstreamError(RuntimeError):
 class Downstream:
     """A connected MCP client to one tool server."""
 
-    def __init__(self, name: str, config: ServerConfig, pins: PinStore | None = None) -> None:
+    def __init__(
+        self, name: str, config: ServerConfig, pins: PinStore | None = None, embedded: FastMCP | None = None
+    ) -> None:
         self.name = name
         self.config = config
         self.pins = pins
+        self.embedded = embedded  # a server running in this process: reached in memory, not by config
         self.tools: dict[str, Tool] = {}
         self.keys: dict[str, VerifyKey] = {}
         self._client: Client[Any] | None = None
 
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open the session, read ``tools/list`` and pin the receipt keys."""
-        if self.config.command is not None:
+        if self.embedded is not None:
+            client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds)
+        elif self.config.command is not None:
             transport = StdioTransport(
                 self.config.command,
                 self.config.args,
                 env={**os.environ, **self.config.env},
                 cwd=self.config.cwd,
             )
-            client: Client[Any] = Client(transport, timeout=self.config.timeout_seconds)
+            client = Client(transport, timeout=self.config.timeout_seconds)
         else:
             assert self.config.url is not None
             client = Client(self.config.url, timeout=self.config.timeout_seconds)

@@ -7,6 +7,7 @@ tokens are kept in the Run Record and stripped from what the agent receives.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -45,14 +46,19 @@ class Recorder:
         policy: Policy,
         ledger: MoneyLedger | None = None,
         clock: Any = utc_now,
+        embedded: Mapping[str, FastMCP] | None = None,
     ) -> None:
+        """``embedded`` names servers running in this process, reached in memory (e.g. in tests)."""
         self.config = config
         self.store = store
         self.policy = policy
         self.ledger = ledger or MoneyLedger()
         self.clock = clock
         pins = PinStore(store.engine)
-        self.downstreams = {name: Downstream(name, server, pins) for name, server in config.servers.items()}
+        self.downstreams = {
+            name: Downstream(name, server, pins, (embedded or {}).get(name))
+            for name, server in config.servers.items()
+        }
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)

@@ -110,6 +110,7 @@ async def _run(
     staying: set[str] = set()
     left: dict[str, str] = {}  # resource → the version the latest compensation left
     results: list[StepResult] = []
+    planned = [steps[entry] for _, entry, _ in _items(plan)]
     for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
         number, entry_id, section = item
         step = steps[entry_id]
@@ -141,7 +142,9 @@ async def _run(
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)
             continue
-        result = await _compensate(store, ask, step, base, intents, outcomes, left, compensate, overrides)
+        result = await _compensate(
+            store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
+        )
         results.append(result)
         if result.status == "reversed":
             if step.resource and result.answer and result.answer.get("versionLeft"):
@@ -161,13 +164,14 @@ async def _compensate(
     left: dict[str, str],
     compensate: Compensate,
     overrides: set[str],
+    planned: Sequence[Step],
 ) -> StepResult:
     """Compensate one step: intent, request, outcome — or pick up where a crash left it."""
     outcome = outcomes.get(step.id)
     if outcome is None:
         intent = intents.get(step.id)
         if intent is None:
-            request = _request(ask, step, left, overrides)
+            request = _request(ask, step, left, overrides, planned)
             intent = store.append(
                 ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": _shown(request)}
             )
@@ -192,9 +196,18 @@ async def _compensate(
     return StepResult(*base, status="failed", reason=reason, answer=answer)
 
 
-def _request(ask: PlanAsk, step: Step, left: dict[str, str], overrides: set[str]) -> dict[str, Any]:
+def _request(
+    ask: PlanAsk, step: Step, left: dict[str, str], overrides: set[str], planned: Sequence[Step]
+) -> dict[str, Any]:
     """The compensate request: ``ifVersion`` is what a later compensation of the same resource left."""
-    if_version = left.get(step.resource or "", step.version)
+    # After a later step's undo, this step's resource is at the version that undo left — only
+    # if the later call started from this step's version; otherwise someone wrote in between
+    # and the server must see the step's own version (and answer a conflict).
+    later = sorted(
+        (s for s in planned if s.resource == step.resource and s.number > step.number), key=lambda s: s.number
+    )
+    chained = bool(later) and later[0].before == step.version
+    if_version = left.get(step.resource or "", step.version) if chained else step.version
     request: dict[str, Any] = {
         "token": step.token,
         "ifVersion": if_version,

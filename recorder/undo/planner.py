@@ -166,8 +166,17 @@ async def _place(
     undo = undo_label(step.summary)
     later = _later_writers(step, planned)
     # Later steps of this plan changed the same resource: their undo comes first and leaves the
-    # version this one expects, so a "conflict" with the latest of them is our own doing.
-    ours = status == "conflict" and bool(later) and answer.get("versionFound") == later[-1].version
+    # version this one expects, so a "conflict" with the latest of them is our own doing — but
+    # only if nobody else wrote in between (each later call started from the previous version).
+    ours = (
+        status == "conflict"
+        and bool(later)
+        and answer.get("versionFound") == later[-1].version
+        and unbroken(step, later)
+    )
+    if status == "conflict" and later and not unbroken(step, later):
+        gap = next(s for s, prev in zip(later, [step, *later], strict=False) if s.before != prev.version)
+        answer = {**answer, "message": f"changed outside the run before {gap.id} (expected {gap.before})"}
     if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
@@ -201,6 +210,11 @@ async def _place(
     else:
         why = f"check answered {answer.get('code') or status}: {answer.get('message', '')}".rstrip(": ")
         plan.unresolved.append(Unresolved(**item, reason=why))
+
+
+def unbroken(step: Step, later: Sequence[Step]) -> bool:
+    """Whether each later write of the resource started from the version the previous one left."""
+    return all(s.before == prev.version for s, prev in zip(later, [step, *later], strict=False))
 
 
 def _later_writers(step: Step, planned: Sequence[Step]) -> list[Step]:

@@ -7,9 +7,11 @@ server could not be reached (the step is unresolved or failed, never counted as 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
+from fastmcp import FastMCP
 from mcp.types import CallToolResult
 
 from hatp_journal.recorder.config import RecorderConfig
@@ -30,7 +32,14 @@ class _Unavailable(Exception):
 class UndoServers:
     """Connections to the configured tool servers, opened lazily inside ``stack``."""
 
-    def __init__(self, config: RecorderConfig, pins: PinStore, stack: AsyncExitStack) -> None:
+    def __init__(
+        self,
+        config: RecorderConfig,
+        pins: PinStore,
+        stack: AsyncExitStack,
+        embedded: Mapping[str, FastMCP] | None = None,
+    ) -> None:
+        self.embedded = dict(embedded or {})
         self.config = config
         self.pins = pins
         self.stack = stack
@@ -85,7 +94,7 @@ class UndoServers:
         server = self.config.servers.get(name)
         if server is None:
             raise _Unavailable(f"{name} is not in the Recorder's configuration")
-        downstream = Downstream(name, server, self.pins)
+        downstream = Downstream(name, server, self.pins, self.embedded.get(name))
         try:
             await downstream.connect(self.stack)
         except Exception as error:  # noqa: BLE001 -- a server that won't start or talk: that step's problem only

@@ -68,6 +68,12 @@ class Step:
         return version if isinstance(version, str) else None
 
     @property
+    def before(self) -> str | None:
+        """The resource's version right before the call (``effect.before``)."""
+        before = self.effect.get("before")
+        return before if isinstance(before, str) else None
+
+    @property
     def token(self) -> str | None:
         token = self.journal.get("compensationToken")
         return token if isinstance(token, str) else None

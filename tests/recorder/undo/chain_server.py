@@ -8,6 +8,7 @@ name starts with ``fail`` raises, and every compensation that commits is counted
 from __future__ import annotations
 
 import argparse
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,16 @@ class UndoLog(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     key: str
     token_of: str
+    replaced: str = Field(description="The value the compensation found and replaced")
+    override: bool = False
+
+
+class Published(SQLModel, table=True):
+    """One row per publish that happened: the effect an approval must come before."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str
+    value: str
 
 
 class ChainUndo(BaseModel):
@@ -86,7 +97,7 @@ def _write(tx: Tx, key: str, value: str, uses: list[Use]) -> Effect:
         etag=after.etag,
         fields={"value": value},
         uses=uses,
-        undo=ChainUndo(key=key, value=old, call=f"{key}@{after.version}"),
+        undo=ChainUndo(key=key, value=old, call=f"{key}@{after.version}#{secrets.token_hex(6)}"),
     )
 
 
@@ -114,7 +125,9 @@ def _undo(payload: ChainUndo, tx: Tx) -> Undone:
     assert item is not None
     if payload.key.startswith("fail"):
         raise UndoFailed(f"{payload.key} refuses to be undone")
-    tx.session.add(UndoLog(key=payload.key, token_of=payload.call))
+    tx.session.add(
+        UndoLog(key=payload.key, token_of=payload.call, replaced=item.value, override=tx.override is not None)
+    )
     if payload.value is None:
         tx.session.delete(item)
         return Undone(version=None)
@@ -141,6 +154,7 @@ def publish(key: str, tx: Tx) -> Effect:
     """Publish a key's value."""
     item = tx.session.get(ChainItem, key)
     value = item.value if item else ""
+    tx.session.add(Published(key=key, value=value))
     return Effect(result={"published": value}, summary=f"Publish {key}", resource=uri(key))
 
 
@@ -180,11 +194,23 @@ def values(db: Path) -> dict[str, str]:
         engine.dispose()
 
 
+def published(engine: Engine) -> int:
+    with Session(engine) as session:
+        return len(session.exec(select(Published)).all())
+
+
 def undo_log(engine_or_db: Path | Engine) -> list[str]:
+    return [row.token_of for row in undo_rows(engine_or_db)]
+
+
+def undo_rows(engine_or_db: Path | Engine) -> list[UndoLog]:
     engine = engine_or_db if isinstance(engine_or_db, Engine) else create_store_engine(engine_or_db)
     try:
         with Session(engine) as session:
-            return [row.token_of for row in session.exec(select(UndoLog))]
+            rows = list(session.exec(select(UndoLog)))
+            for row in rows:
+                session.expunge(row)
+            return rows
     finally:
         if not isinstance(engine_or_db, Engine):
             engine.dispose()

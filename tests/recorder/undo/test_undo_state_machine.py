@@ -1,0 +1,323 @@
+"""A Hypothesis state machine over agent calls, outside edits, approvals, undo requests, crashes
+and clock moves, checking after every step:
+
+- no compensation replaces a human's write unless the approver overrode that step;
+- each compensation token is compensated at most once;
+- every resource an undo touched is back to its state before the run, or a step on it is reported;
+- nothing the policy holds for approval happens before it is approved;
+- the Run Record verifies;
+- no compensation happens after its step's ``undoBy``.
+
+Everything is real but in one process: the chain server is reached by the Recorder and the
+undo over MCP's in-memory transport, with SQLite files for every store.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from chain_server import build, outside_edit, published, undo_rows, values
+from fastmcp import Client
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from undo_org import DANA, LEAD, LEE
+
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.undo import (
+    UndoError,
+    UndoRequest,
+    build_plan,
+    decide_plan,
+    execute_plan,
+    record_plan,
+)
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.undo.steps import Step
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.clock import parse_wire_time
+from hatp_journal.toolkit.signing import b64url
+from hatp_journal.toolkit.testing import FakeClock
+
+KEYS = st.sampled_from(["a", "b", "c"])
+POLICY = {
+    "autonomy": {"compensate": "allow", "read": "allow", "none": "ask", "unknown": "ask", "approver": LEAD},
+    "undoAuthority": LEAD,
+}
+
+
+class Crash(Exception):
+    """The Recorder dies here: nothing after this point of the undo happens in this process."""
+
+
+class World:
+    """The Recorder, the chain server and the people, opened inside a blocking portal's loop."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.clock = FakeClock()
+        self.lee = SigningKey.generate()
+        person = {"id": LEE, "roles": [LEAD], "publicKey": b64url(self.lee.public.raw())}
+        self.directory = Directory.model_validate({"people": [person]})
+        self.policy = Policy.model_validate(POLICY)
+        self.server, self.journal = build(root / "chain.db", SigningKey.generate(), clock=self.clock)
+        self.store = RunStore(root / "recorder.db", SigningKey.generate(), clock=self.clock)
+        self.config = RecorderConfig(
+            recorder=RecorderSection(agent="bot", principal=DANA),
+            servers={"chain": ServerConfig(url="http://127.0.0.1:9/embedded-in-this-process")},
+        )
+        self.recorder = Recorder(
+            self.config,
+            store=self.store,
+            policy=self.policy,
+            clock=self.clock,
+            embedded={"chain": self.server},
+        )
+        self.stack = AsyncExitStack()
+
+    async def open(self) -> None:
+        mcp = await self.recorder.start(self.stack)
+        self.agent = await self.stack.enter_async_context(Client(mcp))
+        self.servers = UndoServers(
+            self.config, PinStore(self.store.engine), self.stack, {"chain": self.server}
+        )
+
+    async def close(self) -> None:
+        await self.stack.aclose()
+        self.store.dispose()
+        self.journal.engine.dispose()
+
+    @property
+    def run(self) -> str:
+        assert self.recorder.run_id is not None
+        return self.recorder.run_id
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The agent's call: (what it was told, the entry that journaled it, if it was made)."""
+        result = await self.agent.call_tool_mcp(tool, arguments)
+        assert not result.is_error, result.content
+        entry = ((result.meta or {}).get("hatp/recorder") or {}).get("entry")
+        return dict(result.structured_content or {}), entry
+
+    async def undo(self, from_step: int, override: bool, crash_at: int | None, after_call: bool) -> None:
+        request = UndoRequest(from_step=from_step)
+
+        async def plan() -> Any:
+            return await build_plan(
+                self.store,
+                self.run,
+                request,
+                requested_by=DANA,
+                undo_authority=LEAD,
+                check=self.servers.check,
+                now=self.clock(),
+            )
+
+        planned = await plan()
+        ask = record_plan(self.store, planned, now=self.clock(), within=None)
+        chosen = [c.entry for c in planned.plan.conflicts] if override else []
+        counted, message, _ = decide_plan(
+            self.store,
+            ask.ref,
+            "approve",
+            person=LEE,
+            key=self.lee,
+            directory=self.directory,
+            undo_authority=LEAD,
+            fresh=(await plan()).plan,
+            overrides=chosen,
+            now=self.clock(),
+        )
+        assert counted, message
+        calls = 0
+
+        async def crashing(step: Step, request: dict[str, Any]) -> dict[str, Any]:
+            nonlocal calls
+            calls += 1
+            if calls == crash_at and not after_call:
+                raise Crash
+            answer = await self.servers.compensate(step, request)
+            if calls == crash_at:
+                raise Crash  # the server compensated, but the Recorder never heard
+            return answer
+
+        async def replan() -> Any:
+            return (await plan()).plan
+
+        try:
+            await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan)
+        except Crash:
+            await execute_plan(self.store, ask.ref, compensate=self.servers.compensate, replan=replan)
+
+
+@contextmanager
+def world_in_portal() -> Iterator[tuple[World, BlockingPortal]]:
+    with tempfile.TemporaryDirectory() as scratch, start_blocking_portal() as portal:
+        world = World(Path(scratch))
+        portal.call(world.open)
+        try:
+            yield world, portal
+        finally:
+            portal.call(world.close)
+
+
+class UndoMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self._context = world_in_portal()
+        self.world, self.portal = self._context.__enter__()
+        self.human_values: set[str] = set()
+        self.pending: list[str] = []  # asks (entry ids) the agent is waiting on
+        self.approved = 0  # publishes a person approved and the agent then made
+        self.edits = 0
+        self.value_before: dict[str, str | None] = {}  # call entry → its key's value just before
+
+    def agent_writes(self, tool: str, arguments: dict[str, str]) -> None:
+        before = values(self.world.root / "chain.db").get(arguments["key"])
+        _, entry = self.portal.call(self.world.call, tool, arguments)
+        assert entry is not None
+        self.value_before[entry] = before
+
+    def teardown(self) -> None:
+        self._context.__exit__(None, None, None)
+
+    # -- the agent -------------------------------------------------------------------------
+
+    @rule(key=KEYS, value=st.sampled_from(["1", "2", "3"]))
+    def agent_puts(self, key: str, value: str) -> None:
+        self.agent_writes("chain_put", {"key": key, "value": value})
+
+    @rule(key=KEYS, onto=KEYS)
+    def agent_attaches(self, key: str, onto: str) -> None:
+        if key != onto:
+            self.agent_writes("chain_attach", {"key": key, "target": onto})
+
+    @rule(key=KEYS)
+    def agent_publishes(self, key: str) -> None:
+        answer, _ = self.portal.call(self.world.call, "chain_publish", {"key": key})
+        assert answer["status"] == "pending_approval"
+        self.pending.append(str(answer["ask"]))
+
+    @precondition(lambda self: bool(self.pending))
+    @rule()
+    def lee_approves_and_the_agent_calls_again(self) -> None:
+        ask = self.pending.pop(0)
+        asks = self.world.recorder.asks
+        outcome = asks.decide(
+            f"{self.world.run}/{ask}",
+            "approve",
+            person=LEE,
+            key=self.world.lee,
+            directory=self.world.directory,
+            now=self.world.clock(),
+        )
+        entry = self.world.store.entry(self.world.run, ask)
+        answer, _ = self.portal.call(self.world.call, "chain_publish", entry.body["arguments"])
+        if outcome.counted:
+            assert "published" in answer, answer
+            self.approved += 1
+
+    # -- the world around it ---------------------------------------------------------------
+
+    @rule(key=KEYS)
+    def eve_edits(self, key: str) -> None:
+        if key in values(self.world.root / "chain.db"):
+            self.edits += 1
+            value = f"eve-{self.edits}"
+            self.human_values.add(value)
+            outside_edit(self.world.root / "chain.db", key, value, by="eve")
+
+    @rule(minutes=st.integers(min_value=1, max_value=50))
+    def time_passes(self, minutes: int) -> None:
+        self.world.clock.advance(timedelta(minutes=minutes))
+
+    # -- undo ------------------------------------------------------------------------------
+
+    @rule(
+        data=st.data(),
+        override=st.booleans(),
+        crash_at=st.one_of(st.none(), st.integers(min_value=1, max_value=4)),
+        after_call=st.booleans(),
+    )
+    def dana_undoes_and_lee_approves(
+        self, data: st.DataObject, override: bool, crash_at: int | None, after_call: bool
+    ) -> None:
+        calls = [e for e in self.world.store.entries(self.world.run) if e.kind == "call"]
+        if not calls:
+            return
+        start = data.draw(st.integers(min_value=1, max_value=len(calls)), label="from step")
+        try:
+            self.portal.call(self.world.undo, start, override, crash_at, after_call)
+        except UndoError as error:
+            raise AssertionError(f"a fresh plan was refused: {error}") from error
+        self.check_reported_or_restored()
+
+    def check_reported_or_restored(self) -> None:
+        """Each key the undo touched is as before the run's first undone step, or a step on it stays."""
+        entries = self.world.store.entries(self.world.run)
+        [*_, reversal] = [e for e in entries if e.kind == "reversal"]
+        by_id = {e.id: e for e in entries}
+        now = values(self.world.root / "chain.db")
+        keys: dict[str, list[dict[str, Any]]] = {}
+        for step in reversal.body["steps"]:
+            call = by_id[step["entry"]].body
+            if call["tool"] in ("put", "attach"):
+                keys.setdefault(call["arguments"]["key"], []).append(step)
+        for key, steps in keys.items():
+            reversed_now = [s for s in steps if s["status"] == "reversed"]
+            if reversed_now and all(s in reversed_now or s.get("reason") == "already undone" for s in steps):
+                # Steps undone by an earlier undo may have been followed by outside edits; what
+                # this undo promises is the state before the earliest step it reversed.
+                earliest = min(reversed_now, key=lambda s: int(s["entry"][1:]))
+                expected = self.value_before[earliest["entry"]]
+                assert now.get(key) == expected, (key, now.get(key), expected, steps)
+
+    # -- invariants --------------------------------------------------------------------------
+
+    @invariant()
+    def no_compensation_replaced_a_human_write_without_override(self) -> None:
+        for row in undo_rows(self.world.journal.engine):
+            assert row.override or row.replaced not in self.human_values, row
+
+    @invariant()
+    def each_token_is_compensated_at_most_once(self) -> None:
+        tokens = [row.token_of for row in undo_rows(self.world.journal.engine)]
+        assert len(tokens) == len(set(tokens)), tokens
+
+    @invariant()
+    def nothing_held_for_approval_happened_before_it(self) -> None:
+        assert published(self.world.journal.engine) == self.approved
+
+    @invariant()
+    def the_run_record_verifies(self) -> None:
+        record = self.world.store.export(self.world.run)
+        key = self.world.store.public_key
+        report = verify_record(record.to_bytes(), recorder_keys={key.kid: key})
+        assert report.ok, report.problems
+
+    @invariant()
+    def nothing_was_compensated_after_its_undo_by(self) -> None:
+        for entry in self.world.store.entries(self.world.run):
+            answer = entry.body.get("answer") if entry.kind == "undo-outcome" else None
+            if isinstance(answer, dict) and answer.get("status") == "done":
+                assert parse_wire_time(answer["at"]) <= parse_wire_time(answer["undoBy"]), answer
+
+
+UndoMachine.TestCase.settings = settings(
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+test_undo_state_machine = UndoMachine.TestCase
