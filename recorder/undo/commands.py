@@ -142,7 +142,7 @@ async def _decide(
         directory=directory,
         undo_authority=policy.undo_authority,
         fresh=fresh,
-        overrides=args.override or (),
+        overrides=getattr(args, "override", None) or (),
         now=utc_now(),
     )
     print(message)
