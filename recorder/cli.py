@@ -19,6 +19,7 @@ from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.recorder.undo import commands as undo_commands
+from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
@@ -121,6 +122,10 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
             body = ask.entry.body
             reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
             print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+        for plan in pending_plans(store):
+            body = plan.entry.body
+            summary = f"{len(plan.plan.steps)} steps, {len(plan.plan.conflicts)} conflicts"
+            print(f"{plan.ref}\tundo {plan.plan.request}\t{summary}\tdecide by {body['decideBy']}")
         return 0
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
     outcome = asks.decide(

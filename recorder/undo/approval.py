@@ -21,7 +21,7 @@ from hatp_journal.recorder.undo.planner import PlannedUndo
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
 
-PlanState = Literal["pending", "approved", "denied", "withdrawn"]
+PlanState = Literal["pending", "approved", "denied"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,19 @@ def find_plan(store: RunStore, ref: str) -> PlanAsk:
     if entry.kind != "plan":
         raise UndoError(UndoCode.UNKNOWN_PLAN, f"{ref} is a {entry.kind} entry, not a plan")
     return _state(run, entry, entries)
+
+
+def pending_plans(store: RunStore) -> list[PlanAsk]:
+    """Plans across all runs still waiting for a decision (deadline not passed)."""
+    found = []
+    for run in store.runs():
+        entries = store.entries(run.id)
+        for entry in entries:
+            if entry.kind == "plan":
+                ask = _state(run.id, entry, entries)
+                if ask.state == "pending":
+                    found.append(ask)
+    return found
 
 
 def is_plan(store: RunStore, ref: str) -> bool:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from chain_server import values
-from undo_org import CHAIN, DANA, LEE, Org, make_org
+from chain_server import outside_edit, values
+from undo_org import CHAIN, DANA, LEAD, LEE, Org, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
@@ -149,3 +149,59 @@ def test_a_remedy_for_a_step_that_can_be_undone_is_refused(org: Org) -> None:
 
     assert code == 2
     assert "NOT_A_REMEDY" in err
+
+
+def test_a_plan_that_changed_between_approval_and_execution_is_not_run(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = org.plan(run, "--from", "1")
+    store = org.store()
+    try:
+        directory = Directory.load(org.root / "directory.json")
+        lee = SigningKey.from_file(Path(org.key(LEE)))
+        shown = find_plan(store, ref).plan
+        counted, _, _ = decide_plan(
+            store,
+            ref,
+            "approve",
+            person=LEE,
+            key=lee,
+            directory=directory,
+            undo_authority=LEAD,
+            fresh=shown,
+            now=utc_now(),
+        )
+    finally:
+        store.dispose()
+    assert counted
+    outside_edit(org.db(), "a", "2", by="eve")
+
+    code, _, err = org.cli("undo", ref)
+
+    assert code == 2
+    assert "PLAN_STALE" in err
+    assert values(org.db()) == {"a": "2"}
+
+
+def test_authority_is_checked_against_the_directory_as_it_is_when_the_approver_decides(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = org.plan(run, "--from", "1")
+    people = json.loads((org.root / "directory.json").read_text())
+    for person in people["people"]:
+        person["roles"] = []  # Lee left the team-lead role after the plan was made
+    (org.root / "directory.json").write_text(json.dumps(people))
+
+    code, out, _ = org.approve(ref)
+
+    assert code == 1
+    assert f"{LEE} does not hold {LEAD}" in out
+    assert values(org.db()) == {"a": "1"}
+
+
+def test_pending_plans_are_listed_with_the_asks(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = org.plan(run, "--from", "1")
+
+    code, out, _ = org.cli("asks")
+
+    assert code == 0
+    assert f"{ref}\tundo from 1" in out
