@@ -8,7 +8,7 @@ is caught (:func:`build_plan` is run again before approval and before execution)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -103,6 +103,15 @@ async def build_plan(
         key=lambda s: s.number,
         reverse=True,
     )
+    found = Sections()
+    checks: dict[str, dict[str, Any]] = {}
+    for step in planned:
+        await _place(found, step, planned, check, checks, now)
+    _block(found, dependents)
+    reads = _read_since(store, run_id, planned)
+    agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
+    memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
+    memory += "the Recorder, so this list may be incomplete"
     plan = ReversalPlan(
         run=run.id,
         agent=run.agent,
@@ -111,22 +120,34 @@ async def build_plan(
         request=request.describe(),
         through=steps[-1].id if steps else None,
         undo_authority=undo_authority,
-        unrecorded_memory="",
+        steps=found.steps,
+        conflicts=found.conflicts,
+        not_reversible=found.not_reversible,
+        unresolved=found.unresolved,
+        expired=found.expired,
+        blocked=found.blocked,
+        already_reversed=found.already_reversed,
+        read_since=reads,
+        unrecorded_memory=memory,
     )
-    checks: dict[str, dict[str, Any]] = {}
-    for step in planned:
-        await _place(plan, step, planned, check, checks, now)
-    _block(plan, dependents)
-    reads = _read_since(store, run_id, planned)
-    agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
-    memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
-    memory += "the Recorder, so this list may be incomplete"
-    plan = plan.model_copy(update={"read_since": reads, "unrecorded_memory": memory})
     return PlannedUndo(plan, checks)
 
 
+@dataclass
+class Sections:
+    """The plan's sections while they are being filled, newest step first."""
+
+    steps: list[UndoStep] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    not_reversible: list[NotReversible] = field(default_factory=list)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    expired: list[Expired] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+    already_reversed: list[AlreadyReversed] = field(default_factory=list)
+
+
 async def _place(
-    plan: ReversalPlan,
+    plan: Sections,
     step: Step,
     planned: Sequence[Step],
     check: Check,
@@ -223,7 +244,7 @@ def _later_writers(step: Step, planned: Sequence[Step]) -> list[Step]:
     return sorted(later, key=lambda s: s.number)
 
 
-def _block(plan: ReversalPlan, dependents: dict[str, set[str]]) -> None:
+def _block(plan: Sections, dependents: dict[str, set[str]]) -> None:
     """Keep every step that a staying step relied on (newest first, so it carries backwards)."""
     staying = {i.entry for i in [*plan.conflicts, *plan.not_reversible, *plan.unresolved, *plan.expired]}
     kept: list[UndoStep] = []
