@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,12 @@ class World:
         assert self.recorder.run_id is not None
         return self.recorder.run_id
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, refused: bool = False
+    ) -> tuple[dict[str, Any], str | None]:
         """The agent's call: (what it was told, the entry that journaled it, if it was made)."""
         result = await self.agent.call_tool_mcp(tool, arguments)
-        assert not result.is_error, result.content
+        assert bool(result.is_error) == refused, result.content
         entry = ((result.meta or {}).get("hatp/recorder") or {}).get("entry")
         return dict(result.structured_content or {}), entry
 
@@ -207,7 +210,8 @@ class UndoMachine(RuleBasedStateMachine):
     def agent_publishes(self, key: str) -> None:
         answer, _ = self.portal.call(self.world.call, "chain_publish", {"key": key})
         assert answer["status"] == "pending_approval"
-        self.pending.append(str(answer["ask"]))
+        if answer["ask"] not in self.pending:  # asking again while pending names the same ask
+            self.pending.append(str(answer["ask"]))
 
     @precondition(lambda self: bool(self.pending))
     @rule()
@@ -223,10 +227,14 @@ class UndoMachine(RuleBasedStateMachine):
             now=self.world.clock(),
         )
         entry = self.world.store.entry(self.world.run, ask)
-        answer, _ = self.portal.call(self.world.call, "chain_publish", entry.body["arguments"])
+        arguments = entry.body["arguments"]
         if outcome.counted:
+            answer, _ = self.portal.call(self.world.call, "chain_publish", arguments)
             assert "published" in answer, answer
             self.approved += 1
+        else:  # the deadline passed first (time_passes): the agent is told it was not approved
+            answer, _ = self.portal.call(partial(self.world.call, refused=True), "chain_publish", arguments)
+            assert answer["code"] == "DEADLINE_EXCEEDED", answer
 
     # -- the world around it ---------------------------------------------------------------
 
