@@ -1,9 +1,12 @@
 """What the Recorder adds to a tool call (issue 4, item 7).
 
-The same calls go to the example deals server (``tests/toolkit/example_server.py``) three ways,
+The same calls go to the example deals server (``tests/toolkit/example_server.py``) four ways,
 interleaved in one run so that machine noise hits every path alike:
 
 * ``direct``: an MCP client talks to the server over stdio;
+* ``proxy``: the client talks in memory to a plain FastMCP proxy (``create_proxy`` over a kept-open
+  stdio session to its own copy of the server), which forwards and journals nothing: the cost of
+  being an MCP hop at all;
 * ``recorded``: the agent's client talks in memory to the Recorder, which forwards over stdio to
   its own copy of the server and journals every call in a Run Record (SQLite, WAL,
   ``synchronous=FULL``);
@@ -11,9 +14,10 @@ interleaved in one run so that machine noise hits every path alike:
 
 Each iteration makes one read (``get_deal``) and one journaled write (``set_stage``, alternating
 Won and Proposal) on every path, rotating which path goes first. The added overhead is
-``recorded - direct`` (both reach the server over stdio). Then the durable-write costs are taken
-apart: a bare ``fsync``, a one-row SQLite commit with ``synchronous=FULL`` and ``NORMAL``, and a
-Run Record append under both settings.
+``recorded - direct`` (both reach the server over stdio); it splits into ``proxy - direct`` (the
+hop) and ``recorded - proxy`` (journaling, policy and intake). Then the durable-write costs are
+taken apart: a bare ``fsync``, a one-row SQLite commit with ``synchronous=FULL`` and ``NORMAL``,
+and a Run Record append under both settings.
 
 Run: ``.venv/bin/python bench/recorder_overhead.py [--calls N]``.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import platform
 import sqlite3
@@ -37,8 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
 from sqlalchemy import Engine, create_engine, event
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
@@ -65,7 +71,7 @@ STAGES = ("Won", "Proposal")
 KINDS = ("read", "write")
 QUIET = {"FASTMCP_LOG_LEVEL": "WARNING"}
 """For both stdio servers alike: no start-up banner lines in the figures."""
-PATHS = ("direct", "recorded", "in-memory")
+PATHS = ("direct", "proxy", "recorded", "in-memory")
 
 
 @dataclass
@@ -156,9 +162,9 @@ async def run_calls(paths: list[Route], calls: int, warmup: int, breakdown: Brea
                 await path.call(kind, keep=iteration >= warmup)
 
 
-def open_direct(workdir: Path, key: Path) -> Client[Any]:
-    """A client to the example server over stdio."""
-    db = workdir / "direct.db"
+def open_direct(workdir: Path, key: Path, name: str = "direct") -> Client[Any]:
+    """A client to the example server (its own database, ``{name}.db``) over stdio."""
+    db = workdir / f"{name}.db"
     transport = StdioTransport(
         sys.executable,
         [str(EXAMPLE), "--db", str(db), "--key", str(key)],
@@ -166,6 +172,18 @@ def open_direct(workdir: Path, key: Path) -> Client[Any]:
         cwd=str(workdir),
     )
     return Client(transport)
+
+
+async def open_proxy(stack: AsyncExitStack, workdir: Path, key: Path) -> FastMCP[Any]:
+    """A plain FastMCP proxy over one kept-open stdio session to a copy of the server.
+
+    It forwards calls and journals nothing. The Recorder keeps its backend sessions open too, so
+    the two differ only by what the Recorder does with each call.
+    """
+    backend = await stack.enter_async_context(open_direct(workdir, key, "proxied"))
+    # create_proxy logs at INFO that it reuses the connected session: that is the point here.
+    logging.getLogger("fastmcp.server.providers.proxy").setLevel(logging.WARNING)
+    return create_proxy(backend, name="plain-proxy")
 
 
 async def open_recorded(stack: AsyncExitStack, workdir: Path, key: Path) -> tuple[Client[Any], Recorder]:
@@ -310,6 +328,7 @@ def report(
     ]
     labels = {
         "direct": "direct, stdio",
+        "proxy": "plain FastMCP proxy (stdio down)",
         "recorded": "through the Recorder (stdio down)",
         "in-memory": "in-memory, in-process (reference)",
     }
@@ -333,6 +352,12 @@ def report(
             f"p95 +{added_p95:.2f} ms; target <= {TARGET_MS[kind]} ms: {verdict}"
         )
         lines.append(f"{'':<29}first quarter of the run +{early:.2f} ms, last quarter +{late:.2f} ms")
+        proxy = paths["proxy"].samples[kind]
+        hop, journaling = median(proxy) - median(direct), median(recorded) - median(proxy)
+        lines.append(
+            f"{'':<29}of which being an MCP hop at all (proxy - direct) {hop:+.2f} ms, "
+            f"journaling, policy and intake (Recorder - proxy) {journaling:+.2f} ms"
+        )
     recorded_calls = sum(len(paths["recorded"].samples[kind]) for kind in KINDS)
     recorded_mean = sum(sum(paths["recorded"].samples[kind]) for kind in KINDS) / recorded_calls
     inside = sum(spent.values()) / recorded_calls
@@ -359,12 +384,14 @@ async def bench(args: Any, workdir: Path) -> None:
     SigningKey.generate().save(key)
     async with AsyncExitStack() as stack:
         direct = await stack.enter_async_context(open_direct(workdir, key))
+        proxy = await stack.enter_async_context(Client(await open_proxy(stack, workdir, key)))
         agent_client, recorder = await open_recorded(stack, workdir, key)
         agent = await stack.enter_async_context(agent_client)
         mcp, _ = example_server.build(workdir / "memory.db", SigningKey.from_file(key))
         memory = await stack.enter_async_context(Client(mcp))
         paths = {
             "direct": Route("direct", direct, ""),
+            "proxy": Route("proxy", proxy, ""),
             "recorded": Route("recorded", agent, "deals_"),
             "in-memory": Route("in-memory", memory, ""),
         }
