@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from record_helpers import TickingClock, call_body, pins
 from sqlalchemy import event
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import create_engine
 from test_record_concurrency import AGENTS, APPENDS, assert_unforked, run_threads
 
 from hatp_journal.recorder.record import BadEntry, RunStore, UnknownRun, verify_record
+from hatp_journal.recorder.record import store as store_module
 from hatp_journal.toolkit.signing import SigningKey
 
 
@@ -121,3 +122,27 @@ def test_another_store_appends_to_a_run_it_did_not_open_and_refuses_an_unknown_o
         other.append("run_missing", "note", {})  # still unknown: a refusal is not remembered
     for store in (opener, other):
         store.dispose()
+
+
+def test_a_seq_taken_by_another_writer_is_retried_then_refused_never_written_twice(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = store.open_run(agent="sales-bot", principal="dana")
+    for n in range(3):
+        store.append(run.id, "note", {"n": n})
+    attempts: list[str] = []
+    real_sealed = RunStore._sealed
+
+    def counting(self: RunStore, *args: Any) -> tuple[bytes, str]:
+        attempts.append("sealed")
+        return real_sealed(self, *args)
+
+    # A head read that is always stale, as if another writer had always just taken the next seq.
+    monkeypatch.setattr(store_module, "_HEAD_SQL", store_module._HEAD_SQL.replace("DESC", "ASC"))
+    monkeypatch.setattr(RunStore, "_sealed", counting)
+
+    with pytest.raises(IntegrityError):
+        store.append(run.id, "note", {"n": "stale"})
+
+    assert len(attempts) == store_module._APPEND_ATTEMPTS
+    assert [e.body["n"] for e in store.entries(run.id)] == [0, 1, 2]
