@@ -1,19 +1,25 @@
 """What the Recorder adds to a tool call (issue 4, item 7).
 
-The same calls go to the example deals server (``tests/toolkit/example_server.py``) three ways,
+The same calls go to the example deals server (``tests/toolkit/example_server.py``) six ways,
 interleaved in one run so that machine noise hits every path alike:
 
 * ``direct``: an MCP client talks to the server over stdio;
+* ``proxy``: the client talks in memory to a plain FastMCP proxy (``create_proxy`` over a kept-open
+  stdio session to its own copy of the server), which forwards and journals nothing: the cost of
+  being an MCP hop at all;
 * ``recorded``: the agent's client talks in memory to the Recorder, which forwards over stdio to
   its own copy of the server and journals every call in a Run Record (SQLite, WAL,
   ``synchronous=FULL``);
+* ``proxy-stdio`` and ``recorded-stdio``: the same two, each in its own process reached over
+  stdio, as an agent reaches ``hatp-recorder serve`` (``bench/plain_proxy.py`` is the proxy);
 * ``in-memory``: a client talks to the server in-process, for reference (no transport at all).
 
 Each iteration makes one read (``get_deal``) and one journaled write (``set_stage``, alternating
 Won and Proposal) on every path, rotating which path goes first. The added overhead is
-``recorded - direct`` (both reach the server over stdio). Then the durable-write costs are taken
-apart: a bare ``fsync``, a one-row SQLite commit with ``synchronous=FULL`` and ``NORMAL``, and a
-Run Record append under both settings.
+``recorded - direct`` (both reach the server over stdio); it splits into ``proxy - direct`` (the
+hop) and ``recorded - proxy`` (journaling, policy and intake), for either way the agent reaches
+the gateway. Then the durable-write costs are taken apart: a bare ``fsync``, a one-row SQLite
+commit with ``synchronous=FULL`` and ``NORMAL``, and a Run Record append under both settings.
 
 Run: ``.venv/bin/python bench/recorder_overhead.py [--calls N]``.
 """
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import platform
 import sqlite3
@@ -37,10 +44,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
+from fastmcp.server import create_proxy
 from sqlalchemy import Engine, create_engine, event
 
+from hatp_journal.recorder import gateway
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
@@ -65,7 +74,11 @@ STAGES = ("Won", "Proposal")
 KINDS = ("read", "write")
 QUIET = {"FASTMCP_LOG_LEVEL": "WARNING"}
 """For both stdio servers alike: no start-up banner lines in the figures."""
-PATHS = ("direct", "recorded", "in-memory")
+PATHS = ("direct", "proxy", "recorded", "proxy-stdio", "recorded-stdio", "in-memory")
+FRONTS = {"agent in memory": ("proxy", "recorded"), "agent over stdio": ("proxy-stdio", "recorded-stdio")}
+"""How the agent reaches the gateway: (plain proxy, Recorder) paths."""
+PLAIN_PROXY = Path(__file__).resolve().parent / "plain_proxy.py"
+SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
 
 
 @dataclass
@@ -98,7 +111,7 @@ class Route:
 class Breakdown:
     """Where a recorded call's time goes: wall time spent inside a few Recorder collaborators."""
 
-    totals: dict[str, float] = field(default_factory=dict)
+    samples: dict[str, list[float]] = field(default_factory=dict)
 
     def wrap(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
         """``function`` (sync or async), timed into ``label``."""
@@ -123,16 +136,26 @@ class Breakdown:
         return timed_sync
 
     def add(self, label: str, start: int) -> None:
-        """Add the time since ``start`` to ``label``."""
-        self.totals[label] = self.totals.get(label, 0.0) + (time.perf_counter_ns() - start) / 1e6
+        """Record the time since ``start`` under ``label``."""
+        self.samples.setdefault(label, []).append((time.perf_counter_ns() - start) / 1e6)
 
     def instrument(self, recorder: Recorder) -> None:
-        """Time the downstream calls and the Run Record's appends and reads (public methods only)."""
+        """Time the downstream calls, the Run Record's appends and reads, the intake and the policy.
+
+        Public methods on the instances; intake and policy through the names the gateway calls
+        them by (skipped if the gateway no longer has them).
+        """
         for downstream in recorder.downstreams.values():
             downstream.call = self.wrap("downstream call over stdio", downstream.call)  # type: ignore[method-assign]
         store = recorder.store
         store.append = self.wrap("Run Record append (one per call)", store.append)  # type: ignore[method-assign]
         store.entries = self.wrap("Run Record reads of the whole run", store.entries)  # type: ignore[method-assign]
+        for name, label in (
+            ("take_in", "intake: bounds, wire model, receipt"),
+            ("decide", "policy decision"),
+        ):
+            if callable(getattr(gateway, name, None)):
+                setattr(gateway, name, self.wrap(label, getattr(gateway, name)))
 
 
 def median(values: Sequence[float]) -> float:
@@ -149,16 +172,16 @@ async def run_calls(paths: list[Route], calls: int, warmup: int, breakdown: Brea
     """Warm up, then ``calls`` iterations of one read and one write per path, rotating the order."""
     for iteration in range(warmup + calls):
         if iteration == warmup:
-            breakdown.totals.clear()
+            breakdown.samples.clear()
         order = paths[iteration % len(paths) :] + paths[: iteration % len(paths)]
         for kind in KINDS:
             for path in order:
                 await path.call(kind, keep=iteration >= warmup)
 
 
-def open_direct(workdir: Path, key: Path) -> Client[Any]:
-    """A client to the example server over stdio."""
-    db = workdir / "direct.db"
+def open_direct(workdir: Path, key: Path, name: str = "direct") -> Client[Any]:
+    """A client to the example server (its own database, ``{name}.db``) over stdio."""
+    db = workdir / f"{name}.db"
     transport = StdioTransport(
         sys.executable,
         [str(EXAMPLE), "--db", str(db), "--key", str(key)],
@@ -166,6 +189,53 @@ def open_direct(workdir: Path, key: Path) -> Client[Any]:
         cwd=str(workdir),
     )
     return Client(transport)
+
+
+async def open_proxy(stack: AsyncExitStack, workdir: Path, key: Path) -> FastMCP[Any]:
+    """A plain FastMCP proxy over one kept-open stdio session to a copy of the server.
+
+    It forwards calls and journals nothing. The Recorder keeps its backend sessions open too, so
+    the two differ only by what the Recorder does with each call.
+    """
+    backend = await stack.enter_async_context(open_direct(workdir, key, "proxied"))
+    # create_proxy logs at INFO that it reuses the connected session: that is the point here.
+    logging.getLogger("fastmcp.server.providers.proxy").setLevel(logging.WARNING)
+    return create_proxy(backend, name="plain-proxy")
+
+
+def open_proxy_stdio(workdir: Path, key: Path) -> Client[Any]:
+    """A client over stdio to ``bench/plain_proxy.py``, which keeps a session to its own server."""
+    server = [sys.executable, str(EXAMPLE), "--db", str(workdir / "proxied-stdio.db"), "--key", str(key)]
+    transport = StdioTransport(
+        sys.executable, [str(PLAIN_PROXY), *server], env={**os.environ, **QUIET}, cwd=str(workdir)
+    )
+    return Client(transport)
+
+
+def open_recorded_stdio(workdir: Path, key: Path) -> tuple[Client[Any], Path]:
+    """A client over stdio to ``hatp-recorder serve`` (its own process, config and store)."""
+    server = {
+        "command": sys.executable,
+        "args": [str(EXAMPLE), "--db", str(workdir / "recorded-stdio.db"), "--key", str(key)],
+        "cwd": str(workdir),
+    }
+    config = workdir / "recorder-stdio.toml"
+    # JSON strings are TOML basic strings; the policy file is written by open_recorded.
+    config.write_text(
+        "[recorder]\n"
+        'store = "recorder-stdio.db"\nkey = "recorder-stdio.key"\npolicy = "policy.json"\n'
+        'agent = "bench"\nprincipal = "human://acme.com/bench"\n\n'
+        "[servers.deals]\n"
+        + "".join(f"{name} = {json.dumps(value)}\n" for name, value in server.items())
+        + f"env = {{ FASTMCP_LOG_LEVEL = {json.dumps(QUIET['FASTMCP_LOG_LEVEL'])} }}\n"
+    )
+    transport = StdioTransport(
+        sys.executable,
+        ["-c", SERVE_RECORDER, "--config", str(config), "serve"],
+        env={**os.environ, **QUIET},
+        cwd=str(workdir),
+    )
+    return Client(transport), workdir / "recorder-stdio.db"
 
 
 async def open_recorded(stack: AsyncExitStack, workdir: Path, key: Path) -> tuple[Client[Any], Recorder]:
@@ -188,10 +258,9 @@ async def open_recorded(stack: AsyncExitStack, workdir: Path, key: Path) -> tupl
     return Client(mcp), recorder
 
 
-def check_the_record(recorder: Recorder, calls: int, warmup: int) -> str:
-    """The recorded path really journaled every call: allowed, writes verified."""
-    assert recorder.run_id is not None
-    entries = recorder.store.entries(recorder.run_id)
+def check_the_record(store: RunStore, run_id: str, calls: int, warmup: int) -> str:
+    """A recorded path really journaled every call: allowed, writes verified."""
+    entries = store.entries(run_id)
     expected = 2 * (calls + warmup)
     decisions = {entry.body.get("decision", {}).get("action") for entry in entries}
     writes = [entry for entry in entries if entry.body.get("tool") == "set_stage"]
@@ -295,8 +364,8 @@ def durable_costs(workdir: Path, body: dict[str, Any], samples: int) -> dict[str
 def report(
     paths: dict[str, Route],
     durable: dict[str, list[float]],
-    spent: dict[str, float],
-    record_check: str,
+    spent: dict[str, list[float]],
+    record_check: list[str],
     args: Any,
 ) -> str:
     """The figures as printed."""
@@ -310,7 +379,10 @@ def report(
     ]
     labels = {
         "direct": "direct, stdio",
-        "recorded": "through the Recorder (stdio down)",
+        "proxy": "plain proxy, agent in memory",
+        "recorded": "Recorder, agent in memory",
+        "proxy-stdio": "plain proxy, agent over stdio",
+        "recorded-stdio": "Recorder, agent over stdio",
         "in-memory": "in-memory, in-process (reference)",
     }
     for name in PATHS:
@@ -318,29 +390,41 @@ def report(
         lines.append(
             f"{labels[name]:<34}{median(read):>12.2f}{p95(read):>9.2f}{median(write):>15.2f}{p95(write):>9.2f}"
         )
-    lines.append("")
-    for kind in KINDS:
-        direct, recorded = paths["direct"].samples[kind], paths["recorded"].samples[kind]
-        added = median(recorded) - median(direct)
-        added_p95 = p95(recorded) - p95(direct)
-        verdict = "met" if added <= TARGET_MS[kind] else "NOT met"
-        quarter = max(1, len(recorded) // 4)
-        early = median(recorded[:quarter]) - median(direct[:quarter])
-        late = median(recorded[-quarter:]) - median(direct[-quarter:])
-        ratio = median(recorded) / median(direct)
-        lines.append(
-            f"added by the Recorder, {kind:<5}: median +{added:.2f} ms (ratio {ratio:.2f}x), "
-            f"p95 +{added_p95:.2f} ms; target <= {TARGET_MS[kind]} ms: {verdict}"
-        )
-        lines.append(f"{'':<29}first quarter of the run +{early:.2f} ms, last quarter +{late:.2f} ms")
+    lines.append("(gateways reach their own copy of the server over stdio, like direct)")
+    for front, (proxy_path, recorder_path) in FRONTS.items():
+        lines += ["", f"added by the Recorder, {front}:"]
+        for kind in KINDS:
+            direct, recorded = paths["direct"].samples[kind], paths[recorder_path].samples[kind]
+            proxy = paths[proxy_path].samples[kind]
+            added = median(recorded) - median(direct)
+            added_p95 = p95(recorded) - p95(direct)
+            verdict = "met" if added <= TARGET_MS[kind] else "NOT met"
+            quarter = max(1, len(recorded) // 4)
+            early = median(recorded[:quarter]) - median(direct[:quarter])
+            late = median(recorded[-quarter:]) - median(direct[-quarter:])
+            ratio = median(recorded) / median(direct)
+            hop, journaling = median(proxy) - median(direct), median(recorded) - median(proxy)
+            lines += [
+                f"  {kind:<5}: median {added:+.2f} ms (ratio {ratio:.2f}x), p95 {added_p95:+.2f} ms; "
+                f"target <= {TARGET_MS[kind]} ms: {verdict}",
+                f"{'':<9}of which the MCP hop (proxy - direct) {hop:+.2f} ms, "
+                f"journaling, policy and intake (Recorder - proxy) {journaling:+.2f} ms",
+                f"{'':<9}first quarter of the run {early:+.2f} ms, last quarter {late:+.2f} ms",
+            ]
     recorded_calls = sum(len(paths["recorded"].samples[kind]) for kind in KINDS)
     recorded_mean = sum(sum(paths["recorded"].samples[kind]) for kind in KINDS) / recorded_calls
-    inside = sum(spent.values()) / recorded_calls
-    lines += ["", f"where a recorded call's time goes (mean over reads and writes, {recorded_mean:.2f} ms):"]
-    for label, total in spent.items():
-        lines.append(f"  {label:<48}{total / recorded_calls:>8.2f}")
-    lines.append(f"  {'the rest (agent hop, policy, intake, FastMCP)':<48}{recorded_mean - inside:>8.2f}")
-    lines += ["", f"Run Record check: {record_check}", "", "durable writes on this disk (median / p95, ms):"]
+    inside = sum(sum(samples) for samples in spent.values()) / recorded_calls
+    lines += [
+        "",
+        "where a call through the Recorder (agent in memory) spends its time,",
+        f"ms per call (mean over reads and writes: {recorded_mean:.2f}):",
+        f"  {'':<48}{'mean':>8}{'median':>9}",
+    ]
+    for label, samples in spent.items():
+        lines.append(f"  {label:<48}{sum(samples) / recorded_calls:>8.2f}{median(samples):>9.2f}")
+    rest = "the rest (agent hop, FastMCP dispatch, gateway)"
+    lines.append(f"  {rest:<48}{recorded_mean - inside:>8.2f}")
+    lines += ["", *record_check, "", "durable writes on this disk (median / p95, ms):"]
     for label, samples in durable.items():
         lines.append(f"  {label:<48}{median(samples):>8.3f} / {p95(samples):.3f}")
     full, normal = (
@@ -359,25 +443,40 @@ async def bench(args: Any, workdir: Path) -> None:
     SigningKey.generate().save(key)
     async with AsyncExitStack() as stack:
         direct = await stack.enter_async_context(open_direct(workdir, key))
+        proxy = await stack.enter_async_context(Client(await open_proxy(stack, workdir, key)))
         agent_client, recorder = await open_recorded(stack, workdir, key)
         agent = await stack.enter_async_context(agent_client)
+        proxy_stdio = await stack.enter_async_context(open_proxy_stdio(workdir, key))
+        stdio_client, stdio_store = open_recorded_stdio(workdir, key)
+        agent_stdio = await stack.enter_async_context(stdio_client)
         mcp, _ = example_server.build(workdir / "memory.db", SigningKey.from_file(key))
         memory = await stack.enter_async_context(Client(mcp))
         paths = {
             "direct": Route("direct", direct, ""),
+            "proxy": Route("proxy", proxy, ""),
             "recorded": Route("recorded", agent, "deals_"),
+            "proxy-stdio": Route("proxy-stdio", proxy_stdio, ""),
+            "recorded-stdio": Route("recorded-stdio", agent_stdio, "deals_"),
             "in-memory": Route("in-memory", memory, ""),
         }
         breakdown = Breakdown()
         breakdown.instrument(recorder)
         await run_calls(list(paths.values()), args.calls, args.warmup, breakdown)
-        spent = dict(breakdown.totals)  # before the checks below read the record again
-        record_check = check_the_record(recorder, args.calls, args.warmup)
+        spent = dict(breakdown.samples)  # before the checks below read the record again
         assert recorder.run_id is not None
+        in_memory = check_the_record(recorder.store, recorder.run_id, args.calls, args.warmup)
+        checks = [f"Run Record, agent in memory: {in_memory}"]
         body = recorder.store.entries(recorder.run_id)[-1].body
         recorder.close()
+    # The stdio Recorder closed its run when its client went away; read what it wrote.
+    served = RunStore(stdio_store, SigningKey.generate())
+    (run,) = served.runs()
+    checks.append(
+        f"Run Record, agent over stdio: {check_the_record(served, run.id, args.calls, args.warmup)}"
+    )
+    served.dispose()
     durable = durable_costs(workdir, body, args.durable_samples)
-    print(report(paths, durable, spent, record_check, args))
+    print(report(paths, durable, spent, checks, args))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
