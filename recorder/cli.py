@@ -18,6 +18,7 @@ from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo import commands as undo_commands
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoError
@@ -87,15 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         elif args.command == "show":
             for entry in store.entries(args.run):
-                body = entry.body
-                journal = body.get("journal") or {}
-                effect = journal.get("effect") or {}
-                undo = journal.get("undo") or {}
-                print(
-                    f"{entry.id}\t{entry.kind}\t{body.get('server')}.{body.get('tool')}\t"
-                    f"{(body.get('decision') or {}).get('action')}\t{effect.get('summary', '')}\t"
-                    f"{undo.get('undoBy', '')}"
-                )
+                print(entry_line(entry))
         elif args.command == "export":
             record = store.export(args.run)
             args.out.write_bytes(record.to_bytes())

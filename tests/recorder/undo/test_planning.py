@@ -40,6 +40,10 @@ def test_an_undo_from_step_1_lists_every_step_newest_first_and_runs_in_that_orde
     assert code == 0, err
     assert org.reversal(run) == {"e3": "reversed", "e2": "reversed", "e1": "reversed"}
     assert values(org.db()) == {}
+    _, shown, _ = org.cli("show", run)
+    kinds = [line.split("\t")[1] for line in shown.splitlines()]
+    assert kinds == ["call"] * 3 + ["plan", "decision"] + ["undo-intent", "undo-outcome"] * 3 + ["reversal"]
+    assert "of plan e4\tdone\t3 reversed" in shown
 
 
 def test_a_failed_step_leaves_what_it_relied_on_untouched(org: Org) -> None:
