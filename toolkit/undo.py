@@ -280,22 +280,32 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
         for name in sorted(set(left) | set(now_fields))
         if left.get(name) != now_fields.get(name)
     ]
+    changed_by = _changed_by(state) if state.exists else None
     if not state.exists:
         message = "the resource no longer exists"
     else:
         said = ", ".join(f"{c.field} is now {c.now}" for c in changes) or "it changed"
         message = f"{said} ({state.version})"
-        if state.changed_by:
-            message += f", changed by {state.changed_by}"
+        if changed_by:
+            message += f", changed by {changed_by}"
     return answer.model_copy(
         update={
             "code": ErrorCode.UNDO_CONFLICT,
             "message": message,
             "version_found": state.version,
-            "changed_by": state.changed_by,
+            "changed_by": changed_by,
             "changes": changes,
         }
     )
+
+
+def _changed_by(state: ResourceState) -> str | None:
+    if not callable(state.changed_by):
+        return state.changed_by
+    try:
+        return state.changed_by()
+    except JournalError:
+        return None  # who changed it is a detail of the answer; the conflict stands without it
 
 
 def _unverified(record: UndoRecord, after: ResourceState) -> str | None:

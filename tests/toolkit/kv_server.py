@@ -45,6 +45,7 @@ class Knobs:
     write_wrong_value = False
     reads_before_failing: int | None = None  # then the state reader can't read the store
     evidence: ClassVar[list[str]] = []  # what a failing delete says it saw
+    asked_who: ClassVar[list[str]] = []  # keys whose last editor was looked up (lazily)
 
 
 def uri(key: str) -> str:
@@ -88,7 +89,13 @@ def kv_state(resource: str, tx: Tx) -> ResourceState:
     item = tx.session.get(KvItem, resource.rsplit("/", 1)[-1])
     if item is None:
         return ResourceState(version=None)
-    return ResourceState(item.version, {"value": item.value}, item.etag, item.changed_by)
+    editor = item.changed_by
+
+    def who() -> str:
+        Knobs.asked_who.append(item.key)
+        return editor
+
+    return ResourceState(item.version, {"value": item.value}, item.etag, who)
 
 
 @compensates(put, state=kv_state)

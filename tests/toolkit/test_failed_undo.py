@@ -20,6 +20,7 @@ def kv(tmp_path: Path) -> Iterator[JournalHarness]:
     kv_server.Knobs.write_wrong_value = False
     kv_server.Knobs.reads_before_failing = None
     kv_server.Knobs.evidence = []
+    kv_server.Knobs.asked_who = []
     yield JournalHarness(*kv_server.TOOLS, store=tmp_path / "kv.db", server="kv://store")
     kv_server.Knobs.raise_midway = False
     kv_server.Knobs.write_wrong_value = False
@@ -132,7 +133,19 @@ def test_undoing_a_create_of_a_record_changed_since_is_a_conflict(kv: JournalHar
 
     assert answer.code == "UNDO_CONFLICT"
     assert answer.changed_by == "eve"
+    assert answer.message.endswith(", changed by eve")
     assert value_of(kv, "new") == "y"
+
+
+def test_who_changed_a_resource_is_looked_up_only_to_report_a_conflict(kv: JournalHarness) -> None:
+    first = kv.call("put", key="a", value="1")
+    kv.call("put", key="a", value="2")
+
+    assert kv.check(first).status == "conflict"
+    assert kv_server.Knobs.asked_who == ["a"]
+    kv_server.Knobs.asked_who.clear()
+    assert kv.undo(kv.call("put", key="a", value="3")).status == "done"
+    assert kv_server.Knobs.asked_who == []
 
 
 def test_a_tool_that_refuses_its_input_stores_nothing(kv: JournalHarness) -> None:
