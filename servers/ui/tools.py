@@ -35,7 +35,7 @@ from hatp_journal.toolkit import (
 
 from .browser import BrowserThread, first_line
 from .evidence import EvidenceFiles
-from .screens import InvoiceScreens
+from .screens import INVOICES, InvoiceScreens
 
 InvoiceId = Annotated[str, Field(pattern=r"^INV-\d{4,9}$", description="on-screen id, e.g. INV-0001")]
 Text = Annotated[str, Field(max_length=200)]
@@ -201,26 +201,14 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
     def listed_state(resource: str, tx: Tx) -> ResourceState:
         """The invoice as the list shows it (a created invoice is gone once it is not listed)."""
         invoice_id = resource.rsplit("/", 1)[-1]
-
-        def job(screens: InvoiceScreens) -> ResourceState:
-            view = screens.listed(invoice_id)
-            return _state(view, screens.last_changed_by(invoice_id) if view else None)
-
-        result: ResourceState = ui.screens(job)
-        return result
+        view: RecordView | None = ui.screens(lambda screens: screens.listed(invoice_id))
+        return _state(view, _who_changed(ui, invoice_id))
 
     def found_state(resource: str, tx: Tx) -> ResourceState:
         """The invoice wherever a person would find it: the list, else Trash."""
         invoice_id = resource.rsplit("/", 1)[-1]
-
-        def job(screens: InvoiceScreens) -> ResourceState:
-            view = screens.listed(invoice_id)
-            if view is not None:
-                return _state(view, screens.last_changed_by(invoice_id))
-            return _state(screens.in_trash(invoice_id), None)
-
-        result: ResourceState = ui.screens(job)
-        return result
+        view: RecordView | None = ui.screens(lambda screens: screens.find(invoice_id))
+        return _state(view, _who_changed(ui, invoice_id) if view and view.table == INVOICES else None)
 
     @compensates(create_invoice, state=listed_state)
     def delete_created_invoice(payload: CreatedInvoice) -> Undone:
@@ -357,7 +345,17 @@ def _versions(ui: InvoiceUi, before: RecordView, after: RecordView) -> dict[str,
     }
 
 
-def _state(view: RecordView | None, changed_by: str | None) -> ResourceState:
+def _who_changed(ui: InvoiceUi, invoice_id: str) -> Callable[[], str | None]:
+    """Who changed the invoice last, looked up (on its edit page) only if a conflict needs it."""
+
+    def look() -> str | None:
+        changed_by: str | None = ui.screens(lambda screens: screens.last_changed_by(invoice_id))
+        return changed_by
+
+    return look
+
+
+def _state(view: RecordView | None, changed_by: Callable[[], str | None] | None) -> ResourceState:
     if view is None:
         return ResourceState(version=None)
     return ResourceState(view.fingerprint, _fields(view), view.fingerprint, changed_by)

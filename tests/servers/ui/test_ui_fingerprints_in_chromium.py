@@ -100,7 +100,7 @@ customers = st.text(
 ).filter(lambda name: name.strip() == name and "  " not in name)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(customer=customers)
 def test_any_customer_name_reads_back_exactly_and_its_fingerprint_follows_it(
     fake_app: FakeApp, browser_page: Page, customer: str

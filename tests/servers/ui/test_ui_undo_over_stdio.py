@@ -191,10 +191,19 @@ async def test_input_the_app_refuses_is_tool_failed_naming_the_field_with_no_tok
     assert len(fake_app.invoices()) == 3
 
 
-async def test_an_invoice_that_is_not_listed_is_tool_failed_and_nothing_is_journaled(fake_app, ui) -> None:
+async def test_an_action_the_screens_do_not_offer_is_tool_failed_and_nothing_is_journaled(
+    fake_app, ui
+) -> None:
     missing = await ui.call("delete_invoice", invoice_id="INV-0042")
+    sent_already = await ui.call("send_invoice", invoice_id="INV-0002")
+    nothing_to_change = await ui.call("edit_invoice", invoice_id="INV-0001")
     malformed = await ui.call("delete_invoice", invoice_id="42")
 
     assert (missing.code, missing.data["data"]["problem"]) == ("TOOL_FAILED", "not_found")
+    assert (sent_already.code, sent_already.data["data"]["problem"]) == ("TOOL_FAILED", "not_sendable")
+    assert nothing_to_change.code == "TOOL_FAILED"
     assert malformed.code == "INVALID_ARGUMENTS"
-    assert "compensationToken" not in missing.journal
+    assert not any(
+        "compensationToken" in reply.journal for reply in (missing, sent_already, nothing_to_change)
+    )
+    assert [invoice.updated_by for invoice in fake_app.invoices()] == ["dana@acme.com"] * 3
