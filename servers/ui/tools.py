@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
@@ -120,7 +120,7 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
             label: value for label, value in (("Customer", customer), ("Amount", amount)) if value is not None
         }
         if not values:
-            raise ToolFailed("give a customer, an amount or both", field="customer")
+            raise ToolFailed("give a customer, an amount or both", problem="invalid_input", field="customer")
 
         def job(screens: InvoiceScreens) -> Effect:
             before = _require(screens.listed(invoice_id), invoice_id, "the list")
@@ -297,7 +297,7 @@ def _replay(
     ui: InvoiceUi,
     invoice_id: str,
     *,
-    screens_first: str,
+    screens_first: Literal["list", "trash"],
     replay: Callable[[InvoiceScreens], str | None],
     side_effects: list[str] | None = None,
 ) -> Undone:
