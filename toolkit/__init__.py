@@ -2,7 +2,8 @@
 
 Declare each tool with :func:`undoable`, :func:`irreversible` or :func:`read_only`,
 register its undo with :func:`compensates`, and publish everything with
-:meth:`Journal.register`. See README.md for a complete example.
+:meth:`Journal.register`. See README.md for a complete example. Servers that act through an
+app's user interface fingerprint the record they change with :func:`read_record` (docs/ui-undo.md).
 """
 
 from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
@@ -18,6 +19,7 @@ from hatp_journal.toolkit.errors import (
     UndoFailed,
     UndoUnverified,
 )
+from hatp_journal.toolkit.fingerprint import RecordReadError, RecordView, read_record, record_fingerprint
 from hatp_journal.toolkit.journal import Invocation, Journal
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
@@ -50,6 +52,8 @@ __all__ = [
     "KeyFileError",
     "Money",
     "Override",
+    "RecordReadError",
+    "RecordView",
     "ResourceState",
     "Revision",
     "SigningKey",
@@ -73,6 +77,8 @@ __all__ = [
     "parse_wire_time",
     "previews",
     "read_only",
+    "read_record",
+    "record_fingerprint",
     "sha256_digest",
     "summarize",
     "undoable",

@@ -78,12 +78,16 @@ class Effect:
 
 @dataclass(frozen=True)
 class ResourceState:
-    """A resource as the store holds it now. ``version=None`` means it does not exist."""
+    """A resource as the store holds it now. ``version=None`` means it does not exist.
+
+    ``changed_by`` may be a function of no arguments: the toolkit calls it only to report a
+    conflict, for servers where finding out costs something (a UI server loads another page).
+    """
 
     version: str | None
     fields: Mapping[str, Any] = field(default_factory=dict)
     etag: str | None = None
-    changed_by: str | None = None
+    changed_by: str | Callable[[], str | None] | None = None
 
     @property
     def exists(self) -> bool:

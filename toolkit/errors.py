@@ -33,7 +33,11 @@ class JournalError(Exception):
 
 
 class UndoFailed(JournalError):
-    """A compensation could not run; the resource was left as it was."""
+    """A compensation could not run; the resource was left as it was.
+
+    ``UndoFailed(message, evidence=[...])`` keeps what the compensation saw (screenshots, logs)
+    in the signed answer.
+    """
 
     code = ErrorCode.UNDO_FAILED
 

@@ -124,11 +124,14 @@ def irreversible(
     charges: bool = False,
     read: bool = False,
     open_world: bool = True,
+    via: Via = "api",
     name: str | None = None,
 ) -> Callable[[F], F]:
     """Declare a tool whose effect cannot be undone, saying why (SPEC §2).
 
     ``remedy`` is suggested to the human in every plan; it is never performed by itself.
+    ``via="ui"`` says the tool acts through an app's user interface, which the policy may gate
+    (SPEC §6, §7) whether or not the action can be undone.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise DeclarationError(
@@ -142,6 +145,7 @@ def irreversible(
             function=function,
             kind="none",
             read=read,
+            via=via,
             reason=reason,
             remedy=remedy,
             charges=charges,

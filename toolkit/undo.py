@@ -4,6 +4,8 @@
 - Every compensate answer (a conflict too) is stored in the same transaction as
   the undo's effect, so a retry of the same request gets the same answer back.
 - A compensation that raises, or whose result can't be verified, is rolled back.
+- A state reader that raises a :class:`JournalError` (the resource can't be read now) gives
+  ``UNDO_FAILED`` before the compensation runs, ``UNDO_UNVERIFIED`` after it ran.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ class UndoEngine:
             if _expired(record, now):
                 return self._sign(_expired_answer(self._answer(record, "check", "expired", now)))
             tx = Tx(session=session, now=now, server=self.journal.server, tool=record.tool)
-            state = self._state(record, tx)
+            try:
+                state = self._state(record, tx)
+            except JournalError as error:
+                session.rollback()
+                return self._sign(_unreadable(self._answer(record, "check", "failed", now), error))
             if not _matches(record, record.version, state):
                 answer = _conflict(self._answer(record, "check", "conflict", now), record, state)
             else:
@@ -118,7 +124,10 @@ class UndoEngine:
             tool=record.tool,
             override=request.override,
         )
-        state = self._state(record, tx)
+        try:
+            state = self._state(record, tx)
+        except JournalError as error:
+            return self._sign(_unreadable(base, error)), None
         base = base.model_copy(update={"version_found": state.version})
         if not _matches(record, request.if_version, state) and request.override is None:
             return self._sign(_conflict(base.model_copy(update={"status": "conflict"}), record, state)), None
@@ -135,13 +144,22 @@ class UndoEngine:
                     f"compensation for {record.tool} returned {type(undone).__name__}, not Undone"
                 )
             session.flush()
-            problem = None if request.override else _unverified(record, self._state(record, tx))
+            problem = None if request.override else self._verify(record, tx)
         except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
             savepoint.rollback()
             reason = error.message if isinstance(error, JournalError) else f"{type(error).__name__}: {error}"
             code = error.code if isinstance(error, JournalError) else ErrorCode.UNDO_FAILED
             status: UndoStatus = "unverified" if code is ErrorCode.UNDO_UNVERIFIED else "failed"
-            failed = base.model_copy(update={"status": status, "code": code, "message": reason})
+            # A compensation that fails halfway can still say what it saw (e.g. screenshots, SPEC §6).
+            evidence = error.data.get("evidence", ()) if isinstance(error, JournalError) else ()
+            failed = base.model_copy(
+                update={
+                    "status": status,
+                    "code": code,
+                    "message": reason,
+                    "evidence": [str(item) for item in evidence],
+                }
+            )
             return self._sign(failed), None
         if problem is not None:
             savepoint.rollback()
@@ -167,6 +185,15 @@ class UndoEngine:
         return self._sign(done), tx
 
     # -- helpers --------------------------------------------------------------------
+
+    def _verify(self, record: UndoRecord, tx: Tx) -> str | None:
+        """Why the resource does not read back as before the call; None if it does."""
+        try:
+            after = self._state(record, tx)
+        except JournalError as error:
+            # The undo ran but nobody can see its result: not reversed (SPEC §6).
+            return f"the undo ran but {record.resource} could not be read back: {error.message}"
+        return _unverified(record, after)
 
     def _state(self, record: UndoRecord, tx: Tx) -> ResourceState:
         compensation = self.journal.compensations[record.tool]
@@ -214,6 +241,12 @@ def _unknown(server: str, operation: Operation, token: str, now: datetime) -> Un
     )
 
 
+def _unreadable(answer: UndoAnswer, error: JournalError) -> UndoAnswer:
+    """The state reader could not read the resource: nothing was run, nothing changed."""
+    message = f"could not read {answer.resource} to check it before undoing: {error.message}"
+    return answer.model_copy(update={"status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message})
+
+
 def _expired(record: UndoRecord, now: datetime) -> bool:
     return wire_time(now) > record.undo_by
 
@@ -247,22 +280,32 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
         for name in sorted(set(left) | set(now_fields))
         if left.get(name) != now_fields.get(name)
     ]
+    changed_by = _changed_by(state) if state.exists else None
     if not state.exists:
         message = "the resource no longer exists"
     else:
         said = ", ".join(f"{c.field} is now {c.now}" for c in changes) or "it changed"
         message = f"{said} ({state.version})"
-        if state.changed_by:
-            message += f", changed by {state.changed_by}"
+        if changed_by:
+            message += f", changed by {changed_by}"
     return answer.model_copy(
         update={
             "code": ErrorCode.UNDO_CONFLICT,
             "message": message,
             "version_found": state.version,
-            "changed_by": state.changed_by,
+            "changed_by": changed_by,
             "changes": changes,
         }
     )
+
+
+def _changed_by(state: ResourceState) -> str | None:
+    if not callable(state.changed_by):
+        return state.changed_by
+    try:
+        return state.changed_by()
+    except JournalError:
+        return None  # who changed it is a detail of the answer; the conflict stands without it
 
 
 def _unverified(record: UndoRecord, after: ResourceState) -> str | None:

@@ -33,8 +33,9 @@ class FakeApp:
 
     ``FakeApp(db_path)`` opens (or creates and seeds) the SQLite file at once, so a bad path fails
     here. ``start()`` serves it from a background thread on a free port (``url`` then says where);
-    ``stop()`` or leaving a ``with`` block shuts it down. The helpers work whether it is serving
-    or not, and change the same state the ``/_control`` API does.
+    ``stop()`` or leaving a ``with`` block shuts it down; ``start()`` again serves on the same port.
+    The helpers work whether it is serving or not, and change the same state the ``/_control`` API
+    does.
     """
 
     def __init__(
@@ -213,7 +214,9 @@ class FakeApp:
         except OSError:
             sock.close()
             raise
-        self._url = f"http://{HOST}:{sock.getsockname()[1]}"
+        # Keep the port: a restart after stop() serves at the same URL (an app that was down, then back).
+        self._port = sock.getsockname()[1]
+        self._url = f"http://{HOST}:{self._port}"
         return sock
 
     def _make_server(self, sock: socket.socket, *, quiet: bool) -> uvicorn.Server:

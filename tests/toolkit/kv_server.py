@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel
 from sqlmodel import Field, SQLModel
 
@@ -41,6 +43,9 @@ class Knobs:
 
     raise_midway = False
     write_wrong_value = False
+    reads_before_failing: int | None = None  # then the state reader can't read the store
+    evidence: ClassVar[list[str]] = []  # what a failing delete says it saw
+    asked_who: ClassVar[list[str]] = []  # keys whose last editor was looked up (lazily)
 
 
 def uri(key: str) -> str:
@@ -77,10 +82,20 @@ def put(key: str, value: str, tx: Tx) -> Effect:
 
 def kv_state(resource: str, tx: Tx) -> ResourceState:
     """The key as stored now."""
+    if Knobs.reads_before_failing is not None:
+        if Knobs.reads_before_failing == 0:
+            raise ToolFailed("the store is offline")
+        Knobs.reads_before_failing -= 1
     item = tx.session.get(KvItem, resource.rsplit("/", 1)[-1])
     if item is None:
         return ResourceState(version=None)
-    return ResourceState(item.version, {"value": item.value}, item.etag, item.changed_by)
+    editor = item.changed_by
+
+    def who() -> str:
+        Knobs.asked_who.append(item.key)
+        return editor
+
+    return ResourceState(item.version, {"value": item.value}, item.etag, who)
 
 
 @compensates(put, state=kv_state)
@@ -91,7 +106,7 @@ def unput(payload: KvUndo, tx: Tx) -> Undone:
     if payload.value is None:
         tx.session.delete(item)
         if Knobs.raise_midway:
-            raise UndoFailed("storage refused the delete")
+            raise UndoFailed("storage refused the delete", evidence=Knobs.evidence)
         return Undone(version=None)
     value = payload.value + "!" if Knobs.write_wrong_value else payload.value
     after = Revision(item.version, item.etag).bump({"value": value})

@@ -141,3 +141,17 @@ def test_a_function_without_a_declaration_cannot_be_registered(tmp_path: Any) ->
     journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
     with pytest.raises(DeclarationError, match="no journal declaration"):
         journal.add(plain)
+
+
+def test_an_irreversible_tool_that_acts_through_a_user_interface_declares_via_ui(tmp_path: Any) -> None:
+    @irreversible(reason="the customer receives it", remedy="send a credit note", via="ui")
+    def send_invoice(invoice_id: str) -> dict[str, str]:
+        return {"sent": invoice_id}
+
+    journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
+    journal.add(send_invoice)
+    declaration = journal.declaration("send_invoice").wire()
+
+    assert declaration["undo"] == {"kind": "none", "via": "ui", "sideEffects": []}
+    assert declaration["reason"] == "the customer receives it"
+    assert journal.invoke("send_invoice", {"invoice_id": "INV-1"}).journal.undo.via == "ui"  # type: ignore[union-attr]

@@ -18,9 +18,13 @@ from hatp_journal.toolkit.testing import JournalHarness
 def kv(tmp_path: Path) -> Iterator[JournalHarness]:
     kv_server.Knobs.raise_midway = False
     kv_server.Knobs.write_wrong_value = False
+    kv_server.Knobs.reads_before_failing = None
+    kv_server.Knobs.evidence = []
+    kv_server.Knobs.asked_who = []
     yield JournalHarness(*kv_server.TOOLS, store=tmp_path / "kv.db", server="kv://store")
     kv_server.Knobs.raise_midway = False
     kv_server.Knobs.write_wrong_value = False
+    kv_server.Knobs.reads_before_failing = None
 
 
 def value_of(kv: JournalHarness, key: str) -> str | None:
@@ -69,6 +73,45 @@ def test_a_compensation_whose_result_does_not_match_the_state_before_is_unverifi
     assert value_of(kv, "a") == "2"
 
 
+def test_a_resource_that_cannot_be_read_before_undo_is_undo_failed_with_nothing_run(
+    kv: JournalHarness,
+) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.reads_before_failing = 0
+
+    check = kv.check(second)
+    answer = kv.undo(second)
+
+    assert (check.status, check.code) == ("failed", "UNDO_FAILED")
+    assert (answer.status, answer.code) == ("failed", "UNDO_FAILED")
+    assert value_of(kv, "a") == "2"
+    assert kv.answer_verifies(answer)
+
+
+def test_a_resource_that_cannot_be_read_back_after_undo_is_unverified_not_done(kv: JournalHarness) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.reads_before_failing = 1  # the check before the undo reads; the one after fails
+
+    answer = kv.undo(second)
+
+    assert (answer.status, answer.code) == ("unverified", "UNDO_UNVERIFIED")
+    assert value_of(kv, "a") == "2"
+
+
+def test_a_compensation_that_fails_halfway_keeps_its_evidence_in_the_answer(kv: JournalHarness) -> None:
+    created = kv.call("put", key="new", value="x")
+    kv_server.Knobs.raise_midway = True
+    kv_server.Knobs.evidence = ["screenshot sha256:ab file:///tmp/before.png"]
+
+    answer = kv.undo(created)
+
+    assert (answer.status, answer.code) == ("failed", "UNDO_FAILED")
+    assert answer.evidence == ["screenshot sha256:ab file:///tmp/before.png"]
+    assert kv.answer_verifies(answer)
+
+
 def test_undoing_a_create_removes_the_record(kv: JournalHarness) -> None:
     created = kv.call("put", key="new", value="x")
 
@@ -90,7 +133,19 @@ def test_undoing_a_create_of_a_record_changed_since_is_a_conflict(kv: JournalHar
 
     assert answer.code == "UNDO_CONFLICT"
     assert answer.changed_by == "eve"
+    assert answer.message.endswith(", changed by eve")
     assert value_of(kv, "new") == "y"
+
+
+def test_who_changed_a_resource_is_looked_up_only_to_report_a_conflict(kv: JournalHarness) -> None:
+    first = kv.call("put", key="a", value="1")
+    kv.call("put", key="a", value="2")
+
+    assert kv.check(first).status == "conflict"
+    assert kv_server.Knobs.asked_who == ["a"]
+    kv_server.Knobs.asked_who.clear()
+    assert kv.undo(kv.call("put", key="a", value="3")).status == "done"
+    assert kv_server.Knobs.asked_who == []
 
 
 def test_a_tool_that_refuses_its_input_stores_nothing(kv: JournalHarness) -> None:

@@ -190,3 +190,19 @@ def test_reset_brings_back_the_seeded_invoices_and_the_starting_knobs(site):
     assert site.table("/trash").rows == {}
     created = site.post("/invoices", customer="Hooli", amount="5")
     assert created.headers["location"].endswith("invoice=INV-0004")
+
+
+def test_an_app_stopped_and_started_again_serves_at_the_same_url_with_its_data(tmp_path):
+    app = FakeApp(tmp_path / "app.db").start()
+    url = app.url
+    app.colleague_edit("INV-0001", amount="1.00")
+    app.stop()
+    with pytest.raises(httpx2.ConnectError):
+        httpx2.get(url, timeout=5.0, verify=False)
+
+    app.start()
+    try:
+        assert app.url == url
+        assert "1.00" in httpx2.get(url, timeout=5.0, verify=False).text
+    finally:
+        app.stop()

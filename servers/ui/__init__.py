@@ -1,0 +1,26 @@
+"""``hatp-ui``: a computer-use MCP server whose invoicing tools act only through a web app's UI.
+
+It drives the fake invoicing app (``hatp-fakeapp``) in headless chromium, fingerprints the one
+record each call changes, and undoes through the app's own reverse actions (SPEC §6).
+``build(UiSettings(...))`` gives the FastMCP server, its journal and its browser. See README.md.
+"""
+
+from .browser import BrowserThread, BrowserUnavailable
+from .evidence import EvidenceFiles, evidence_file
+from .server import SERVER, RetentionMismatch, UiServer, UiSettings, app_retention_days, build
+from .tools import SEND_REASON, SEND_REMEDY
+
+__all__ = [
+    "SEND_REASON",
+    "SEND_REMEDY",
+    "SERVER",
+    "BrowserThread",
+    "BrowserUnavailable",
+    "EvidenceFiles",
+    "RetentionMismatch",
+    "UiServer",
+    "UiSettings",
+    "app_retention_days",
+    "build",
+    "evidence_file",
+]
