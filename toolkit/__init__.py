@@ -2,7 +2,8 @@
 
 Declare each tool with :func:`undoable`, :func:`irreversible` or :func:`read_only`,
 register its undo with :func:`compensates`, and publish everything with
-:meth:`Journal.register`. See README.md for a complete example.
+:meth:`Journal.register`. See README.md for a complete example. :func:`sample_for` and
+:func:`outside_edit_for` feed the conformance suite's test-only surface (docs/conformance.md).
 """
 
 from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
@@ -19,6 +20,7 @@ from hatp_journal.toolkit.errors import (
     UndoUnverified,
 )
 from hatp_journal.toolkit.journal import Invocation, Journal
+from hatp_journal.toolkit.samples import outside_edit_for, sample_for
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
 from hatp_journal.toolkit.store import create_store_engine
@@ -31,6 +33,7 @@ from hatp_journal.toolkit.wire import (
     JournalObject,
     Money,
     Override,
+    Sample,
     UndoAnswer,
     Use,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "Override",
     "ResourceState",
     "Revision",
+    "Sample",
     "SigningKey",
     "ToolFailed",
     "Tx",
@@ -69,10 +73,12 @@ __all__ = [
     "format_window",
     "irreversible",
     "next_revision",
+    "outside_edit_for",
     "parse_window",
     "parse_wire_time",
     "previews",
     "read_only",
+    "sample_for",
     "sha256_digest",
     "summarize",
     "undoable",
