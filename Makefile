@@ -32,6 +32,7 @@ wheel-check: $(STAMP)
 
 schema: $(STAMP)
 	$(PY) -m hatp_journal.toolkit.schema docs/schema
+	$(PY) -m hatp_journal.conformance.schema docs/schema
 
 demo: $(STAMP)
 	$(VENV)/bin/hatp-demo d881
