@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import CliRun
+from conformance_helpers import CliRun
 
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, decide, load_policy
 from hatp_journal.servers.crm import build

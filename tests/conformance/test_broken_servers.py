@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BROKEN, command, failures, suite
+from conformance_helpers import BROKEN, command, failures, suite
 
 from hatp_journal.conformance import SuiteResult
 

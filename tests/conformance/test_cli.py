@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BROKEN, CliRun, command
+from conformance_helpers import BROKEN, CliRun, command
 
 from hatp_journal.conformance import SuiteResult, verify_attestation
 from hatp_journal.conformance.cli import main

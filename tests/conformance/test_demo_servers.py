@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import CliRun, command, failures, suite
+from conformance_helpers import CliRun, command, failures, suite
 
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit.testing_surface import TESTING_ENV

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BROKEN, command
+from conformance_helpers import BROKEN, command
 
 from hatp_journal.conformance.pytest_plugin import RequirementItem
 
