@@ -41,3 +41,14 @@ def test_a_summary_taken_from_the_agents_arguments_fails_j_3_3_for_that_operatio
 
     assert failures(result) == {("J-3.3", "update_deal", "summary_misses_stored_change")}
     assert result.verified_operations == ["charge_order", "export_report"]
+
+
+def test_sloppy_declarations_fail_the_declaration_hint_and_remedy_requirements(tmp_path: Path) -> None:
+    result = run_broken("sloppy_declarations", tmp_path)
+
+    assert failures(result) == {
+        ("J-2.1", "ping", "no_declaration"),
+        ("J-2.2", "peek", "read_only_hint_mismatch"),
+        ("J-3.4", "notify", "no_remedy"),
+    }
+    assert result.verified_operations == ["update_deal"]

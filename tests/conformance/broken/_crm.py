@@ -18,9 +18,12 @@ from hatp_journal.toolkit import Journal, SigningKey, create_store_engine, utc_n
 
 
 def serve(
-    defect: Callable[[Journal], None] | None = None, tools: tuple[Callable[..., Any], ...] | None = None
+    defect: Callable[[Journal], None] | None = None,
+    tools: tuple[Callable[..., Any], ...] | None = None,
+    more: Callable[[FastMCP], None] | None = None,
 ) -> None:
-    """Build the CRM (or a Journal over ``tools`` in its place), apply ``defect`` and serve stdio."""
+    """Build the CRM (or a Journal over ``tools`` in its place), apply ``defect``, add ``more``
+    tools by hand, and serve stdio."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True)
     db = parser.parse_args().db
@@ -36,4 +39,6 @@ def serve(
         seed(journal.engine, journal.now())
     if defect is not None:
         defect(journal)
+    if more is not None:
+        more(mcp)
     mcp.run(show_banner=False)
