@@ -34,6 +34,7 @@ schema: $(STAMP)
 	$(PY) -m hatp_journal.toolkit.schema docs/schema
 	$(PY) -m hatp_journal.recorder.record.schema docs/schema
 	$(PY) -m hatp_journal.recorder.undo.schema docs/schema
+	$(PY) -m hatp_journal.conformance.schema docs/schema
 
 demo: $(STAMP)
 	$(VENV)/bin/hatp-demo d881

@@ -1,0 +1,39 @@
+"""hatp_journal.conformance: the suite any journal-aware tool server or Recorder runs against itself.
+
+``hatp-conformance --target "<command>"`` (or ``--target http://…/mcp``, or ``--recorder
+module:factory``) runs it from the command line; the pytest plugin (``--hatp-target``) runs it
+inside a test suite. Every check names a requirement of ``requirements.toml``, which points at
+SPEC.md. Passing it is how an operation becomes "verified" for the Recorder's ``requireVerified``
+policy: see :func:`attest`. What a target must offer is in ``docs/conformance.md``.
+"""
+
+from hatp_journal.conformance.attestation import Attestation, attest, verify_attestation
+from hatp_journal.conformance.expected import ExpectedFailure, ExpectedFailuresError, load_expected_failures
+from hatp_journal.conformance.manifest import Requirement, requirements
+from hatp_journal.conformance.recorder_target import AgentCall, RecordedRun, RecorderUnderTest, RecordVerdict
+from hatp_journal.conformance.report import summary
+from hatp_journal.conformance.results import CheckOutcome, SuiteResult
+from hatp_journal.conformance.runner import run_recorder_suite, run_server_suite
+from hatp_journal.conformance.target import Target, TargetError
+
+__all__ = [
+    "AgentCall",
+    "Attestation",
+    "CheckOutcome",
+    "ExpectedFailure",
+    "ExpectedFailuresError",
+    "RecordVerdict",
+    "RecordedRun",
+    "RecorderUnderTest",
+    "Requirement",
+    "SuiteResult",
+    "Target",
+    "TargetError",
+    "attest",
+    "load_expected_failures",
+    "requirements",
+    "run_recorder_suite",
+    "run_server_suite",
+    "summary",
+    "verify_attestation",
+]

@@ -183,7 +183,13 @@ class Recorder:
         declaration = _declaration(downstream, tool)
         amount = _amount(arguments) if declaration is not None and declaration.charges else None
         return CallFacts.from_declaration(
-            declaration, server=downstream.name, tool=tool, at=now, amount=amount, run=self.run_id
+            declaration,
+            server=downstream.name,
+            tool=tool,
+            at=now,
+            amount=amount,
+            run=self.run_id,
+            server_keys=frozenset(downstream.keys),  # what requireVerified's attestations must name
         )
 
 

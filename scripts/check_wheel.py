@@ -34,16 +34,20 @@ def main() -> int:
         wheel = next(Path(out).glob("hatp_journal-*.whl"))
         names = set(zipfile.ZipFile(wheel).namelist())
     missing = [p for p in packages if p.replace(".", "/") + "/__init__.py" not in names]
+    # Modules, and the data files [tool.setuptools.package-data] ships (the conformance manifest).
+    data = ("*.py", "py.typed", "*.json", "*.html", "*.css", "*.js", "*.toml")
     sources = {
         "hatp_journal/" + str(path.relative_to(ROOT))
         for folder in ("toolkit", "servers", "recorder", "scenarios", "conformance")
-        for path in (ROOT / folder).rglob("*.py")
+        for pattern in data
+        for path in (ROOT / folder).rglob(pattern)
+        if "__pycache__" not in path.parts
     }
     unpackaged = sorted(sources - names)
     if missing or unpackaged:
-        print(f"wheel {wheel.name} lacks packages {missing} and modules {unpackaged}", file=sys.stderr)
+        print(f"wheel {wheel.name} lacks packages {missing} and files {unpackaged}", file=sys.stderr)
         return 1
-    print(f"wheel ok: {wheel.name}, {len(packages)} packages, {len(sources)} modules")
+    print(f"wheel ok: {wheel.name}, {len(packages)} packages, {len(sources)} modules and data files")
     return 0
 
 

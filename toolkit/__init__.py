@@ -4,6 +4,8 @@ Declare each tool with :func:`undoable`, :func:`irreversible` or :func:`read_onl
 register its undo with :func:`compensates`, and publish everything with
 :meth:`Journal.register`. See README.md for a complete example. Servers that act through an
 app's user interface fingerprint the record they change with :func:`read_record` (docs/ui-undo.md).
+:func:`sample_for` and :func:`outside_edit_for` feed the conformance suite's test-only surface
+(docs/conformance.md).
 """
 
 from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
@@ -21,6 +23,7 @@ from hatp_journal.toolkit.errors import (
 )
 from hatp_journal.toolkit.fingerprint import RecordReadError, RecordView, read_record, record_fingerprint
 from hatp_journal.toolkit.journal import Invocation, Journal
+from hatp_journal.toolkit.samples import outside_edit_for, sample_for
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
 from hatp_journal.toolkit.store import create_store_engine
@@ -33,6 +36,7 @@ from hatp_journal.toolkit.wire import (
     JournalObject,
     Money,
     Override,
+    Sample,
     UndoAnswer,
     Use,
 )
@@ -56,6 +60,7 @@ __all__ = [
     "RecordView",
     "ResourceState",
     "Revision",
+    "Sample",
     "SigningKey",
     "ToolFailed",
     "Tx",
@@ -73,12 +78,14 @@ __all__ = [
     "format_window",
     "irreversible",
     "next_revision",
+    "outside_edit_for",
     "parse_window",
     "parse_wire_time",
     "previews",
     "read_only",
     "read_record",
     "record_fingerprint",
+    "sample_for",
     "sha256_digest",
     "summarize",
     "undoable",

@@ -31,10 +31,13 @@ from hatp_journal.toolkit.signing import SigningKey, call_payload
 from hatp_journal.toolkit.spec import (
     CompensationSpec,
     OperationSpec,
+    OutsideEditSpec,
     PreviewSpec,
+    SampleSpec,
     spec_of,
 )
 from hatp_journal.toolkit.store import UndoRecord, create_store_engine, hash_token
+from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
 from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.wire import (
     CompensateRequest,
@@ -64,6 +67,8 @@ class Journal:
     ``server`` names the server in receipts (e.g. ``"crm://acme"``); ``store`` is a
     SQLAlchemy URL, a SQLite file path, or an engine shared with the server's own
     tables, so that an effect and its undo record commit in one transaction.
+    ``testing`` publishes the conformance suite's test-only surface (default: the
+    ``HATP_JOURNAL_TESTING`` environment variable, see ``docs/conformance.md``).
     """
 
     def __init__(
@@ -73,14 +78,19 @@ class Journal:
         key: SigningKey,
         store: str | Path | Engine = "undo.db",
         clock: Callable[[], datetime] = utc_now,
+        testing: bool | None = None,
     ) -> None:
         self.server = server
         self.key = key
         self.engine = store if isinstance(store, Engine) else create_store_engine(store)
-        self.clock = clock
+        self.testing = surface_requested() if testing is None else testing
+        # In testing mode the suite moves the clock forward to test expiry.
+        self.clock: Callable[[], datetime] = ShiftableClock(clock) if self.testing else clock
         self.operations: dict[str, OperationSpec] = {}
         self.compensations: dict[str, CompensationSpec] = {}
         self.previews: dict[str, PreviewSpec] = {}
+        self.samples: dict[str, SampleSpec] = {}
+        self.outside_edits: dict[str, OutsideEditSpec] = {}
         self._argument_models: dict[str, type[BaseModel]] = {}
         self._undo = UndoEngine(self)
         self._published = False
@@ -95,7 +105,8 @@ class Journal:
             if spec is None:
                 raise DeclarationError(
                     f"{getattr(function, '__name__', function)!r} has no journal declaration; "
-                    "decorate it with @undoable, @irreversible, @read_only, @compensates or @previews"
+                    "decorate it with @undoable, @irreversible, @read_only, @compensates, @previews, "
+                    "@sample_for or @outside_edit_for"
                 )
             if isinstance(spec, OperationSpec):
                 if spec.name in self.operations:
@@ -107,6 +118,8 @@ class Journal:
             spec = spec_of(function)
             if isinstance(spec, CompensationSpec | PreviewSpec):
                 self._add_companion(spec)
+            elif isinstance(spec, SampleSpec | OutsideEditSpec):
+                self._add_testing_hook(spec)
         for operation in operations:
             if operation.kind == "compensate" and operation.name not in self.compensations:
                 raise DeclarationError(
@@ -126,6 +139,25 @@ class Journal:
         if name in table:
             raise DeclarationError(f"{name} already has a {type(spec).__name__}; keep one")
         table[name] = spec
+
+    def _add_testing_hook(self, spec: SampleSpec | OutsideEditSpec) -> None:
+        decorator = "@sample_for" if isinstance(spec, SampleSpec) else "@outside_edit_for"
+        operation = self.operations.get(spec.operation)
+        if operation is None:
+            raise DeclarationError(
+                f"{decorator}({spec.operation!r}) on {spec.function.__name__}: no tool of that name was "
+                "registered; register the tool together with it"
+            )
+        if isinstance(spec, SampleSpec) and operation.read and operation.kind is None:
+            raise DeclarationError(f"{decorator}({spec.operation}): a read-only tool needs no sample")
+        if isinstance(spec, OutsideEditSpec) and operation.kind != "compensate":
+            raise DeclarationError(
+                f"{decorator}({spec.operation}): only @undoable tools can conflict with an outside edit"
+            )
+        table: dict[str, Any] = self.samples if isinstance(spec, SampleSpec) else self.outside_edits
+        if spec.operation in table:
+            raise DeclarationError(f"{spec.operation} already has a {decorator}; keep one")
+        table[spec.operation] = spec
 
     def declaration(self, name: str) -> Declaration:
         """The ``tools/list`` declaration of a registered tool (SPEC §2)."""

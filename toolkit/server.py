@@ -25,12 +25,17 @@ from pydantic_core import to_jsonable_python
 from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
 from hatp_journal.toolkit.errors import DeclarationError, ErrorCode, JournalError
 from hatp_journal.toolkit.spec import OperationSpec
+from hatp_journal.toolkit.testing_surface import ConformanceSurface
 from hatp_journal.toolkit.wire import (
     CHECK_TOOL,
+    CLOCK_TOOL,
     COMPENSATE_TOOL,
     KEYS_TOOL,
     META_KEY,
     PREVIEW_TOOL,
+    SAMPLES_TOOL,
+    STATE_TOOL,
+    TOUCH_TOOL,
     CheckRequest,
     CompensateRequest,
     ErrorBody,
@@ -56,6 +61,8 @@ def publish(journal: Journal, mcp: FastMCP) -> None:
             meta={META_KEY: journal.declaration(spec.name).wire()},
         )
     _publish_binding_tools(journal, mcp)
+    if journal.testing:
+        _publish_testing_tools(journal, mcp)
     mcp.add_middleware(_ArgumentsFirst(journal))
 
 
@@ -183,6 +190,44 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
     mcp.tool(keys, name=KEYS_TOOL, annotations=read, meta=binding)
     if journal.previews:
         mcp.tool(preview, name=PREVIEW_TOOL, annotations=read, meta=binding)
+
+
+def _publish_testing_tools(journal: Journal, mcp: FastMCP) -> None:
+    """The test-only surface (``docs/conformance.md``): only in testing mode, never for agents."""
+    surface = ConformanceSurface(journal)
+    testing = {META_KEY: {"testing": True}}
+
+    async def run(function: Callable[[], BaseModel]) -> ToolResult:
+        try:
+            answer = await anyio.to_thread.run_sync(function)
+        except JournalError as error:
+            return error_result(error.code, error.message, error.data)
+        body = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return ToolResult(structured_content=body, meta={META_KEY: body})
+
+    async def samples(tool: str | None = None) -> ToolResult:
+        """Fresh sample arguments for each declared operation, and whether an outside edit exists."""
+        return await run(partial(surface.samples, tool))
+
+    async def touch(tool: str, resource: str) -> ToolResult:
+        """Change a resource as someone outside the agent's run would (to provoke a conflict)."""
+        return await run(partial(surface.touch, tool, resource))
+
+    async def state(tool: str, resource: str) -> ToolResult:
+        """A resource as the tool's compensation reads it now; changes nothing."""
+        return await run(partial(surface.state, tool, resource))
+
+    async def clock(advanceSeconds: int = 0) -> ToolResult:
+        """Move the server's clock forward (to test expiry); answers the time it shows now."""
+        return await run(partial(surface.clock, advanceSeconds))
+
+    for function, name in (
+        (samples, SAMPLES_TOOL),
+        (touch, TOUCH_TOOL),
+        (state, STATE_TOOL),
+        (clock, CLOCK_TOOL),
+    ):
+        mcp.tool(function, name=name, meta=testing)
 
 
 _BINDING_REQUESTS: dict[str, type[BaseModel]] = {

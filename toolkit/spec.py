@@ -65,13 +65,32 @@ class PreviewSpec:
     tx_param: str | None
 
 
-AnySpec = OperationSpec | CompensationSpec | PreviewSpec
+@dataclass(frozen=True)
+class SampleSpec:
+    """Makes sample arguments for an operation (test-only surface, see ``toolkit.samples``)."""
+
+    operation: str
+    function: Callable[..., Any]
+    tx_param: str | None
+
+
+@dataclass(frozen=True)
+class OutsideEditSpec:
+    """Changes an operation's resource as someone outside the agent's run would (test-only)."""
+
+    operation: str
+    function: Callable[..., Any]
+    tx_param: str | None
+
+
+AnySpec = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec
 
 
 def spec_of(function: Callable[..., Any]) -> AnySpec | None:
     """The spec a decorator attached to ``function``, if any."""
     found = getattr(function, SPEC_ATTR, None)
-    return found if isinstance(found, OperationSpec | CompensationSpec | PreviewSpec) else None
+    kinds = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec
+    return found if isinstance(found, kinds) else None
 
 
 def undoable(
@@ -259,6 +278,10 @@ def _decorator_of(spec: AnySpec) -> str:
         return "@compensates"
     if isinstance(spec, PreviewSpec):
         return "@previews"
+    if isinstance(spec, SampleSpec):
+        return "@sample_for"
+    if isinstance(spec, OutsideEditSpec):
+        return "@outside_edit_for"
     if spec.read and spec.kind is None:
         return "@read_only"
     return "@undoable" if spec.kind == "compensate" else "@irreversible"
@@ -308,7 +331,13 @@ def _params(function: Callable[..., Any], *, exclude_tx: bool) -> list[str]:
     return [p for p in inspect.signature(function).parameters if p != tx]
 
 
-def _check_arity(function: Callable[..., Any], positional: int, what: str, shape: str) -> None:
+def _check_arity(
+    function: Callable[..., Any],
+    positional: int,
+    what: str,
+    shape: str,
+    problem: str = "can't take the stored payload",
+) -> None:
     """The function must accept ``positional`` arguments (plus an optional Tx) and need no more."""
     if not callable(function):
         raise DeclarationError(f"{what} must be a function shaped like {shape}")
@@ -321,7 +350,7 @@ def _check_arity(function: Callable[..., Any], positional: int, what: str, shape
     ]
     if (len(takes_positional) < positional and not varargs) or len(required) > positional:
         raise DeclarationError(
-            f"{what} can't take the stored payload: its signature is "
+            f"{what} {problem}: its signature is "
             f"{_name(function)}{inspect.signature(function)}; shape it like {shape}"
         )
 

@@ -21,8 +21,17 @@ CHECK_TOOL = "hatp_journal_check"
 COMPENSATE_TOOL = "hatp_journal_compensate"
 KEYS_TOOL = "hatp_journal_keys"
 PREVIEW_TOOL = "hatp_journal_preview"
-BINDING_TOOLS = (CHECK_TOOL, COMPENSATE_TOOL, KEYS_TOOL, PREVIEW_TOOL)
-"""Tools only the Recorder calls; their names are part of the protocol."""
+
+SAMPLES_TOOL = "hatp_testing_samples"
+TOUCH_TOOL = "hatp_testing_touch"
+CLOCK_TOOL = "hatp_testing_clock"
+STATE_TOOL = "hatp_testing_state"
+TESTING_TOOLS = (SAMPLES_TOOL, TOUCH_TOOL, CLOCK_TOOL, STATE_TOOL)
+"""The test-only surface the conformance suite drives (``docs/conformance.md``); off unless enabled."""
+
+BINDING_TOOLS = (CHECK_TOOL, COMPENSATE_TOOL, KEYS_TOOL, PREVIEW_TOOL, *TESTING_TOOLS)
+"""Tools only the Recorder (or, for the testing ones, the conformance suite) calls, never an agent;
+their names are part of the protocol."""
 
 UndoKind = Literal["compensate", "none", "unknown"]
 Via = Literal["api", "ui"]
@@ -206,6 +215,60 @@ class ErrorBody(WireModel):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class Sample(WireModel):
+    """Arguments for one real call of an operation, for the conformance suite (test-only surface).
+
+    ``arguments`` should be spelled differently from how the store keeps them where the tool
+    allows it (case, spaces, duplicates, another timezone), so that a summary written from the
+    arguments shows. ``shows``: text a summary written from the stored change contains;
+    ``hides``: text only a summary written from the arguments would contain. ``resource``: what
+    the call will change when it exists already, so its state before the call can be read.
+    ``undoMayDiffer``: fields an undo may leave different from before the call because the app
+    records that it was undone (a refunded order's status).
+    """
+
+    arguments: dict[str, Any]
+    resource: str | None = None
+    shows: list[str] = Field(default_factory=list)
+    hides: list[str] = Field(default_factory=list)
+    undo_may_differ: list[str] = Field(default_factory=list)
+
+
+class OperationSamples(WireModel):
+    """What the test-only surface offers for one operation."""
+
+    tool: str
+    sample: Sample | None = None
+    outside_edit: bool = Field(
+        default=False, description="Whether hatp_testing_touch can change its resource"
+    )
+
+
+class SamplesAnswer(WireModel):
+    """Answer of ``hatp_testing_samples``: a fresh sample per declared operation."""
+
+    server: str
+    now: str
+    operations: list[OperationSamples]
+
+
+class StateAnswer(WireModel):
+    """Answer of ``hatp_testing_state`` and ``hatp_testing_touch``: a resource as stored now."""
+
+    resource: str
+    exists: bool
+    version: str | None = None
+    etag: str | None = None
+    changed_by: str | None = None
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class ClockAnswer(WireModel):
+    """Answer of ``hatp_testing_clock``: the server's time after moving it."""
+
+    now: str
+
+
 SCHEMA_MODELS: dict[str, type[WireModel]] = {
     "declaration": Declaration,
     "journal-object": JournalObject,
@@ -214,4 +277,6 @@ SCHEMA_MODELS: dict[str, type[WireModel]] = {
     "undo-answer": UndoAnswer,
     "keys-answer": KeysAnswer,
     "error": ErrorBody,
+    "testing-samples-answer": SamplesAnswer,
+    "testing-state-answer": StateAnswer,
 }

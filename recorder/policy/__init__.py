@@ -2,9 +2,12 @@
 
 Load the organisation's policy with :func:`load_policy`, describe each call with
 :class:`CallFacts` and ask :func:`decide` whether to forward it (``allow``) or hold it for an
-approver (``ask``). Everything the policy does not explicitly allow is an ask.
+approver (``ask``). Everything the policy does not explicitly allow is an ask. With
+``requireVerified``, the conformance attestations the policy names decide which undoable
+operations are verified (:mod:`.attestations`).
 """
 
+from hatp_journal.recorder.policy.attestations import AttestationProblem, AttestationTrust
 from hatp_journal.recorder.policy.decide import Decision, decide, policy_rules
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.facts import CallFacts, Kind
@@ -25,6 +28,8 @@ from hatp_journal.recorder.policy.rules import AllOf, Rule, UnsafeNoOp
 __all__ = [
     "Action",
     "AllOf",
+    "AttestationProblem",
+    "AttestationTrust",
     "Autonomy",
     "CallFacts",
     "Decision",

@@ -42,7 +42,7 @@ def policy_rules(policy: Policy) -> Rule:
             KindRule(autonomy),
             UiRule(autonomy.via.ui),
             MinimumWindow(autonomy.min_window_seconds),
-            RequireVerified(autonomy.require_verified),
+            RequireVerified(autonomy.require_verified, policy.attested()),
         ]
     )
     return Classified(AllOf([Overridable(operation, policy.overrides), MoneyCapsRule(autonomy.money)]))

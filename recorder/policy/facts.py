@@ -21,8 +21,10 @@ class CallFacts:
     """One call, as classified by the gateway from the tool's declaration (SPEC §2).
 
     ``amount`` is what this call would move, required when ``charges`` is true and a money cap
-    applies; ``verified`` says the operation's undo passed the conformance suite (SPEC §13);
-    ``run`` is required when a per-run money cap applies (without it that cap asks).
+    applies; ``verified`` says the operation's undo passed the conformance suite (SPEC §13), which
+    the policy can also learn from attestations naming one of ``server_keys`` (the kids of the
+    server's receipt keys the Recorder pinned); ``run`` is required when a per-run money cap
+    applies (without it that cap asks).
     """
 
     server: str
@@ -35,6 +37,7 @@ class CallFacts:
     amount: Money | None = None
     verified: bool = False
     run: str | None = None
+    server_keys: frozenset[str] = frozenset()
 
     @classmethod
     def from_declaration(
@@ -47,10 +50,19 @@ class CallFacts:
         amount: Money | None = None,
         verified: bool = False,
         run: str | None = None,
+        server_keys: frozenset[str] = frozenset(),
     ) -> CallFacts:
         """Classify a call from its tool's declaration; no declaration (an unaware server) is ``unknown``."""
         if declaration is None:
-            return cls(run=run, server=server, tool=tool, kind="unknown", at=at, amount=amount)
+            return cls(
+                run=run,
+                server=server,
+                tool=tool,
+                kind="unknown",
+                at=at,
+                amount=amount,
+                server_keys=server_keys,
+            )
         undo = declaration.undo
         # A read declared "none" (export_report) stays "none": a disclosure cannot be taken back.
         kind: Kind = undo.kind if undo is not None else "read" if declaration.read else "unknown"
@@ -65,6 +77,7 @@ class CallFacts:
             charges=declaration.charges,
             amount=amount,
             verified=verified,
+            server_keys=server_keys,
         )
 
 

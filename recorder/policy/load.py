@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, locate
 from hatp_journal.recorder.policy.model import Policy
@@ -31,11 +32,12 @@ def load_policy(path: str | Path) -> Policy:
         line = raw.count(b"\n", 0, error.start) + 1
         column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
         raise PolicyFileError(path, [Problem(line, column, "not UTF-8 text")]) from None
-    return parse_policy(text, source=str(path))
+    return parse_policy(text, source=str(path), base=Path(path).parent)
 
 
-def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
-    """Validate policy JSON given as text; ``source`` names it in errors."""
+def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = None) -> Policy:
+    """Validate policy JSON given as text; ``source`` names it in errors. The attestation files it
+    names are read now, relative to ``base`` (default: the working directory)."""
     try:
         json.loads(text)  # the standard parser's syntax errors carry the best messages
     except json.JSONDecodeError as error:
@@ -48,9 +50,16 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
         raise PolicyFileError(source, [problem]) from None
     try:
         # Strict, and by alias only: the file is exactly the documented shape, no coercion, no snake_case.
-        return Policy.model_validate_json(text, strict=True, by_alias=True, by_name=False)
+        policy = Policy.model_validate_json(text, strict=True, by_alias=True, by_name=False)
     except ValidationError as error:
         raise PolicyFileError(source, [_problem(keys, detail) for detail in error.errors()]) from None
+    try:
+        policy.attested(base)
+    except AttestationFileError as error:
+        at: tuple[str | int, ...] = ("files", error.index) if error.index >= 0 else ("signer",)
+        position = keys.position_of(("autonomy", "attestations", *at))
+        raise PolicyFileError(source, [Problem(position.line, position.column, str(error))]) from None
+    return policy
 
 
 def _problem(keys: KeyMap, detail: ErrorDetails) -> Problem:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from pydantic import (
@@ -20,6 +21,7 @@ from pydantic import (
     field_validator,
 )
 
+from hatp_journal.recorder.policy.attestations import Attestations, AttestationTrust
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.wire import Money, WireModel
@@ -69,6 +71,7 @@ class Autonomy(WireModel):
     min_window_seconds: NonNegativeInt = 0
     money: MoneyCaps = Field(default_factory=MoneyCaps)
     require_verified: StrictBool = False
+    attestations: AttestationTrust | None = None
     approver: str | None = Field(default=None, min_length=1)
     decide_within_seconds: PositiveInt | None = None
 
@@ -92,6 +95,7 @@ class Policy(WireModel):
     overrides: tuple[PolicyOverride, ...] = ()
 
     _digest: str | None = PrivateAttr(default=None)
+    _attested: Attestations | None = PrivateAttr(default=None)
 
     def canonical(self) -> dict[str, Any]:
         """The effective policy as JSON, defaults filled in: what the digest covers."""
@@ -101,6 +105,7 @@ class Policy(WireModel):
         """A copy, with the digest cache dropped: ``update`` may have changed what the digest covers."""
         copy = super().model_copy(update=update, deep=deep)
         copy._digest = None
+        copy._attested = None
         return copy
 
     def digest(self) -> str:
@@ -110,3 +115,13 @@ class Policy(WireModel):
         if self._digest is None:
             self._digest = sha256_digest(self.canonical())
         return self._digest
+
+    def attested(self, base: Path | None = None) -> Attestations | None:
+        """The attestations ``autonomy.attestations`` names, read once (relative to ``base``, default
+        the working directory); None when it names none. ``load_policy`` reads them at load time."""
+        trust = self.autonomy.attestations
+        if trust is None:
+            return None
+        if self._attested is None:
+            self._attested = Attestations.load(trust, base or Path.cwd())
+        return self._attested

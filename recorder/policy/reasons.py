@@ -32,7 +32,10 @@ class ReasonCode(StrEnum):
     MONEY_PER_PERIOD = "MONEY_PER_PERIOD"
     """The call would take the rolling period past its money cap."""
     NOT_VERIFIED = "NOT_VERIFIED"
-    """``requireVerified`` is on and this operation's undo has not passed the conformance suite."""
+    """``requireVerified`` is on and this operation's undo has not passed the conformance suite
+    (data ``attestation``: an ``AttestationProblem`` such as ``NOT_ATTESTED``, ``FORGED``, ``STALE``)."""
+    VERIFIED = "VERIFIED"
+    """A conformance attestation verified the operation (on an allow: which file, its digest)."""
     OVERRIDE = "OVERRIDE"
     """A policy override decided this operation."""
     UNCLASSIFIED = "UNCLASSIFIED"

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from hatp_journal.recorder.policy.attestations import AttestationProblem, Attestations, Judgement
 from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
 from hatp_journal.recorder.policy.model import Action, Autonomy, PolicyOverride
 from hatp_journal.recorder.policy.money import MoneySpent
 from hatp_journal.recorder.policy.reasons import ReasonCode, Totals, Verdict, reason
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.wire import Money
+
+NOT_ATTESTED = AttestationProblem.NOT_ATTESTED
 
 
 class Rule(Protocol):
@@ -91,6 +94,9 @@ def _problems(facts: CallFacts) -> list[str]:
         problems.append("the call time is not a timezone-aware datetime")
     if facts.amount is not None and not isinstance(facts.amount, Money):
         problems.append("amount is not Money")
+    keys = facts.server_keys
+    if not isinstance(keys, frozenset) or not all(isinstance(kid, str) for kid in keys):
+        problems.append("server_keys is not a set of key ids")
     return problems
 
 
@@ -150,15 +156,31 @@ class MinimumWindow:
 
 @dataclass(frozen=True)
 class RequireVerified:
-    """With ``requireVerified``, a ``compensate`` call stays on ask until its undo is verified (SPEC §13)."""
+    """With ``requireVerified``, a ``compensate`` call stays on ask until its undo is verified (SPEC §13):
+    by the facts, or by a genuine, fresh attestation for the server's key (``attestations``)."""
 
     required: bool
+    attestations: Attestations | None = None
 
     def evaluate(self, facts: CallFacts, spent: MoneySpent) -> Verdict:
-        """Ask for unverified compensations when verification is required."""
-        if self.required and facts.kind == "compensate" and facts.verified is not True:
-            return Verdict.ask(reason(ReasonCode.NOT_VERIFIED, "the undo is declared but not verified"))
-        return Verdict.allow()
+        """Ask for unverified compensations when verification is required, saying why."""
+        if not self.required or facts.kind != "compensate" or facts.verified is True:
+            return Verdict.allow()
+        judged = self.attestations.judge(facts) if self.attestations else Judgement(False, NOT_ATTESTED)
+        if judged.verified:
+            said = f"verified by the conformance attestation {judged.source}"
+            return Verdict.allow(
+                reason(ReasonCode.VERIFIED, said, source=judged.source, digest=judged.digest)
+            )
+        problem = (judged.problem or NOT_ATTESTED).value
+        return Verdict.ask(
+            reason(
+                ReasonCode.NOT_VERIFIED,
+                f"the undo is declared but not verified ({problem})",
+                attestation=problem,
+                source=judged.source,
+            )
+        )
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ def verify_record(
         return VerifyReport(ok=False, problems=found.problems)
     record, stored = loaded
     heads = _check_entries(record, stored, found)
+    _check_remedies(record, found)
     _check_recorder_key(record, recorder_keys, found)
     signed = _check_checkpoints(record, heads, recorder_keys, found) if heads else 0
     if latest_head is not None and heads:
@@ -126,6 +127,18 @@ def _check_entries(record: RunRecordFile, stored: list[bytes] | None, found: Fin
         heads.append(recomputed)
         previous_hash, previous_seq = entry.hash, entry.seq
     return heads
+
+
+def _check_remedies(record: RunRecordFile, found: Findings) -> None:
+    """A remedy names the entry it fixes (`remedies: "e3"`), an earlier entry of this run (SPEC §9)."""
+    earlier: set[str] = set()
+    for entry in record.entries:
+        fixes = entry.body.get("remedies")
+        if fixes is not None and (not isinstance(fixes, str) or fixes not in earlier):
+            found.add(
+                Check.REMEDY_UNKNOWN_ENTRY, entry.id, f"remedies {fixes!r}, not an earlier entry of this run"
+            )
+        earlier.add(entry.id)
 
 
 def _rehash(entry: Entry, stored: bytes | None) -> str:

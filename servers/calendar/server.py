@@ -18,6 +18,7 @@ from hatp_journal.servers.calendar import tools
 from hatp_journal.servers.calendar.itip import _check_email
 from hatp_journal.servers.calendar.mail import Mailer
 from hatp_journal.servers.calendar.store import SERVER, event_state
+from hatp_journal.servers.calendar.testing import calendar_testing_hooks
 from hatp_journal.servers.calendar.tools import CANCEL_NOTICE, UPDATE_NOTICE, CancelPayload, RestorePayload
 from hatp_journal.toolkit import (
     Effect,
@@ -108,5 +109,7 @@ def build(
     mcp = FastMCP("hatp-calendar")
     # One engine for the events and the toolkit's undo records: an effect and its undo commit together.
     journal = Journal(SERVER, key=key, store=create_store_engine(db), clock=clock or utc_now)
-    journal.register(mcp, *calendar_tools(Mailer(smtp_host, smtp_port, organizer)))
+    # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
+    hooks = calendar_testing_hooks(organizer)
+    journal.register(mcp, *calendar_tools(Mailer(smtp_host, smtp_port, organizer)), *hooks)
     return mcp, journal

@@ -35,6 +35,7 @@ from hatp_journal.toolkit import (
     read_only,
     summarize,
     undoable,
+    utc_now,
     wire_time,
 )
 
@@ -59,6 +60,7 @@ from .store import (
     write_deal,
     write_order,
 )
+from .testing import TESTING_HOOKS
 
 AGENT = "agent"
 UNDO = "undo"
@@ -279,7 +281,8 @@ def build(
 ) -> tuple[FastMCP, Journal]:
     """The CRM server and its journal over the SQLite file ``db`` (seeded on first use)."""
     mcp = FastMCP("hatp-crm", instructions=INSTRUCTIONS)
-    journal = Journal(SERVER, key=key, store=create_store_engine(db), **({"clock": clock} if clock else {}))
-    journal.register(mcp, *TOOLS)
+    journal = Journal(SERVER, key=key, store=create_store_engine(db), clock=clock or utc_now)
+    # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
+    journal.register(mcp, *TOOLS, *TESTING_HOOKS)
     seed(journal.engine, journal.now())
     return mcp, journal

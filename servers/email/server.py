@@ -36,6 +36,7 @@ from hatp_journal.toolkit import (
     irreversible,
     read_only,
     undoable,
+    utc_now,
     wire_time,
 )
 
@@ -55,6 +56,7 @@ from .store import (
     sent_view,
     set_draft_status,
 )
+from .testing import TESTING_HOOKS
 
 AGENT = "agent"
 UNDO = "undo"
@@ -248,6 +250,7 @@ def build(
 ) -> tuple[FastMCP, Journal]:
     """The email server and its journal over the SQLite file ``db``, sending through ``smtp``."""
     mcp = FastMCP("hatp-email", instructions="Acme's outgoing email: send now, or keep drafts.")
-    journal = Journal(SERVER, key=key, store=create_store_engine(db), **({"clock": clock} if clock else {}))
-    journal.register(mcp, *mail_tools(smtp or MailSettings()))
+    journal = Journal(SERVER, key=key, store=create_store_engine(db), clock=clock or utc_now)
+    # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
+    journal.register(mcp, *mail_tools(smtp or MailSettings()), *TESTING_HOOKS)
     return mcp, journal

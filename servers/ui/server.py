@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
-from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_engine
+from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_engine, utc_now
 
 from .browser import DEFAULT_CHROMIUM, BrowserThread
 from .evidence import EvidenceFiles
@@ -76,7 +76,7 @@ def build(settings: UiSettings, clock: Callable[[], datetime] | None = None) -> 
             settings.server,
             key=settings.key,
             store=create_store_engine(settings.db),
-            **({"clock": clock} if clock else {}),
+            clock=clock or utc_now,
         )
         journal.register(mcp, *build_tools(ui))
     except BaseException:

@@ -173,6 +173,8 @@ def test_the_public_api_is_pinned() -> None:
     assert sorted(policy_package.__all__) == [
         "Action",
         "AllOf",
+        "AttestationProblem",
+        "AttestationTrust",
         "Autonomy",
         "CallFacts",
         "Decision",

@@ -72,6 +72,7 @@ def test_the_check_codes_are_stable() -> None:
         "ROLLBACK",
         "KEY_SUBSTITUTED",
         "RECEIPT_INVALID",
+        "REMEDY_UNKNOWN_ENTRY",
     }
 
 

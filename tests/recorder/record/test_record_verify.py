@@ -295,3 +295,21 @@ def test_pinned_keys_are_required_the_verifier_fails_closed_without_them(
     codes = verify_record(exported, recorder_keys=no_keys, server_keys={}).codes()
 
     assert {Check.KEY_SUBSTITUTED, Check.BAD_CHECKPOINT_SIGNATURE, Check.RECEIPT_INVALID} <= codes
+
+
+def test_a_remedy_naming_an_earlier_entry_verifies_and_one_naming_no_earlier_entry_is_reported(
+    store: RunStore,
+) -> None:
+    run = store.open_run(agent="sales-bot", principal="dana")
+    store.append(run.id, "call", {"server": "email", "tool": "send_email", "arguments": {}})
+    store.append(run.id, "remedy", {"remedies": "e1", "tool": "send_email", "arguments": {}})
+    fixed = store.export(run.id).to_bytes()
+    store.append(run.id, "remedy", {"remedies": "e4", "tool": "send_email", "arguments": {}})
+    store.append(run.id, "remedy", {"remedies": ["e1"], "tool": "send_email", "arguments": {}})
+    dangling = verify_record(store.export(run.id).to_bytes(), recorder_keys=pins(store))
+
+    assert verify_record(fixed, recorder_keys=pins(store)).ok
+    assert [(problem.entry, problem.check) for problem in dangling.problems] == [
+        ("e3", Check.REMEDY_UNKNOWN_ENTRY),
+        ("e4", Check.REMEDY_UNKNOWN_ENTRY),
+    ]

@@ -1,0 +1,1 @@
+"""The checks, one module per SPEC area; each registers itself under a requirement id."""

@@ -1,0 +1,28 @@
+"""The CRM, except that compensate forgets what it already did, so a retry runs the undo again."""
+
+import _crm
+from sqlalchemy import delete, update
+from sqlmodel import Session
+
+from hatp_journal.toolkit import CompensateRequest, Journal, UndoAnswer
+from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
+from hatp_journal.toolkit.undo import UndoEngine
+
+
+class ForgetfulUndo(UndoEngine):
+    def compensate(self, request: CompensateRequest) -> UndoAnswer:
+        token_hash = hash_token(request.token)
+        with Session(self.journal.engine) as session:
+            session.execute(
+                update(UndoRecord).where(UndoRecord.token_hash == token_hash).values(done_answer_json=None)
+            )
+            session.execute(delete(UndoAttempt).where(UndoAttempt.token_hash == token_hash))
+            session.commit()
+        return super().compensate(request)
+
+
+def forget_outcomes(journal: Journal) -> None:
+    journal._undo = ForgetfulUndo(journal)
+
+
+_crm.serve(forget_outcomes)

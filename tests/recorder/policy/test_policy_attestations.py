@@ -1,0 +1,205 @@
+"""requireVerified reads conformance attestations: an attested operation is allowed, everything
+else stays on ask with a stable reason (not attested, forged, stale, another key or kind)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hatp_journal.conformance.attestation import attest
+from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteResult
+from hatp_journal.conformance.runner import suite_info
+from hatp_journal.recorder.policy import CallFacts, MoneyLedger, PolicyFileError, decide, load_policy
+from hatp_journal.toolkit import SigningKey
+
+ISSUED = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+CRM = SigningKey.generate()
+SIGNER = SigningKey.generate()
+DAY = 24 * 3600
+
+
+def attestation(
+    operations: dict[str, str], *, server_key: SigningKey = CRM, signer: SigningKey = SIGNER
+) -> Any:
+    """A signed attestation that ``operations`` (tool → kind) passed, for ``server_key``."""
+    result = SuiteResult(
+        suite=suite_info(),
+        target="hatp-crm serve",
+        kind="server",
+        server="crm://acme",
+        server_keys=[server_key.public.wire()],
+        started_at="2026-11-01T08:59:00Z",
+        finished_at="2026-11-01T09:00:00Z",
+        outcomes=[CheckOutcome(requirement="J-4.2", operation=tool, outcome="passed") for tool in operations],
+        operations=[
+            OperationReport(tool=tool, kind=kind, verified=True) for tool, kind in operations.items()
+        ],  # type: ignore[arg-type]
+        passed=True,
+    )
+    return attest(result, signer, ISSUED).wire()
+
+
+def policy_with(tmp_path: Path, *documents: Any, max_age: int = 30 * DAY) -> Path:
+    folder = tmp_path / "attestations"
+    folder.mkdir(exist_ok=True)
+    files = []
+    for index, document in enumerate(documents):
+        (folder / f"a{index}.json").write_text(json.dumps(document))
+        files.append(f"attestations/a{index}.json")
+    policy = {
+        "autonomy": {
+            "compensate": "allow",
+            "requireVerified": True,
+            "attestations": {"signer": SIGNER.public.wire().wire(), "files": files, "maxAgeSeconds": max_age},
+        }
+    }
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(policy, indent=2))
+    return path
+
+
+def call(
+    tool: str, *, at: datetime = ISSUED + timedelta(days=1), keys: frozenset[str] | None = None
+) -> CallFacts:
+    return CallFacts(
+        server="crm",
+        tool=tool,
+        kind="compensate",
+        via="api",
+        window_seconds=7 * DAY,
+        at=at,
+        server_keys=frozenset({CRM.kid}) if keys is None else keys,
+    )
+
+
+def verdict(policy: Path, facts: CallFacts) -> tuple[str, list[str], dict[str, Any]]:
+    decision = decide(load_policy(policy), facts, MoneyLedger())
+    reasons = [reason.code.value for reason in decision.reasons]
+    data = {k: v for reason in decision.reasons for k, v in reason.data.items()}
+    return decision.action, reasons, data
+
+
+def test_without_an_attestation_a_compensate_call_stays_on_ask(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+
+    action, reasons, data = verdict(policy, call("charge_order"))
+
+    assert (action, reasons, data["attestation"]) == ("ask", ["NOT_VERIFIED"], "NOT_ATTESTED")
+
+
+def test_an_attested_operation_is_allowed_and_the_reason_names_the_attestation(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+
+    action, reasons, data = verdict(policy, call("update_deal"))
+
+    assert (action, reasons) == ("allow", ["VERIFIED"])
+    assert str(data["source"]).endswith("attestations/a0.json")
+    assert str(data["digest"]).startswith("sha256:")
+
+
+def test_an_attestation_signed_by_anyone_but_the_pinned_signer_is_refused(tmp_path: Path) -> None:
+    forged = attestation({"update_deal": "compensate"}, signer=SigningKey.generate())
+    policy = policy_with(tmp_path, forged)
+
+    action, reasons, data = verdict(policy, call("update_deal"))
+
+    assert (action, reasons, data["attestation"]) == ("ask", ["NOT_VERIFIED"], "FORGED")
+    assert str(data["source"]).endswith("attestations/a0.json")
+
+
+def test_an_attestation_edited_after_signing_vouches_for_nothing(tmp_path: Path) -> None:
+    edited = attestation({"update_deal": "compensate"})
+    edited["operations"].append({"tool": "charge_order", "kind": "compensate", "requirements": ["J-4.2"]})
+    policy = policy_with(tmp_path, edited)
+
+    assert verdict(policy, call("charge_order"))[2]["attestation"] == "FORGED"
+    assert verdict(policy, call("update_deal"))[2]["attestation"] == "FORGED"
+
+
+def test_an_attestation_older_than_the_maximum_age_is_stale(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}), max_age=DAY)
+
+    on_the_day = verdict(policy, call("update_deal", at=ISSUED + timedelta(days=1)))
+    after = verdict(policy, call("update_deal", at=ISSUED + timedelta(days=1, seconds=1)))
+
+    assert on_the_day[0] == "allow"
+    assert (after[0], after[2]["attestation"]) == ("ask", "STALE")
+
+
+def test_an_attestation_for_another_server_key_is_refused(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+
+    rotated = verdict(policy, call("update_deal", keys=frozenset({SigningKey.generate().kid})))
+    unaware = verdict(policy, call("update_deal", keys=frozenset()))
+
+    assert (rotated[0], rotated[2]["attestation"]) == ("ask", "OTHER_SERVER_KEY")
+    assert unaware[2]["attestation"] == "OTHER_SERVER_KEY"
+
+
+def test_an_attestation_issued_after_the_call_or_for_another_kind_of_undo_is_refused(tmp_path: Path) -> None:
+    policy = policy_with(
+        tmp_path, attestation({"update_deal": "none"}), attestation({"charge_order": "compensate"})
+    )
+
+    other_kind = verdict(policy, call("update_deal"))
+    before_issue = verdict(policy, call("charge_order", at=ISSUED - timedelta(hours=1)))
+
+    assert other_kind[2]["attestation"] == "OTHER_KIND"
+    assert before_issue[2]["attestation"] == "NOT_YET_VALID"
+
+
+def test_one_good_attestation_among_bad_ones_is_enough(tmp_path: Path) -> None:
+    forged = attestation({"update_deal": "compensate"}, signer=SigningKey.generate())
+    policy = policy_with(tmp_path, forged, attestation({"update_deal": "compensate"}))
+
+    assert verdict(policy, call("update_deal"))[0] == "allow"
+
+
+def test_without_require_verified_attestations_change_nothing(tmp_path: Path) -> None:
+    path = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+    document = json.loads(path.read_text())
+    document["autonomy"]["requireVerified"] = False
+    path.write_text(json.dumps(document))
+
+    assert verdict(path, call("charge_order")) == ("allow", [], {})
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "cannot read"),
+        ("{}", "is not a conformance attestation"),
+        ("not json", "is not a conformance attestation"),
+    ],
+)
+def test_an_attestation_file_that_cannot_be_read_stops_the_policy_loading_at_its_line(
+    tmp_path: Path, content: str | None, problem: str
+) -> None:
+    path = policy_with(tmp_path, attestation({"update_deal": "compensate"}), {})
+    target = tmp_path / "attestations" / "a1.json"
+    if content is None:
+        target.unlink()
+    else:
+        target.write_text(content)
+
+    with pytest.raises(PolicyFileError, match=problem) as refused:
+        load_policy(path)
+
+    line = path.read_text().splitlines()[refused.value.line - 1]
+    assert "attestations/a1.json" in line
+
+
+def test_a_signer_key_whose_kid_does_not_name_it_is_refused_at_load(tmp_path: Path) -> None:
+    path = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+    document = json.loads(path.read_text())
+    document["autonomy"]["attestations"]["signer"]["kid"] = SigningKey.generate().kid
+    path.write_text(json.dumps(document, indent=2))
+
+    with pytest.raises(PolicyFileError, match="signer") as refused:
+        load_policy(path)
+
+    assert '"signer"' in path.read_text().splitlines()[refused.value.line - 1]
