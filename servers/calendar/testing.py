@@ -25,7 +25,7 @@ def calendar_testing_hooks(organizer: str) -> tuple[Callable[..., Any], ...]:
 
     @sample_for("create_event")
     def kickoff(tx: Tx) -> Sample:
-        """A kickoff at 00:30 on Nov 5 in +01:00, which is Nov 4 in UTC, with one attendee given twice."""
+        """A kickoff at 00:30 on Nov 5 in +01:00, which is Nov 4 in UTC (the summary must say so)."""
         return Sample(
             arguments={
                 "summary": "Kickoff with Globex",
@@ -33,8 +33,8 @@ def calendar_testing_hooks(organizer: str) -> tuple[Callable[..., Any], ...]:
                 "end": "2026-11-05T00:55:00+01:00",
                 "attendees": ["buyer@globex.com", " BUYER@globex.com ", "dana@acme.com"],
             },
-            shows=["on Nov 4", "with 2 attendees"],
-            hides=["Nov 5", "3 attendees"],
+            shows=['Create "Kickoff with Globex" on Nov 4'],
+            hides=["Nov 5"],
         )
 
     @sample_for("update_event")

@@ -24,8 +24,8 @@ def welcome_note(tx: Tx) -> Sample:
             "subject": "  Welcome to Acme  ",
             "body": "Welcome aboard.",
         },
-        shows=["Email to buyer@globex.com: Welcome to Acme"],
-        hides=["buyer@globex.com,", "  Welcome"],
+        shows=["Email to buyer@globex.com"],
+        hides=["buyer@globex.com,"],
     )
 
 
