@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlmodel import Session
 
+from hatp_journal.toolkit.errors import JournalError
 from hatp_journal.toolkit.wire import Money, Override, Use
 
 
@@ -93,6 +94,15 @@ class ResourceState:
     def exists(self) -> bool:
         """Whether the resource exists."""
         return self.version is not None
+
+    def who_changed(self) -> str | None:
+        """Who changed it last, looked up now if ``changed_by`` is a function (None if that fails)."""
+        if not callable(self.changed_by):
+            return self.changed_by
+        try:
+            return self.changed_by()
+        except JournalError:
+            return None  # who changed it is a detail; the state stands without it
 
 
 @dataclass(frozen=True)

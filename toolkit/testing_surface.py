@@ -92,15 +92,19 @@ class ConformanceSurface:
         with Session(self.journal.engine) as session:
             tx = Tx(session=session, now=self.journal.now(), server=self.journal.server, tool=tool)
             found = compensation.state(resource, tx)
+            if not isinstance(found, ResourceState):
+                raise ToolFailed(
+                    f"state reader for {tool} returned {type(found).__name__}", cause="BAD_STATE"
+                )
+            # A reader may look up who changed it only when asked: ask while its session is open.
+            changed_by = found.who_changed()
             session.rollback()
-        if not isinstance(found, ResourceState):
-            raise ToolFailed(f"state reader for {tool} returned {type(found).__name__}", cause="BAD_STATE")
         return StateAnswer(
             resource=resource,
             exists=found.exists,
             version=found.version,
             etag=found.etag,
-            changed_by=found.changed_by,
+            changed_by=changed_by,
             fields=dict(found.fields),
         )
 

@@ -280,7 +280,7 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
         for name in sorted(set(left) | set(now_fields))
         if left.get(name) != now_fields.get(name)
     ]
-    changed_by = _changed_by(state) if state.exists else None
+    changed_by = state.who_changed() if state.exists else None
     if not state.exists:
         message = "the resource no longer exists"
     else:
@@ -297,15 +297,6 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
             "changes": changes,
         }
     )
-
-
-def _changed_by(state: ResourceState) -> str | None:
-    if not callable(state.changed_by):
-        return state.changed_by
-    try:
-        return state.changed_by()
-    except JournalError:
-        return None  # who changed it is a detail of the answer; the conflict stands without it
 
 
 def _unverified(record: UndoRecord, after: ResourceState) -> str | None:
