@@ -33,7 +33,7 @@ def calendar_testing_hooks(organizer: str) -> tuple[Callable[..., Any], ...]:
                 "end": "2026-11-05T00:55:00+01:00",
                 "attendees": ["buyer@globex.com", " BUYER@globex.com ", "dana@acme.com"],
             },
-            shows=["on Nov 4", "with 2 attendees"],
+            shows=['"Kickoff with Globex" on Nov 4'],
             hides=["Nov 5", "3 attendees"],
         )
 
