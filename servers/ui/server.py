@@ -14,6 +14,7 @@ from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_e
 from .browser import DEFAULT_CHROMIUM, BrowserThread
 from .evidence import EvidenceFiles
 from .screens import InvoiceScreens
+from .testing import ui_testing_hooks
 from .tools import InvoiceUi, build_tools
 
 SERVER = "ui://fakeapp"
@@ -78,7 +79,8 @@ def build(settings: UiSettings, clock: Callable[[], datetime] | None = None) -> 
             store=create_store_engine(settings.db),
             clock=clock or utc_now,
         )
-        journal.register(mcp, *build_tools(ui))
+        # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
+        journal.register(mcp, *build_tools(ui), *ui_testing_hooks(ui))
     except BaseException:
         browser.close()
         raise
