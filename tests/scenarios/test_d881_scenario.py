@@ -67,7 +67,7 @@ def test_the_d881_story_prints_the_spec_plan_and_takes_back_the_deal_and_the_mee
 ) -> None:
     out = play(tmp_path, capsys)
 
-    assert SPEC_PLAN in out
+    assert SPEC_PLAN in out, out
     assert deal_stage(tmp_path) == "Proposal"
     delivered = read_maildir(tmp_path / "mail")
     assert_one_cancel_per_attendee(delivered)
@@ -89,8 +89,8 @@ def test_with_eve_the_deal_step_is_a_conflict_naming_her_and_the_meeting_is_stil
 ) -> None:
     out = play(tmp_path, capsys, "--eve")
 
-    assert "Changed since (kept unless overridden):" in out
-    assert "stage is now Negotiation (v14), changed by eve@acme.com" in out
+    assert "Changed since (kept unless overridden):" in out, out
+    assert "stage is now Negotiation (v14), changed by eve@acme.com" in out, out
     assert deal_stage(tmp_path) == "Negotiation"
     assert_one_cancel_per_attendee(read_maildir(tmp_path / "mail"))
     assert reversal_of(tmp_path) == {"step 3": "notReversible", "step 2": "reversed", "step 1": "conflicted"}
@@ -104,7 +104,7 @@ def test_with_eve_and_an_override_the_approver_overwrites_her_change(
 
     assert deal_stage(tmp_path) == "Proposal"
     assert reversal_of(tmp_path) == {"step 3": "notReversible", "step 2": "reversed", "step 1": "reversed"}
-    assert "overwrote a newer change, by override of human://acme.com/lee" in out
+    assert "overwrote a newer change, by override of human://acme.com/lee" in out, out
     assert "verify says ok" in out
 
 

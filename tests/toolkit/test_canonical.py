@@ -45,7 +45,7 @@ def outcome(encode: Any, value: Any) -> tuple[str, Any]:
         return "refused", type(error)
 
 
-@settings(max_examples=2000)
+@settings(max_examples=500)
 @given(JSON)
 def test_the_fast_road_writes_the_reference_bytes_or_refuses_alike(value: Any) -> None:
     assert outcome(canonical_bytes, value) == outcome(rfc8785.dumps, value)
