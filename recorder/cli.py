@@ -21,6 +21,7 @@ from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.recorder.undo import commands as undo_commands
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoError
+from hatp_journal.recorder.web import commands as web_commands
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
@@ -36,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    web = commands.add_parser("web", help="serve the approver's pages in a browser (127.0.0.1)")
+    web.add_argument("--host", default="127.0.0.1")
+    web.add_argument("--port", type=int, default=8766)
+    link = commands.add_parser("web-link", help="print a one-time sign-in link to the approver's pages")
+    link.add_argument("--as", dest="person", required=True, help="your id in the directory")
     commands.add_parser("runs", help="list runs")
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):
@@ -73,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             anyio.run(_serve, config, args.transport, args.host, args.port)
             return 0
+        if args.command in ("web", "web-link"):
+            return web_commands.run(args, config)
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
         if undo_commands.handles(args, store):
             return int(anyio.run(undo_commands.run_command, args, config, store))
