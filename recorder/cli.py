@@ -18,11 +18,13 @@ from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.reminders import tick
 from hatp_journal.recorder.undo import commands as undo_commands
+from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.web import commands as web_commands
-from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.clock import parse_wire_time, utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import PublicKey
@@ -42,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     web.add_argument("--port", type=int, default=8766)
     link = commands.add_parser("web-link", help="print a one-time sign-in link to the approver's pages")
     link.add_argument("--as", dest="person", required=True, help="your id in the directory")
+    tick = commands.add_parser(
+        "tick", help="send what is due: reviews, reminders, escalations; record lapses"
+    )
+    tick.add_argument("--now", help="act as if it were this UTC time (YYYY-MM-DDTHH:MM:SSZ), for demos")
     commands.add_parser("runs", help="list runs")
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):
@@ -82,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("web", "web-link"):
             return web_commands.run(args, config)
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        if args.command == "tick":
+            return _tick(store, config, args.now)
         if undo_commands.handles(args, store):
             return int(anyio.run(undo_commands.run_command, args, config, store))
         if args.command == "runs":
@@ -149,6 +157,25 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
     return 0 if outcome.counted else 1
+
+
+def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
+    try:
+        now = parse_wire_time(at) if at else utc_now()
+    except ValueError:
+        raise ConfigError(f"--now must look like 2026-11-07T18:00:00Z, got {at!r}") from None
+    policy = load_policy(Path(config.recorder.policy))
+    directory = load_directory(config)
+    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
+    for entry in entries:
+        body = entry.body
+        to = ", ".join(body.get("mailedTo", [])) or "-"
+        print(
+            f"{entry.run}/{entry.id}\t{entry.kind}\t{body.get('step', '')}\t{body.get('after', '')}\tto {to}"
+        )
+    for failure in failed:
+        print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:

@@ -60,6 +60,17 @@ class WebSection(BaseModel):
     base_url: str = Field(default="http://127.0.0.1:8766", description="Where links in messages point")
     link_minutes: int = Field(default=15, gt=0, description="How long a sign-in link stays usable")
     session_minutes: int = Field(default=480, gt=0, description="How long a sign-in lasts")
+    tick_seconds: float = Field(default=60, gt=0, description="How often the approver runs `tick`")
+
+
+class MailSection(BaseModel):
+    """The ``[mail]`` table: the SMTP server reviews and reminders are sent through."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int | None = Field(default=None, gt=0, lt=65536, description="Unset: no mail is sent")
+    sender: str = "hatp-recorder@localhost"
 
 
 class RecorderConfig(BaseModel):
@@ -69,6 +80,7 @@ class RecorderConfig(BaseModel):
 
     recorder: RecorderSection = Field(default_factory=RecorderSection)
     web: WebSection = Field(default_factory=WebSection)
+    mail: MailSection = Field(default_factory=MailSection)
     servers: dict[str, ServerConfig]
 
     @model_validator(mode="after")

@@ -8,13 +8,15 @@ autoescaping on, so whatever a tool server or agent wrote is shown as text, neve
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+import anyio
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,6 +29,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     decide_on_plan,
@@ -95,11 +98,37 @@ class WebApprover:
             Route("/runs/{run}", self._page(self._review), methods=["GET"]),
             Route("/runs/{run}/plan", self._page(self._ask_for_plan), methods=["POST"]),
         ]
-        self.app = Starlette(routes=routes)
+        self.app = Starlette(routes=routes, lifespan=self._lifespan)
 
     def link(self, person: str, *, valid_for: timedelta | None = None) -> str:
         """A one-time sign-in link for ``person`` (what ``hatp-recorder web-link`` prints)."""
         return sign_in_link(self.config, person, now=self.clock(), valid_for=valid_for)
+
+    def tick(self) -> list[str]:
+        """Send what is due (reviews, reminders, escalations) and record lapses; the mails that failed."""
+        _, failed = tick(
+            self.store,
+            self._policy(),
+            self._directory(),
+            self.config.mail,
+            self.clock(),
+            self.config.web.base_url,
+        )
+        return failed
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """The scheduler: ``tick`` every ``[web] tick_seconds`` while serving (idempotent, like cron)."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._tick_forever)
+            yield
+            tasks.cancel_scope.cancel()
+
+    async def _tick_forever(self) -> None:
+        while True:
+            for failure in await anyio.to_thread.run_sync(self.tick):
+                print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr, flush=True)
+            await anyio.sleep(self.config.web.tick_seconds)
 
     def close(self) -> None:
         self.store.dispose()
@@ -329,6 +358,8 @@ class WebApprover:
     async def _review(self, request: Request) -> Response:
         session = self._session(request)
         run = self.store.run(request.path_params["run"])
+        if run.closed_at is not None:
+            record_seen(self.store, run.id, session.person, self.clock())  # somebody has looked (§12)
         windows, others = review(self.store.entries(run.id), self.clock())
         return self._render(
             request,
