@@ -1,6 +1,6 @@
 """``hatp-demo``: run the project's stories against the real demo servers.
 
-    hatp-demo d881 [--eve [--override]] [--workdir DIR]
+    hatp-demo d881 [--eve [--override]] [--browser] [--workdir DIR]
     hatp-demo friday [--workdir DIR]
 
 Exits 0 when the story ran to its end; otherwise prints one line on stderr and exits 1.
@@ -28,10 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="hatp-friday-") as scratch:
                 asyncio.run(friday.run(args.workdir or Path(scratch) / "friday"))
         elif args.workdir is not None:
-            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override))
+            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override, browser=args.browser))
         else:
             with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
-                asyncio.run(d881.run(Path(scratch) / "d881", eve=args.eve, override=args.override))
+                workdir = Path(scratch) / "d881"
+                asyncio.run(d881.run(workdir, eve=args.eve, override=args.override, browser=args.browser))
     except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"hatp-demo {args.command}: {message}", file=sys.stderr)
@@ -46,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     story.add_argument("--eve", action="store_true", help="Eve moves the deal to Negotiation before the undo")
     story.add_argument(
         "--override", action="store_true", help="with --eve: the approver overwrites Eve's change"
+    )
+    story.add_argument(
+        "--browser",
+        action="store_true",
+        help="serve the approver's pages, print Lee's sign-in link, and wait for the decision made there",
     )
     story.add_argument(
         "--workdir",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 from hatp_journal.toolkit.store import create_store_engine
 
 pytestmark = pytest.mark.browser
-SCREENSHOT = Path(__file__).parents[3] / "docs" / "img" / "reversal-plan.png"
 
 
 def two_puts(second: str) -> list[tuple[str, dict[str, Any]]]:
@@ -61,8 +59,6 @@ def test_a_reversal_plan_asked_for_and_approved_on_the_pages_runs_the_undo_and_s
     page.click("#undo-from-1")
     assert "/plans/" in page.url
     assert page.locator("li.step").count() == 2
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
 
     page.click("#approve")
 
