@@ -15,13 +15,25 @@ _POLL_SECONDS = 0.01
 
 
 @contextmanager
-def serving(app: ASGIApp, host: str = "127.0.0.1", port: int = 0, timeout: float = 10.0) -> Iterator[str]:
-    """Serve ``app`` from a background thread; yields its base URL, stops (bounded) on exit."""
+def serving(
+    app: ASGIApp,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout: float = 10.0,
+    *,
+    scheduler: bool = False,
+) -> Iterator[str]:
+    """Serve ``app`` from a background thread; yields its base URL, stops (bounded) on exit.
+
+    The approver's scheduler runs in the app's lifespan, so it runs only with ``scheduler=True``.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     url = f"http://{host}:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on" if scheduler else "off")
+    )
     finished = threading.Event()
 
     def serve() -> None:

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from undo_org import DANA, LEAD, POLICY, Org, make_org
 
+from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.reminders import record_seen
+from hatp_journal.recorder.web import WebApprover
+from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 
@@ -120,3 +123,20 @@ def test_tick_refuses_a_time_it_cannot_read(org: Org) -> None:
 
     assert code == 2
     assert "--now" in err
+
+
+def test_the_approver_mails_the_review_by_itself_while_it_serves(org: Org, mail: MailSink) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    with org.config.open("a") as config:
+        config.write('\n[web]\nkeys = "."\ntick_seconds = 0.1\n')
+    approver = WebApprover(load_config(org.config))
+    try:
+        with serving(approver.app, scheduler=True):
+            [review] = mail.wait_for(1)
+            with pytest.raises(TimeoutError):  # five more ticks go by: none sends anything twice
+                mail.wait_for(2, timeout=0.5)
+    finally:
+        approver.close()
+
+    assert review.subject == f"Review of sales-bot's run {run}"
+    assert kinds(org, run) == ["review"]
