@@ -62,5 +62,8 @@ def serving(
 
 
 def serve_forever(app: ASGIApp, host: str, port: int) -> None:
-    """Serve ``app`` in this thread until SIGINT or SIGTERM."""
-    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="off")
+    """Serve ``app`` in this thread until SIGINT or SIGTERM, with the scheduler (the app's lifespan).
+
+    No access log: sign-in links carry their one-time token in the query string.
+    """
+    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="on", access_log=False)

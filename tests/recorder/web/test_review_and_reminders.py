@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -140,3 +143,33 @@ def test_the_approver_mails_the_review_by_itself_while_it_serves(org: Org, mail:
 
     assert review.subject == f"Review of sales-bot's run {run}"
     assert kinds(org, run) == ["review"]
+
+
+def test_hatp_recorder_web_runs_the_scheduler_too(org: Org, mail: MailSink) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    with org.config.open("a") as config:
+        config.write('\n[web]\nkeys = "."\ntick_seconds = 0.1\n')
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hatp_journal.recorder.cli",
+            "--config",
+            str(org.config),
+            "web",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        [review] = mail.wait_for(1, timeout=60)
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+
+    assert review.subject == f"Review of sales-bot's run {run}"
