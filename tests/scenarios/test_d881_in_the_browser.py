@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import threading
@@ -17,7 +18,8 @@ from hatp_journal.servers.fakeapp.pytest_fixtures import browser_page, chromium
 
 __all__ = ["browser_page", "chromium"]
 pytestmark = pytest.mark.browser
-SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "reversal-plan.png"
+# The README's screenshot, rewritten only when asked (`make screenshots`): test runs leave the tree clean.
+README_SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "reversal-plan.png"
 WAIT_SECONDS = 120
 
 
@@ -66,8 +68,10 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     browser_page.goto(plan)
     assert browser_page.locator("li.step").count() == 2
     assert "delivered to external recipients" in browser_page.inner_text("#not-reversible")
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    browser_page.screenshot(path=str(SCREENSHOT), full_page=True)
+    update = os.environ.get("HATP_UPDATE_SCREENSHOTS") == "1"
+    shot = README_SCREENSHOT if update else tmp_path / "reversal-plan.png"
+    browser_page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 0
     browser_page.click("#approve")
     story.join(WAIT_SECONDS)
 
