@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench clean
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench screenshots clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,10 @@ schema: $(STAMP)
 	$(PY) -m hatp_journal.recorder.record.schema docs/schema
 	$(PY) -m hatp_journal.recorder.undo.schema docs/schema
 	$(PY) -m hatp_journal.conformance.schema docs/schema
+
+# Retake the README's screenshot of the Reversal Plan page (a browser test writes it).
+screenshots: $(STAMP)
+	HATP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/scenarios/test_d881_in_the_browser.py
 
 demo: $(STAMP)
 	$(VENV)/bin/hatp-demo d881

@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from contextlib import AsyncExitStack
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -17,12 +18,16 @@ from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_confi
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
-from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.record import RunStore, UnknownRun, verify_record
+from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo import commands as undo_commands
+from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
-from hatp_journal.recorder.undo.errors import UndoError
-from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.web import commands as web_commands
+from hatp_journal.recorder.web.views import review
+from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import PublicKey
@@ -37,6 +42,21 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    web = commands.add_parser("web", help="serve the approver's pages in a browser (127.0.0.1)")
+    web.add_argument("--host", default="127.0.0.1")
+    web.add_argument("--port", type=int, default=8766)
+    link = commands.add_parser("web-link", help="print a one-time sign-in link to the approver's pages")
+    link.add_argument("--as", dest="person", required=True, help="your id in the directory")
+    tick = commands.add_parser(
+        "tick", help="send what is due: reviews, reminders, escalations; record lapses"
+    )
+    tick.add_argument("--now", help="act as if it were this UTC time (YYYY-MM-DDTHH:MM:SSZ), for demos")
+    look = commands.add_parser(
+        "review", help="what of a run can still be undone, now (records that you looked)"
+    )
+    look.add_argument("run")
+    look.add_argument("--as", dest="person", required=True, help="your id in the directory")
+    look.add_argument("--now", help="act as if it were this UTC time, for demos")
     commands.add_parser("runs", help="list runs")
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):
@@ -74,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             anyio.run(_serve, config, args.transport, args.host, args.port)
             return 0
+        if args.command in ("web", "web-link"):
+            return web_commands.run(args, config)
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        if args.command == "tick":
+            return _tick(store, config, args.now)
+        if args.command == "review":
+            return _review(store, config, args)
         if undo_commands.handles(args, store):
             return int(anyio.run(undo_commands.run_command, args, config, store))
         if args.command == "runs":
@@ -134,6 +160,48 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
     return 0 if outcome.counted else 1
+
+
+def _now(at: str | None) -> datetime:
+    try:
+        return parse_wire_time(at) if at else utc_now()
+    except ValueError:
+        raise ConfigError(f"--now must look like 2026-11-07T18:00:00Z, got {at!r}") from None
+
+
+def _review(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
+    now = _now(args.now)
+    if load_directory(config).person(args.person) is None:
+        raise UndoError(UndoCode.NOT_PERMITTED, f"{args.person} is not in the directory")
+    try:
+        run = store.run(args.run)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {args.run!r}") from None
+    if run.closed_at is not None:
+        record_seen(store, run.id, args.person, now)
+    windows, others = review(store.entries(run.id), now)
+    print(f"Run {run.id} by {run.agent} for {run.principal}, read at {wire_time(now)}:")
+    for line in windows:
+        print(f"  step {line.number}  {line.left:<14} {line.summary}   (until {line.undo_by})")
+    for line in others:
+        print(f"  step {line.number}  {'—':<14} {line.summary}   ({line.note})")
+    return 0
+
+
+def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
+    now = _now(at)
+    policy = load_policy(Path(config.recorder.policy))
+    directory = load_directory(config)
+    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
+    for entry in entries:
+        body = entry.body
+        to = ", ".join(body.get("mailedTo", [])) or "-"
+        print(
+            f"{entry.run}/{entry.id}\t{entry.kind}\t{body.get('step', '')}\t{body.get('after', '')}\tto {to}"
+        )
+    for failure in failed:
+        print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:

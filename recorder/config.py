@@ -47,12 +47,40 @@ class RecorderSection(BaseModel):
     checkpoint_every: int = Field(default=100, gt=0)
 
 
+class WebSection(BaseModel):
+    """The ``[web]`` table: the browser approver (``hatp-recorder web``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keys: str = Field(
+        default="keys",
+        description="Folder of people's signing keys, NAME.key for human://org/NAME (demo only)",
+    )
+    secret: str = Field(default="web.secret", description="HMAC secret for sign-in links; made if absent")
+    base_url: str = Field(default="http://127.0.0.1:8766", description="Where links in messages point")
+    link_minutes: int = Field(default=15, gt=0, description="How long a sign-in link stays usable")
+    session_minutes: int = Field(default=480, gt=0, description="How long a sign-in lasts")
+    tick_seconds: float = Field(default=60, gt=0, description="How often the approver runs `tick`")
+
+
+class MailSection(BaseModel):
+    """The ``[mail]`` table: the SMTP server reviews and reminders are sent through."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int | None = Field(default=None, gt=0, lt=65536, description="Unset: no mail is sent")
+    sender: str = "hatp-recorder@localhost"
+
+
 class RecorderConfig(BaseModel):
     """The whole configuration file."""
 
     model_config = ConfigDict(extra="forbid")
 
     recorder: RecorderSection = Field(default_factory=RecorderSection)
+    web: WebSection = Field(default_factory=WebSection)
+    mail: MailSection = Field(default_factory=MailSection)
     servers: dict[str, ServerConfig]
 
     @model_validator(mode="after")
@@ -88,6 +116,8 @@ def load_config(path: Path) -> RecorderConfig:
     section.policy = _resolve(base, section.policy)
     if section.directory is not None:
         section.directory = _resolve(base, section.directory)
+    config.web.keys = _resolve(base, config.web.keys)
+    config.web.secret = _resolve(base, config.web.secret)
     return config
 
 

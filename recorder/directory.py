@@ -28,6 +28,7 @@ class Person(BaseModel):
     id: str = Field(min_length=1, description="e.g. human://acme.com/lee")
     name: str = ""
     roles: list[str] = Field(default_factory=list)
+    email: str | None = Field(default=None, description="Where reviews, reminders and escalations go")
     public_key: str = Field(description="Raw Ed25519 public key, base64url")
 
     def verify_key(self) -> VerifyKey:

@@ -1,6 +1,7 @@
 """``hatp-demo``: run the project's stories against the real demo servers.
 
-    hatp-demo d881 [--eve [--override]] [--workdir DIR]
+    hatp-demo d881 [--eve [--override]] [--browser] [--workdir DIR]
+    hatp-demo friday [--workdir DIR]
 
 Exits 0 when the story ran to its end; otherwise prints one line on stderr and exits 1.
 """
@@ -14,7 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from hatp_journal.scenarios import d881
+from hatp_journal.scenarios import d881, friday
 
 FAILED = 1
 
@@ -23,11 +24,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        if args.workdir is not None:
-            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override))
+        if args.command == "friday":
+            with tempfile.TemporaryDirectory(prefix="hatp-friday-") as scratch:
+                asyncio.run(friday.run(args.workdir or Path(scratch) / "friday"))
+        elif args.workdir is not None:
+            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override, browser=args.browser))
         else:
             with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
-                asyncio.run(d881.run(Path(scratch) / "d881", eve=args.eve, override=args.override))
+                workdir = Path(scratch) / "d881"
+                asyncio.run(d881.run(workdir, eve=args.eve, override=args.override, browser=args.browser))
     except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"hatp-demo {args.command}: {message}", file=sys.stderr)
@@ -44,6 +49,20 @@ def _parser() -> argparse.ArgumentParser:
         "--override", action="store_true", help="with --eve: the approver overwrites Eve's change"
     )
     story.add_argument(
+        "--browser",
+        action="store_true",
+        help="serve the approver's pages, print Lee's sign-in link, and wait for the decision made there",
+    )
+    story.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="an empty directory for stores and mail (default: a temp dir)",
+    )
+    week = commands.add_parser(
+        "friday", help="reviews, reminders, an escalation and lapses for a Friday-evening run (SPEC §12)"
+    )
+    week.add_argument(
         "--workdir",
         type=Path,
         default=None,

@@ -76,6 +76,19 @@ class Autonomy(WireModel):
     decide_within_seconds: PositiveInt | None = None
 
 
+class ReviewRules(WireModel):
+    """When people hear about open undo windows (SPEC §12).
+
+    A reminder goes to the run's principal ``remindBeforeSeconds`` before each open window closes;
+    if nobody has looked by ``escalateBeforeSeconds`` before it closes, the holders of ``escalateTo``
+    (default: the ``undoAuthority``) are told too.
+    """
+
+    remind_before_seconds: PositiveInt = 86_400
+    escalate_before_seconds: NonNegativeInt = 14_400
+    escalate_to: str | None = Field(default=None, min_length=1)
+
+
 class PolicyOverride(WireModel):
     """Lifts (or holds back) one operation for calls made at or after ``from``; never retroactive."""
 
@@ -93,6 +106,7 @@ class Policy(WireModel):
     autonomy: Autonomy = Field(default_factory=Autonomy)
     undo_authority: str | None = Field(default=None, min_length=1)
     overrides: tuple[PolicyOverride, ...] = ()
+    review: ReviewRules = Field(default_factory=ReviewRules)
 
     _digest: str | None = PrivateAttr(default=None)
     _attested: Attestations | None = PrivateAttr(default=None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import AsyncExitStack
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,12 +18,19 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
-from hatp_journal.recorder.undo.approval import decide_plan, find_plan, is_plan, record_plan
+from hatp_journal.recorder.undo.actions import (
+    ask_for_plan,
+    decide_on_plan,
+    display_name,
+    load_directory,
+    run_plan,
+    undo_authority,
+)
+from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.execute import execute_plan
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
-from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
+from hatp_journal.recorder.undo.plan import plan_text, undo_label
+from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit.clock import utc_now, wire_time
@@ -60,7 +66,7 @@ def add_commands(commands: Any) -> None:
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
     """Run one undo command; UndoError propagates to the CLI, which prints its code."""
     policy = load_policy(Path(config.recorder.policy))
-    directory = _directory(config)
+    directory = load_directory(config)
     async with AsyncExitStack() as stack:
         servers = UndoServers(config, PinStore(store.engine), stack)
         if args.command == "plan":
@@ -94,31 +100,13 @@ async def _plan(
     args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
 ) -> int:
     request = UndoRequest(from_step=args.from_step, steps=tuple(args.steps or ()))
-    try:
-        run = store.run(args.run)
-    except UnknownRun:
-        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {args.run!r}") from None
-    authority = _authority(policy)
-    if args.by != run.principal and args.by not in directory.holders(authority):
-        raise UndoError(
-            UndoCode.NOT_PERMITTED,
-            f"{args.by} is neither the run's principal ({run.principal}) nor holds {authority}",
-        )
-    planned = await build_plan(
-        store,
-        run.id,
-        request,
-        requested_by=args.by,
-        undo_authority=authority,
-        check=servers.check,
-        now=utc_now(),
-    )
-    ask = record_plan(store, planned, now=utc_now(), within=_within(policy))
+    ask = await ask_for_plan(store, policy, directory, servers, args.run, request, by=args.by, now=utc_now())
+    plan = ask.plan
     if args.json:
-        print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": planned.plan.wire()}, indent=2))
+        print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": plan.wire()}, indent=2))
     else:
-        print(plan_text(planned.plan, agent=run.agent, principal=_name(directory, run.principal)))
-        print(f"\nPlan {ask.ref} waits for {authority} (decide by {ask.entry.body['decideBy']}).")
+        print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
+        print(f"\nPlan {ask.ref} waits for {plan.undo_authority} (decide by {ask.entry.body['decideBy']}).")
     return 0
 
 
@@ -129,19 +117,15 @@ async def _decide(
     key = SigningKey.from_file(args.key)
     if not is_plan(store, args.ask):
         return await _decide_remedy(args, store, directory, servers, decision, key)
-    ask = find_plan(store, args.ask)
-    fresh = None
-    if decision == "approve":
-        fresh = await _replan(store, ask.plan, servers)
-    counted, message, _ = decide_plan(
+    counted, message, _ = await decide_on_plan(
         store,
+        policy,
+        directory,
+        servers,
         args.ask,
         decision,
         person=args.person,
         key=key,
-        directory=directory,
-        undo_authority=policy.undo_authority,
-        fresh=fresh,
         overrides=getattr(args, "override", None) or (),
         now=utc_now(),
     )
@@ -154,14 +138,9 @@ async def _decide(
 
 
 async def _undo(ref: str, store: RunStore, policy: Policy, servers: UndoServers) -> int:
-    ask = find_plan(store, ref)
-
-    async def replan() -> ReversalPlan:
-        return await _replan(store, ask.plan, servers)
-
-    reversal = await execute_plan(store, ref, compensate=servers.compensate, replan=replan)
+    reversal = await run_plan(store, ref, servers, utc_now())
     print(reversal_text(reversal))
-    head = store.latest_checkpoint(ask.run)
+    head = store.latest_checkpoint(reversal.run)
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
     return 0 if all(s["status"] in ("reversed", "notReversible") for s in reversal.body["steps"]) else 1
@@ -191,25 +170,6 @@ def reversal_text(reversal: Entry) -> str:
 
 
 _STATUS_WORDS = {"notReversible": "not reversible"}
-
-
-async def _replan(store: RunStore, shown: ReversalPlan, servers: UndoServers) -> ReversalPlan:
-    """The plan built again now, from the same request, to compare with what was shown."""
-    request = shown.request
-    if request.startswith("from "):
-        again = UndoRequest(from_step=int(request.removeprefix("from ")))
-    else:
-        again = UndoRequest(steps=tuple(int(n) for n in request.removeprefix("steps ").split(", ")))
-    planned = await build_plan(
-        store,
-        shown.run,
-        again,
-        requested_by=shown.requested_by,
-        undo_authority=shown.undo_authority,
-        check=servers.check,
-        now=utc_now(),
-    )
-    return planned.plan
 
 
 async def _decide_remedy(
@@ -244,7 +204,7 @@ def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, dir
             UndoCode.UNKNOWN_ENTRY, f"{args.entry} has no inferred link on {args.on} in {args.run}"
         )
     key = SigningKey.from_file(args.key)
-    refusal = directory.may_decide(args.person, _authority(policy), key.public)
+    refusal = directory.may_decide(args.person, undo_authority(policy), key.public)
     if refusal is not None:
         raise UndoError(UndoCode.NOT_PERMITTED, refusal)
     stamp = wire_time(utc_now())
@@ -293,27 +253,3 @@ def _remedy(args: argparse.Namespace, store: RunStore, policy: Policy, directory
         f"remedy ask {run}/{entry.id} waits for {entry.body['approver']} (decide by {entry.body['decideBy']})"
     )
     return 0
-
-
-def _authority(policy: Policy) -> str:
-    if policy.undo_authority is None:
-        raise UndoError(
-            UndoCode.NO_UNDO_AUTHORITY, "the policy names no undoAuthority: nobody may approve an undo"
-        )
-    return policy.undo_authority
-
-
-def _within(policy: Policy) -> timedelta | None:
-    seconds = policy.autonomy.decide_within_seconds
-    return None if seconds is None else timedelta(seconds=seconds)
-
-
-def _directory(config: RecorderConfig) -> Directory:
-    if config.recorder.directory is None:
-        raise ConfigError("[recorder] directory is not set: nobody can ask for or approve an undo")
-    return Directory.load(Path(config.recorder.directory))
-
-
-def _name(directory: Directory, person_id: str) -> str:
-    person = directory.person(person_id)
-    return person.name if person is not None and person.name else person_id

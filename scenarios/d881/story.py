@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,12 @@ from typing import Any, TextIO
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.undo.approval import find_plan
+from hatp_journal.recorder.undo.commands import reversal_text
+from hatp_journal.recorder.web import WebApprover
+from hatp_journal.recorder.web.server import serving
 from hatp_journal.scenarios.d881.world import (
     ATTENDEES,
     DANA,
@@ -67,7 +74,15 @@ class Told:
     reversal: str
 
 
-async def run(workdir: Path, out: TextIO | None = None, *, eve: bool = False, override: bool = False) -> Told:
+async def run(
+    workdir: Path,
+    out: TextIO | None = None,
+    *,
+    eve: bool = False,
+    override: bool = False,
+    browser: bool = False,
+    wait_seconds: float = 600.0,
+) -> Told:
     """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout)."""
     if workdir.exists() and any(workdir.iterdir()):
         raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
@@ -77,12 +92,17 @@ async def run(workdir: Path, out: TextIO | None = None, *, eve: bool = False, ov
     sink = MailSinkProcess(workdir / "mail")
     try:
         world = build_world(workdir, sink.port)
-        return await _play(world, out or sys.stdout, eve=eve, override=override)
+        decide = _on_the_page(world, wait_seconds) if browser else None
+        return await _play(world, out or sys.stdout, eve=eve, override=override, decide=decide)
     finally:
         sink.stop()
 
 
-async def _play(world: World, out: TextIO, *, eve: bool, override: bool) -> Told:
+Decide = Callable[[str, Callable[[str], None]], str]
+"""Has the plan decided elsewhere (on the web page); returns the Reversal Record as the CLI prints it."""
+
+
+async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide: Decide | None) -> Told:
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)
 
@@ -112,11 +132,17 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool) -> Told
     plan_ref = waiting.split(" ", 1)[0]
     say(f"\n  (plan {plan_ref} waits for the team lead)")
 
-    say("\n== 4. Lee (team lead) approves" + (", overriding Eve's change to the deal" if override else ""))
-    approve = [*config, "approve", plan_ref, "--as", LEE, "--key", str(world.key(LEE))]
-    if override:
-        approve += ["--override", _conflicted(world, plan_ref)]
-    reversal = command(*approve, ok=(0, 1))
+    if decide is not None:
+        say("\n== 4. Lee (team lead) decides on the approver's page")
+        reversal = decide(plan_ref, say)
+    else:
+        say(
+            "\n== 4. Lee (team lead) approves" + (", overriding Eve's change to the deal" if override else "")
+        )
+        approve = [*config, "approve", plan_ref, "--as", LEE, "--key", str(world.key(LEE))]
+        if override:
+            approve += ["--override", _conflicted(world, plan_ref)]
+        reversal = command(*approve, ok=(0, 1))
     say(_indent(reversal.rstrip("\n")))
 
     say("\n== 5. What happened")
@@ -160,6 +186,47 @@ def _summary(meta: dict[str, Any] | None) -> str:
     undo = journal.get("undo") or {}
     until = f"undo until {undo['undoBy']}" if undo.get("undoBy") else f"undo: {undo.get('kind', 'unknown')}"
     return f"{effect.get('summary', '')}   ({until})"
+
+
+def _on_the_page(world: World, wait_seconds: float) -> Decide:
+    """Serve the approver, print Lee's sign-in link and the plan's page, and wait for the decision."""
+
+    def decide(plan_ref: str, say: Callable[[str], None]) -> str:
+        with world.config.open("a", encoding="utf-8") as config:
+            config.write('\n[web]\nkeys = "."\n')  # the demo's keys lie beside recorder.toml
+        approver = WebApprover(load_config(world.config))
+        try:
+            with serving(approver.app) as url:
+                approver.config.web.base_url = url
+                say(f"  Sign in as Lee: {approver.link(LEE)}")
+                say(f"  then open the plan: {url}/plans/{plan_ref}")
+                say(f"  (waiting up to {wait_seconds:.0f} s for the decision made on the page)")
+                return _wait_for_decision(approver.store, plan_ref, wait_seconds)
+        finally:
+            approver.close()
+
+    return decide
+
+
+def _wait_for_decision(store: RunStore, plan_ref: str, wait_seconds: float) -> str:
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        ask = find_plan(store, plan_ref)
+        if ask.state == "denied":
+            return f"Lee denied {plan_ref} on the page; nothing was undone."
+        reversal = next(
+            (
+                e
+                for e in store.entries(ask.run)
+                if e.kind == "reversal" and e.body.get("plan") == ask.entry.id
+            ),
+            None,
+        )
+        if reversal is not None:
+            return reversal_text(reversal)
+        if time.monotonic() > deadline:
+            raise ScenarioError(f"nobody decided {plan_ref} on the page within {wait_seconds:.0f} s")
+        time.sleep(0.2)
 
 
 def _conflicted(world: World, plan_ref: str) -> str:

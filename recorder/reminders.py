@@ -1,0 +1,189 @@
+"""Review and reminders (SPEC §12): a countdown, not a log.
+
+``tick(now)`` looks at every run and does what is due, once: the principal gets the review of a
+closed run by mail (with a link to its page); a reminder goes out before **every** open undo window
+closes (lead time from the policy's ``review.remindBeforeSeconds``); if nobody has looked at the run
+by ``review.escalateBeforeSeconds`` before it closes, the holders of ``review.escalateTo`` are told;
+a window that closed is recorded as a ``lapse``, ``after: "escalation"`` or ``after: "quiet"``.
+
+Each notice is an entry in the Run Record, appended *before* the mail is sent, so a second tick (a
+restart, cron and the scheduler both running) finds it and sends nothing twice: a crash between the
+entry and the mail loses that mail rather than doubling it. Looking at a run's review page appends a
+``seen`` entry, which is what "somebody has looked" means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.message import EmailMessage
+from typing import Any
+
+from hatp_journal.recorder.config import MailSection
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.servers.smtp import MailDeliveryError, send_message
+from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+
+NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One thing due: the entry to append and the mail to send (if anyone has an address)."""
+
+    run: str
+    kind: str
+    body: dict[str, Any]
+    to: list[str]
+    subject: str
+    text: str
+
+
+def due(store: RunStore, policy: Policy, directory: Directory, now: datetime, base_url: str) -> list[Notice]:
+    """Everything due at ``now`` that the record does not already hold."""
+    notices: list[Notice] = []
+    rules = policy.review
+    escalate_to = rules.escalate_to or policy.undo_authority
+    for run in store.runs():
+        if run.closed_at is None:
+            continue
+        entries = store.entries(run.id)
+        done = {(e.kind, e.body.get("step")) for e in entries if e.kind in NOTICE_KINDS}
+        link = f"{base_url.rstrip('/')}/runs/{run.id}"
+        principal = [run.principal]
+        windows = _open_windows(entries)
+        if ("review", None) not in done:
+            lines = [
+                f"- {_line(step)}" + " (closed)" * ((step.undo_by or "") <= wire_time(now))
+                for step in windows
+            ]
+            lines = lines or ["- nothing in this run can be undone"]
+            text = f"What {run.agent} did for you can still be undone until:\n" + "\n".join(lines)
+            notices.append(
+                Notice(
+                    run.id,
+                    "review",
+                    {"to": principal, "link": link},
+                    principal,
+                    f"Review of {run.agent}'s run {run.id}",
+                    f"{text}\n\nReview it: {link}\n",
+                )
+            )
+        for step in windows:
+            assert step.undo_by is not None
+            undo_by = parse_wire_time(step.undo_by)
+            about = {"step": step.id, "undoBy": step.undo_by, "summary": step.summary}
+            if now >= undo_by:
+                if ("lapse", step.id) not in done:
+                    after = "escalation" if ("escalation", step.id) in done else "quiet"
+                    reminded = ("reminder", step.id) in done
+                    lapse = {**about, "after": after, "reminded": reminded}
+                    notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
+                continue
+            if (
+                now >= undo_by - timedelta(seconds=rules.remind_before_seconds)
+                and ("reminder", step.id) not in done
+            ):
+                notices.append(
+                    Notice(
+                        run.id,
+                        "reminder",
+                        {**about, "to": principal, "link": link},
+                        principal,
+                        f"Undo window closes {step.undo_by}: {step.summary}",
+                        f"{_line(step)}\n\nAfter that it can't be undone. Review it: {link}\n",
+                    )
+                )
+            escalate_at = undo_by - timedelta(seconds=rules.escalate_before_seconds)
+            if (
+                escalate_to is not None
+                and now >= escalate_at
+                and ("escalation", step.id) not in done
+                and ("reminder", step.id) in done
+                and not _looked_since_reminder(entries, step.id)
+            ):
+                holders = directory.holders(escalate_to)
+                notices.append(
+                    Notice(
+                        run.id,
+                        "escalation",
+                        {**about, "role": escalate_to, "to": holders, "link": link},
+                        holders,
+                        f"Nobody has looked: undo window closes {step.undo_by}",
+                        f"{run.principal} has not looked at this yet.\n{_line(step)}\n\nReview it: {link}\n",
+                    )
+                )
+    return notices
+
+
+def tick(
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    mail: MailSection,
+    now: datetime,
+    base_url: str,
+) -> tuple[list[Entry], list[str]]:
+    """Record and send everything due; returns (entries appended, mails that could not be delivered)."""
+    appended, failed = [], []
+    for notice in due(store, policy, directory, now, base_url):
+        addresses = [a for a in (_address(directory, p) for p in notice.to) if a]
+        body = {**notice.body, "at": wire_time(now)}
+        if notice.to:
+            body["mailedTo"] = addresses if mail.smtp_port is not None else []
+        entry = store.append(notice.run, notice.kind, body)
+        appended.append(entry)
+        if addresses and mail.smtp_port is not None:
+            try:
+                _send(mail, addresses, notice.subject, notice.text)
+            except MailDeliveryError as error:
+                failed.append(f"{notice.run}/{entry.id} {notice.kind}: {error}")
+    return appended, failed
+
+
+def record_seen(store: RunStore, run: str, person: str, now: datetime) -> Entry | None:
+    """Note that ``person`` looked at ``run``'s review (once after each reminder, so it can't grow)."""
+    entries = store.entries(run)
+    last_reminder = max((e.seq for e in entries if e.kind == "reminder"), default=0)
+    if any(e.kind == "seen" and e.seq > last_reminder and e.body.get("by") == person for e in entries):
+        return None
+    return store.append(run, "seen", {"by": person, "at": wire_time(now)})
+
+
+def _open_windows(entries: list[Entry]) -> list[Step]:
+    undone = {
+        line["entry"]
+        for e in entries
+        if e.kind == "reversal"
+        for line in e.body.get("steps", [])
+        if line.get("status") == "reversed"
+    }
+    windows = [s for s in steps_of(entries) if s.kind == "compensate" and s.undo_by and s.id not in undone]
+    return sorted(windows, key=lambda s: (s.undo_by or "", s.number))
+
+
+def _looked_since_reminder(entries: list[Entry], step: str) -> bool:
+    reminded = next((e.seq for e in entries if e.kind == "reminder" and e.body.get("step") == step), None)
+    return reminded is not None and any(e.kind in ("seen", "plan") and e.seq > reminded for e in entries)
+
+
+def _line(step: Step) -> str:
+    return f"step {step.number}: {step.summary} — until {step.undo_by}"
+
+
+def _address(directory: Directory, person_id: str) -> str | None:
+    person = directory.person(person_id)
+    return person.email if person is not None else None
+
+
+def _send(mail: MailSection, to: list[str], subject: str, text: str) -> None:
+    message = EmailMessage()
+    message["From"] = mail.sender
+    message["To"] = ", ".join(to)
+    message["Subject"] = subject
+    message.set_content(text)
+    assert mail.smtp_port is not None
+    send_message(message, mail.smtp_host, mail.smtp_port)

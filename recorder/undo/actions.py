@@ -1,0 +1,139 @@
+"""What a person can do about an undo, whichever face they use (``hatp-recorder`` or the web page).
+
+Both faces call these, so a plan asked for on a page and one asked for on the command line are
+built, recorded, approved and run by exactly the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Literal
+
+from hatp_journal.recorder.config import ConfigError, RecorderConfig
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.execute import execute_plan
+from hatp_journal.recorder.undo.plan import ReversalPlan
+from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.toolkit.signing import SigningKey
+
+
+async def ask_for_plan(
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    servers: UndoServers,
+    run_id: str,
+    request: UndoRequest,
+    *,
+    by: str,
+    now: datetime,
+) -> PlanAsk:
+    """Check who asks, build the Reversal Plan and record it as an ask to the ``undoAuthority``."""
+    try:
+        run = store.run(run_id)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {run_id!r}") from None
+    authority = undo_authority(policy)
+    if by != run.principal and by not in directory.holders(authority):
+        raise UndoError(
+            UndoCode.NOT_PERMITTED,
+            f"{by} is neither the run's principal ({run.principal}) nor holds {authority}",
+        )
+    planned = await build_plan(
+        store, run.id, request, requested_by=by, undo_authority=authority, check=servers.check, now=now
+    )
+    return record_plan(store, planned, now=now, within=decide_within(policy))
+
+
+async def decide_on_plan(
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    servers: UndoServers,
+    ref: str,
+    decision: Literal["approve", "deny"],
+    *,
+    person: str,
+    key: SigningKey,
+    overrides: Sequence[str],
+    now: datetime,
+) -> tuple[bool, str, Entry]:
+    """Sign ``person``'s decision; an approval counts only if the plan built again now is the same."""
+    ask = find_plan(store, ref)
+    fresh = await replan(store, ask.plan, servers, now) if decision == "approve" else None
+    return decide_plan(
+        store,
+        ref,
+        decision,
+        person=person,
+        key=key,
+        directory=directory,
+        undo_authority=policy.undo_authority,
+        fresh=fresh,
+        overrides=overrides,
+        now=now,
+    )
+
+
+async def run_plan(store: RunStore, ref: str, servers: UndoServers, now: datetime) -> Entry:
+    """Run (or resume) the approved plan ``ref``; returns its Reversal Record."""
+    ask = find_plan(store, ref)
+
+    async def again() -> ReversalPlan:
+        return await replan(store, ask.plan, servers, now)
+
+    return await execute_plan(store, ref, compensate=servers.compensate, replan=again)
+
+
+async def replan(store: RunStore, shown: ReversalPlan, servers: UndoServers, now: datetime) -> ReversalPlan:
+    """The plan built again now, from the same request, to compare with what was shown."""
+    request = shown.request
+    if request.startswith("from "):
+        again = UndoRequest(from_step=int(request.removeprefix("from ")))
+    else:
+        again = UndoRequest(steps=tuple(int(n) for n in request.removeprefix("steps ").split(", ")))
+    planned = await build_plan(
+        store,
+        shown.run,
+        again,
+        requested_by=shown.requested_by,
+        undo_authority=shown.undo_authority,
+        check=servers.check,
+        now=now,
+    )
+    return planned.plan
+
+
+def undo_authority(policy: Policy) -> str:
+    """Who may approve an undo; NO_UNDO_AUTHORITY when the policy names nobody."""
+    if policy.undo_authority is None:
+        raise UndoError(
+            UndoCode.NO_UNDO_AUTHORITY, "the policy names no undoAuthority: nobody may approve an undo"
+        )
+    return policy.undo_authority
+
+
+def decide_within(policy: Policy) -> timedelta | None:
+    """How long an approver has to decide, if the policy says."""
+    seconds = policy.autonomy.decide_within_seconds
+    return None if seconds is None else timedelta(seconds=seconds)
+
+
+def load_directory(config: RecorderConfig) -> Directory:
+    """The organisation's directory, read again now (authority is checked as it is at decision time)."""
+    if config.recorder.directory is None:
+        raise ConfigError("[recorder] directory is not set: nobody can ask for or approve an undo")
+    return Directory.load(Path(config.recorder.directory))
+
+
+def display_name(directory: Directory, person_id: str) -> str:
+    """A person's name for people to read, or their id."""
+    person = directory.person(person_id)
+    return person.name if person is not None and person.name else person_id

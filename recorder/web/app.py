@@ -1,0 +1,423 @@
+"""The web approver: the Human Gateway's pages (SPEC §9, §11, §12), one face of the same gateway as the CLI.
+
+Every page reads the Run Record when it is requested; every decision goes through the same code
+as ``hatp-recorder approve`` (signed with the person's key), and an approved plan is run with the
+same ``UndoServers`` the command line uses. Pages are rendered on the server with Jinja2 and
+autoescaping on, so whatever a tool server or agent wrote is shown as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.config import RecorderConfig
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.policy import Policy, load_policy
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.undo.actions import (
+    ask_for_plan,
+    decide_on_plan,
+    display_name,
+    load_directory,
+    run_plan,
+)
+from hatp_journal.recorder.undo.approval import find_plan, pending_plans
+from hatp_journal.recorder.undo.errors import UndoError
+from hatp_journal.recorder.undo.plan import undo_label
+from hatp_journal.recorder.undo.planner import UndoRequest
+from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
+from hatp_journal.recorder.web.views import ask_view, clock_time, plan_line, review, time_left
+from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import SigningKey
+
+COOKIE = "hatp_session"
+TEMPLATES = Path(__file__).parent / "templates"
+# No scripts at all, forms only to ourselves, never framed: defence in depth behind autoescaping.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+Clock = Callable[[], datetime]
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class WebApprover:
+    """The approver's pages over one Recorder configuration; ``app`` is the ASGI application."""
+
+    def __init__(self, config: RecorderConfig, *, clock: Clock = utc_now) -> None:
+        self.config = config
+        self.clock = clock
+        self.store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        secret_file = Path(config.web.secret)
+        self.signin = SignIn(
+            load_secret(secret_file),
+            secret_file.with_name(secret_file.name + ".used"),
+            timedelta(minutes=config.web.session_minutes),
+        )
+        self.templates = Environment(
+            loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined
+        )
+        self.templates.filters["undo_label"] = undo_label
+        self.templates.filters["clock_time"] = clock_time
+        routes = [
+            Route("/", self._home),
+            Route("/signin", self._page(self._sign_in)),
+            Route("/asks", self._page(self._asks)),
+            Route("/asks/{run}/{entry}", self._page(self._ask), methods=["GET"]),
+            Route("/asks/{run}/{entry}", self._page(self._decide_ask), methods=["POST"]),
+            Route("/plans/{run}/{entry}", self._page(self._plan), methods=["GET"]),
+            Route("/plans/{run}/{entry}", self._page(self._decide_plan), methods=["POST"]),
+            Route("/plans/{run}/{entry}/outcome", self._page(self._outcome)),
+            Route("/runs", self._page(self._runs)),
+            Route("/runs/{run}", self._page(self._review), methods=["GET"]),
+            Route("/runs/{run}/plan", self._page(self._ask_for_plan), methods=["POST"]),
+        ]
+        self.app = Starlette(routes=routes, lifespan=self._lifespan)
+
+    def link(self, person: str, *, valid_for: timedelta | None = None) -> str:
+        """A one-time sign-in link for ``person`` (what ``hatp-recorder web-link`` prints)."""
+        return sign_in_link(self.config, person, now=self.clock(), valid_for=valid_for)
+
+    def tick(self) -> list[str]:
+        """Send what is due (reviews, reminders, escalations) and record lapses; the mails that failed."""
+        _, failed = tick(
+            self.store,
+            self._policy(),
+            self._directory(),
+            self.config.mail,
+            self.clock(),
+            self.config.web.base_url,
+        )
+        return failed
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """The scheduler: ``tick`` every ``[web] tick_seconds`` while serving (idempotent, like cron)."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._tick_forever)
+            yield
+            tasks.cancel_scope.cancel()
+
+    async def _tick_forever(self) -> None:
+        while True:
+            for failure in await anyio.to_thread.run_sync(self.tick):
+                print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr, flush=True)
+            await anyio.sleep(self.config.web.tick_seconds)
+
+    def close(self) -> None:
+        self.store.dispose()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _page(self, handler: Handler) -> Handler:
+        async def page(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except WebRefusal as refusal:
+                return self._message(request, refusal.code, refusal.message, status=refusal.status)
+            except UndoError as error:
+                return self._message(request, str(error.code), error.message, status=409)
+            except (KeyError, UnknownRun):
+                return self._message(request, WebCode.NOT_FOUND, "there is no such page", status=404)
+
+        return page
+
+    def _render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        session = self._maybe_session(request)
+        html = self.templates.get_template(name).render(person=session.person if session else None, **context)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def _message(self, request: Request, code: str, message: str, *, status: int = 200) -> HTMLResponse:
+        return self._render(request, "message.html", status=status, code=code, message=message)
+
+    def _maybe_session(self, request: Request) -> Session | None:
+        try:
+            return self.signin.session(request.cookies.get(COOKIE), self.clock())
+        except WebRefusal:
+            return None
+
+    def _session(self, request: Request) -> Session:
+        return self.signin.session(request.cookies.get(COOKIE), self.clock())
+
+    async def _form(self, request: Request) -> tuple[Session, dict[str, list[str]]]:
+        """A POSTed form from our own page: same origin, signed in, with this session's CSRF token."""
+        origin = request.headers.get("origin")
+        own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        if origin is not None and origin != own:
+            raise WebRefusal(WebCode.CROSS_SITE, f"a form from {origin} may not decide anything here")
+        session = self._session(request)
+        form = await request.form()
+        fields: dict[str, list[str]] = {}
+        for name, value in form.multi_items():
+            fields.setdefault(name, []).append(str(value))
+        self.signin.check_csrf(session, _one(fields, "csrf"))
+        return session, fields
+
+    def _key(self, person: str) -> SigningKey:
+        path = Path(self.config.web.keys) / f"{person.rstrip('/').rsplit('/', 1)[-1]}.key"
+        try:
+            return SigningKey.from_file(path)
+        except KeyFileError:
+            raise WebRefusal(WebCode.NO_KEY, f"the approver holds no signing key for {person}") from None
+
+    def _policy(self) -> Policy:
+        return load_policy(Path(self.config.recorder.policy))
+
+    def _directory(self) -> Directory:
+        return load_directory(self.config)
+
+    def _withdraw_overdue(self, directory: Directory) -> None:
+        asks = Asks(self.store)
+        for run in self.store.runs():
+            asks.withdraw_overdue(run.id, self.clock(), directory)
+
+    # -- pages ----------------------------------------------------------------------------------
+
+    async def _home(self, request: Request) -> Response:
+        return RedirectResponse("/asks", status_code=303, headers=SECURITY_HEADERS)
+
+    async def _sign_in(self, request: Request) -> Response:
+        session_id, session = self.signin.redeem(request.query_params.get("token", ""), self.clock())
+        response = RedirectResponse("/asks", status_code=303, headers=SECURITY_HEADERS)
+        max_age = int((session.expires - self.clock()).total_seconds())
+        response.set_cookie(COOKIE, session_id, max_age=max_age, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def _asks(self, request: Request) -> Response:
+        self._session(request)
+        directory = self._directory()
+        self._withdraw_overdue(directory)
+        now = self.clock()
+        asks = [ask_view(ask, directory, now) for ask in Asks(self.store).pending()]
+        plans = [plan_line(plan, now) for plan in pending_plans(self.store)]
+        return self._render(request, "asks.html", asks=asks, plans=plans)
+
+    async def _ask(self, request: Request) -> Response:
+        session = self._session(request)
+        directory = self._directory()
+        ref = _ref(request)
+        ask = Asks(self.store).find(ref)
+        self._withdraw_overdue(directory)
+        ask = Asks(self.store).find(ref)
+        view = ask_view(ask, directory, self.clock())
+        may = directory.person(session.person) is not None and session.person in directory.holders(
+            view.approver
+        )
+        return self._render(
+            request,
+            "ask.html",
+            ask=view,
+            state=ask.state,
+            may_decide=may,
+            csrf=session.csrf,
+            form=session.new_form(),
+            digest=ask.entry.body["callDigest"],
+        )
+
+    async def _decide_ask(self, request: Request) -> Response:
+        session, fields = await self._form(request)
+        ref = _ref(request)
+        asks = Asks(self.store)
+        ask = asks.find(ref)
+        if _one(fields, "digest") != ask.entry.body["callDigest"]:
+            raise WebRefusal(WebCode.FORM_STALE, "this form names another call: reload the page")
+        decision = _decision(fields)
+        key = self._key(session.person)
+        self.signin.use_form(session, _one(fields, "form"))
+        directory = self._directory()
+        outcome = asks.decide(
+            ref, decision, person=session.person, key=key, directory=directory, now=self.clock()
+        )
+        if not outcome.counted:
+            now_ask = asks.find(ref)
+            if now_ask.state == "withdrawn":
+                closed = clock_time(now_ask.decide_by)
+                message = (
+                    f"This closed at {closed} because of the deadline; "
+                    f"your {decision} was recorded but not counted."
+                )
+                return self._message(request, WebCode.LATE_DECISION, message)
+            return self._message(request, WebCode.NOT_COUNTED, outcome.message)
+        told = f"Your {decision} of {ref} is recorded and signed."
+        if decision == "approve" and is_remedy(ask):
+            async with AsyncExitStack() as stack:
+                servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+                entry = await perform_remedy(self.store, asks.find(ref), servers)
+            told += f" The remedy ran: {entry.body['outcome']['status']}."
+        elif decision == "approve":
+            told += " The agent's call goes through when it asks again."
+        return self._render(request, "decided.html", message=told, ref=ref)
+
+    async def _plan(self, request: Request) -> Response:
+        session = self._session(request)
+        ask = find_plan(self.store, _ref(request))
+        directory = self._directory()
+        policy = self._policy()
+        may = policy.undo_authority is not None and session.person in directory.holders(policy.undo_authority)
+        plan = ask.plan
+        decide_by = str(ask.entry.body["decideBy"])
+        return self._render(
+            request,
+            "plan.html",
+            ref=ask.ref,
+            plan=plan,
+            state=ask.state,
+            principal=display_name(directory, plan.principal),
+            decide_by=decide_by,
+            left=time_left(decide_by, self.clock()),
+            may_decide=may,
+            csrf=session.csrf,
+            form=session.new_form(),
+            digest=ask.digest,
+        )
+
+    async def _decide_plan(self, request: Request) -> Response:
+        session, fields = await self._form(request)
+        ref = _ref(request)
+        ask = find_plan(self.store, ref)
+        if _one(fields, "digest") != ask.digest:
+            raise WebRefusal(WebCode.FORM_STALE, "this form shows another plan: reload the page")
+        decision = _decision(fields)
+        overrides = fields.get("override", []) if decision == "approve" else []
+        confirmed = set(fields.get("confirm", []))
+        unconfirmed = [step for step in overrides if step not in confirmed]
+        if unconfirmed:
+            raise WebRefusal(
+                WebCode.OVERRIDE_NOT_CONFIRMED,
+                f"overwriting the newer change in {unconfirmed[0]} needs its own confirmation: go back and "
+                "tick the confirmation, or leave that step out",
+            )
+        key = self._key(session.person)
+        self.signin.use_form(session, _one(fields, "form"))
+        async with AsyncExitStack() as stack:
+            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            counted, message, _ = await decide_on_plan(
+                self.store,
+                self._policy(),
+                self._directory(),
+                servers,
+                ref,
+                decision,
+                person=session.person,
+                key=key,
+                overrides=overrides,
+                now=self.clock(),
+            )
+            if not counted:
+                return self._message(request, WebCode.NOT_COUNTED, message)
+            if decision == "deny":
+                return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
+            await run_plan(self.store, ref, servers, self.clock())
+        return RedirectResponse(f"/plans/{ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
+
+    async def _outcome(self, request: Request) -> Response:
+        self._session(request)
+        ask = find_plan(self.store, _ref(request))
+        reversal = next(
+            (
+                e
+                for e in self.store.entries(ask.run)
+                if e.kind == "reversal" and e.body.get("plan") == ask.entry.id
+            ),
+            None,
+        )
+        if reversal is None:
+            raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
+        return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
+
+    async def _runs(self, request: Request) -> Response:
+        self._session(request)
+        return self._render(request, "runs.html", runs=self.store.runs())
+
+    async def _review(self, request: Request) -> Response:
+        session = self._session(request)
+        run = self.store.run(request.path_params["run"])
+        if run.closed_at is not None:
+            record_seen(self.store, run.id, session.person, self.clock())  # somebody has looked (§12)
+        windows, others = review(self.store.entries(run.id), self.clock())
+        return self._render(
+            request,
+            "review.html",
+            run=run,
+            windows=windows,
+            others=others,
+            csrf=session.csrf,
+            form=session.new_form(),
+        )
+
+    async def _ask_for_plan(self, request: Request) -> Response:
+        session, fields = await self._form(request)
+        run = request.path_params["run"]
+        try:
+            from_step = int(_one(fields, "from"))
+        except ValueError:
+            raise WebRefusal(WebCode.FORM_STALE, "pick a step to undo from") from None
+        self.signin.use_form(session, _one(fields, "form"))
+        async with AsyncExitStack() as stack:
+            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            ask = await ask_for_plan(
+                self.store,
+                self._policy(),
+                self._directory(),
+                servers,
+                run,
+                UndoRequest(from_step=from_step),
+                by=session.person,
+                now=self.clock(),
+            )
+        return RedirectResponse(f"/plans/{ask.ref}", status_code=303, headers=SECURITY_HEADERS)
+
+
+def sign_in_link(
+    config: RecorderConfig, person: str, *, now: datetime, valid_for: timedelta | None = None
+) -> str:
+    """A signed, expiring, one-time sign-in link for ``person``, under the configured secret."""
+    minutes = timedelta(minutes=config.web.link_minutes)
+    token = make_link_token(
+        load_secret(Path(config.web.secret)), person, now=now, valid_for=valid_for or minutes
+    )
+    return f"{config.web.base_url.rstrip('/')}/signin?token={quote(token)}"
+
+
+def _ref(request: Request) -> str:
+    return f"{request.path_params['run']}/{request.path_params['entry']}"
+
+
+def _one(fields: dict[str, list[str]], name: str) -> str:
+    values = fields.get(name) or [""]
+    return values[0]
+
+
+def _decision(fields: dict[str, list[str]]) -> Literal["approve", "deny"]:
+    decision = _one(fields, "decision")
+    if decision == "approve":
+        return "approve"
+    if decision == "deny":
+        return "deny"
+    raise WebRefusal(WebCode.FORM_STALE, "the form says neither approve nor deny")

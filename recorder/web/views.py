@@ -1,0 +1,136 @@
+"""What the pages show, computed from the Run Record at the moment a page is read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hatp_journal.recorder.asks import Ask
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.undo.approval import PlanAsk
+from hatp_journal.recorder.undo.steps import steps_of
+from hatp_journal.toolkit.clock import parse_wire_time
+
+
+def time_left(until: str | None, now: datetime) -> str:
+    """``2d 3h left``, ``14m left`` or ``closed``: a countdown as people read it."""
+    if until is None:
+        return "no window"
+    seconds = int((parse_wire_time(until) - now).total_seconds())
+    if seconds <= 0:
+        return "closed"
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes = max(rest // 60, 1) if not (days or hours) else rest // 60
+    parts = [f"{days}d"] * bool(days) + [f"{hours}h"] * bool(hours) + [f"{minutes}m"] * (not days)
+    return " ".join(parts) + " left"
+
+
+def clock_time(wire: str) -> str:
+    """``18:15 UTC`` from a wire time."""
+    return parse_wire_time(wire).strftime("%H:%M UTC")
+
+
+@dataclass(frozen=True)
+class AskView:
+    """One pending call ask as the Asks page shows it."""
+
+    ref: str
+    call: str
+    arguments: str
+    declared: str
+    reasons: list[str]
+    totals: list[str]
+    approver: str
+    holders: list[str]
+    decide_by: str
+    left: str
+
+
+def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
+    body = ask.entry.body
+    decision = body.get("decision") or {}
+    approver = str(body.get("approver", ""))
+    return AskView(
+        ref=ask.ref,
+        call=f"{body.get('server')}.{body.get('tool')}",
+        arguments=json.dumps(body.get("arguments"), indent=2, ensure_ascii=False),
+        declared=str(body.get("declared", "unknown")),
+        reasons=[f"{r.get('code')}: {r.get('detail')}" for r in decision.get("reasons") or []],
+        totals=[_total(cap, values) for cap, values in (decision.get("totals") or {}).items()],
+        approver=approver,
+        holders=[_name(directory, p) for p in directory.holders(approver)],
+        decide_by=ask.decide_by,
+        left=time_left(ask.decide_by, now),
+    )
+
+
+def _total(cap: str, values: dict[str, Any]) -> str:
+    shown = ", ".join(f"{k} {v}" for k, v in values.items())
+    return f"{cap}: {shown}"
+
+
+@dataclass(frozen=True)
+class PlanLine:
+    """One pending plan on the Asks page."""
+
+    ref: str
+    request: str
+    steps: int
+    conflicts: int
+    decide_by: str
+    left: str
+
+
+def plan_line(ask: PlanAsk, now: datetime) -> PlanLine:
+    plan = ask.plan
+    decide_by = str(ask.entry.body["decideBy"])
+    return PlanLine(
+        ask.ref, plan.request, len(plan.steps), len(plan.conflicts), decide_by, time_left(decide_by, now)
+    )
+
+
+@dataclass(frozen=True)
+class ReviewLine:
+    """One step of a run in the review: can it still be undone, and until when."""
+
+    number: int
+    entry: str
+    summary: str
+    kind: str
+    undo_by: str | None
+    left: str
+    open: bool
+    note: str
+
+
+def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[ReviewLine]]:
+    """(reversible steps sorted by earliest ``undoBy``, closed ones marked; the rest of the run)."""
+    reversed_entries = {
+        step["entry"]
+        for entry in entries
+        if entry.kind == "reversal"
+        for step in entry.body.get("steps", [])
+        if step.get("status") == "reversed"
+    }
+    windows, others = [], []
+    for step in steps_of(entries):
+        if step.kind == "compensate" and step.id not in reversed_entries:
+            left = time_left(step.undo_by, now)
+            line = ReviewLine(
+                step.number, step.id, step.summary, step.kind, step.undo_by, left, left != "closed", ""
+            )
+            windows.append(line)
+        else:
+            note = "already undone" if step.id in reversed_entries else (step.reason or step.kind)
+            others.append(ReviewLine(step.number, step.id, step.summary, step.kind, None, "", False, note))
+    windows.sort(key=lambda line: (line.undo_by or "9999", line.number))
+    return windows, others
+
+
+def _name(directory: Directory, person_id: str) -> str:
+    person = directory.person(person_id)
+    return f"{person.name} ({person_id})" if person is not None and person.name else person_id

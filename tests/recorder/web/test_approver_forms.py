@@ -1,0 +1,208 @@
+"""The approver over plain HTTP: sign-in links, sessions, CSRF, stale and repeated forms.
+
+No browser here (fast); each refusal is checked by its stable code and by what the record holds.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import timedelta
+from http.cookiejar import CookieJar
+
+import pytest
+from undo_org import DANA, LEE
+from web_org import Approver
+
+from hatp_journal.recorder.cli import main
+
+
+class Browser:
+    """A cookie-keeping HTTP client, like a browser without JavaScript."""
+
+    def __init__(self, approver: Approver) -> None:
+        self.approver = approver
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+
+    def get(self, path_or_url: str) -> tuple[int, str]:
+        url = path_or_url if "://" in path_or_url else self.approver.url + path_or_url
+        return self._send(urllib.request.Request(url))
+
+    def post(self, path: str, fields: dict[str, str], origin: str | None = None) -> tuple[int, str]:
+        data = urllib.parse.urlencode(fields).encode()
+        request = urllib.request.Request(self.approver.url + path, data=data, method="POST")
+        request.add_header("Origin", origin or self.approver.url)
+        return self._send(request)
+
+    def _send(self, request: urllib.request.Request) -> tuple[int, str]:
+        try:
+            with self.opener.open(request, timeout=30) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+
+def code(html: str) -> str:
+    found = re.search(r'id="message" data-code="([A-Z_]+)"', html)
+    return found.group(1) if found else "no message"
+
+
+def form_fields(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+
+
+def signed_in(approver: Approver, person: str = LEE) -> Browser:
+    browser = Browser(approver)
+    status, html = browser.get(approver.web.link(person))
+    assert status == 200, html
+    assert "signed in as" in html
+    return browser
+
+
+def decisions(approver: Approver, run: str) -> list[bool]:
+    return [bool(e.body["counted"]) for e in approver.org.entries(run) if e.kind == "decision"]
+
+
+@pytest.fixture
+def planned(approver: Approver) -> tuple[str, str]:
+    """(run, plan ref): one put, and a plan to undo it waiting for the team lead."""
+    run = approver.org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = approver.org.plan(run, "--from", "1", by=DANA)
+    return run, ref
+
+
+def test_pages_need_a_sign_in(approver: Approver) -> None:
+    status, html = Browser(approver).get("/asks")
+
+    assert (status, code(html)) == (401, "SIGNIN_REQUIRED")
+
+
+def test_an_expired_sign_in_link_is_refused(approver: Approver) -> None:
+    link = approver.web.link(LEE, valid_for=timedelta(seconds=-1))
+
+    status, html = Browser(approver).get(link)
+
+    assert (status, code(html)) == (401, "SIGNIN_EXPIRED")
+
+
+def test_a_sign_in_link_works_once(approver: Approver) -> None:
+    link = approver.web.link(LEE)
+    Browser(approver).get(link)
+
+    status, html = Browser(approver).get(link)
+
+    assert (status, code(html)) == (401, "SIGNIN_USED")
+
+
+def test_a_tampered_sign_in_link_is_refused(approver: Approver) -> None:
+    link = approver.web.link(DANA)
+    mac = link.partition("token=")[2].partition(".")[2]
+    forged = approver.web.link(LEE).partition("token=")[2].partition(".")[0] + "." + mac
+
+    status, html = Browser(approver).get(f"/signin?token={forged}")
+
+    assert (status, code(html)) == (401, "SIGNIN_INVALID")
+
+
+def test_a_sign_in_expires_and_then_asks_to_sign_in_again(approver: Approver) -> None:
+    browser = signed_in(approver)
+    approver.clock.ahead = timedelta(hours=9)
+
+    status, html = browser.get("/asks")
+
+    assert (status, code(html)) == (401, "SIGNIN_REQUIRED")
+
+
+def test_a_form_without_the_sessions_csrf_token_decides_nothing(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+
+    status, html = browser.post(f"/plans/{ref}", {**fields, "csrf": "guessed", "decision": "deny"})
+
+    assert (status, code(html)) == (403, "CSRF_FAILED")
+    assert decisions(approver, run) == []
+
+
+def test_a_post_from_another_origin_decides_nothing(approver: Approver, planned: tuple[str, str]) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+
+    status, html = browser.post(
+        f"/plans/{ref}", {**fields, "decision": "deny"}, origin="http://elsewhere.test"
+    )
+
+    assert (status, code(html)) == (403, "CROSS_SITE")
+    assert decisions(approver, run) == []
+
+
+def test_a_form_sent_twice_records_exactly_one_decision(approver: Approver, planned: tuple[str, str]) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = {**form_fields(browser.get(f"/plans/{ref}")[1]), "decision": "deny"}
+    first = browser.post(f"/plans/{ref}", fields)
+
+    status, html = browser.post(f"/plans/{ref}", fields)
+
+    assert code(first[1]) == "COUNTED"
+    assert (status, code(html)) == (409, "FORM_USED")
+    assert decisions(approver, run) == [True]
+
+
+def test_a_form_altered_to_name_another_plan_is_stale_and_decides_nothing(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+
+    status, html = browser.post(f"/plans/{ref}", {**fields, "digest": "sha256:00", "decision": "deny"})
+
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert decisions(approver, run) == []
+
+
+def test_a_form_the_page_never_gave_out_is_stale(approver: Approver, planned: tuple[str, str]) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+
+    status, html = browser.post(f"/plans/{ref}", {**fields, "form": "made-up", "decision": "deny"})
+
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert decisions(approver, run) == []
+
+
+def test_a_person_whose_key_the_approver_does_not_hold_is_told_and_nothing_is_recorded(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+    (approver.org.root / "lee.key").unlink()
+
+    status, html = browser.post(f"/plans/{ref}", {**fields, "decision": "deny"})
+
+    assert (status, code(html)) == (403, "NO_KEY")
+    assert decisions(approver, run) == []
+
+
+def test_web_link_prints_a_link_for_people_in_the_directory_only(
+    approver: Approver, capfd: pytest.CaptureFixture[str]
+) -> None:
+    config = str(approver.org.config)
+    capfd.readouterr()
+    assert main(["--config", config, "web-link", "--as", LEE]) == 0
+    link = capfd.readouterr().out.strip()
+    assert main(["--config", config, "web-link", "--as", "human://acme.com/nobody"]) == 2
+    assert "NOT_PERMITTED" in capfd.readouterr().err
+
+    status, html = Browser(approver).get(link.replace("http://127.0.0.1:8766", approver.url))
+
+    assert status == 200
+    assert "signed in as human://acme.com/lee" in html

@@ -1,0 +1,51 @@
+"""What the pages compute, without a server: countdowns and the reasons an ask shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from undo_org import LEAD, LEE, make_org
+
+from hatp_journal.recorder.asks import Ask
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.web.views import ask_view, clock_time, time_left
+
+NOW = datetime(2026, 11, 7, 18, 0, tzinfo=UTC)
+
+
+def test_countdowns_read_in_days_hours_and_minutes_and_closed_windows_say_closed() -> None:
+    assert time_left("2026-11-09T21:30:00Z", NOW) == "2d 3h left"
+    assert time_left("2026-11-07T19:15:00Z", NOW) == "1h 15m left"
+    assert time_left("2026-11-07T18:00:20Z", NOW) == "1m left"
+    assert time_left("2026-11-07T18:00:00Z", NOW) == "closed"
+    assert time_left(None, NOW) == "no window"
+    assert clock_time("2026-11-07T18:15:00Z") == "18:15 UTC"
+
+
+def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_decide(tmp_path, capfd) -> None:
+    org = make_org(tmp_path, capfd)
+    directory = Directory.load(org.root / "directory.json")
+    body = {
+        "server": "crm",
+        "tool": "charge_order",
+        "arguments": {"order_id": "O-1001", "amount": "600.00", "currency": "USD"},
+        "declared": "compensate",
+        "approver": LEAD,
+        "decideBy": "2026-11-07T22:00:00Z",
+        "decision": {
+            "action": "ask",
+            "reasons": [{"code": "MONEY_PER_RUN", "detail": "the run would move 600.00 USD of 500 USD"}],
+            "totals": {"perRun": {"spent": "0.00", "call": "600.00", "total": "600.00", "cap": "500"}},
+        },
+    }
+    entry = Entry(
+        id="e1", run="r", seq=1, time="2026-11-07T18:00:00Z", kind="ask", body=body, prev_hash="", hash=""
+    )
+
+    view = ask_view(Ask("r", entry, "pending"), directory, NOW)
+
+    assert view.reasons == ["MONEY_PER_RUN: the run would move 600.00 USD of 500 USD"]
+    assert view.totals == ["perRun: spent 0.00, call 600.00, total 600.00, cap 500"]
+    assert view.holders == [f"Lee ({LEE})"]
+    assert view.left == "4h 0m left"
