@@ -25,7 +25,8 @@ typecheck: $(STAMP)
 	PYTHON=$(PY) sh scripts/typecheck.sh
 
 unit: $(STAMP)
-	$(PY) -m pytest
+	# One worker per core, each test file kept on one worker (module-scoped servers and browsers).
+	$(PY) -m pytest -n auto --dist loadfile
 
 wheel-check: $(STAMP)
 	$(PY) scripts/check_wheel.py
