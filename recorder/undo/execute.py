@@ -18,7 +18,7 @@ from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
-from hatp_journal.recorder.undo.links import dependencies
+from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import Step, steps_of
 
@@ -102,10 +102,7 @@ async def _run(
 ) -> list[StepResult]:
     plan, overrides = ask.plan, set(ask.overrides)
     steps = {s.id: s for s in steps_of(list(entries))}
-    dependents: dict[str, set[str]] = {}
-    for call, ons in dependencies(entries).items():
-        for on in ons:
-            dependents.setdefault(on, set()).add(call)
+    relied_on_by = dependents(entries)
     conflicts = {c.entry: c for c in plan.conflicts}
     staying: set[str] = set()
     left: dict[str, str] = {}  # resource → the version the latest compensation left
@@ -137,7 +134,7 @@ async def _run(
             )
             staying.add(entry_id)
             continue
-        keepers = sorted(dependents.get(entry_id, set()) & staying, key=lambda e: int(e[1:]))
+        keepers = sorted(relied_on_by.get(entry_id, set()) & staying, key=lambda e: int(e[1:]))
         if keepers:
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)

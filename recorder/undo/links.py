@@ -112,6 +112,16 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
     return depends
 
 
+def dependents(entries: Iterable[Entry]) -> dict[str, set[str]]:
+    """For each call entry, the later call entries that depend on it (the inverse of :func:`dependencies`)."""
+    found: dict[str, set[str]] = {}
+    for call, ons in dependencies(entries).items():
+        found.setdefault(call, set())
+        for on in ons:
+            found.setdefault(on, set()).add(call)
+    return found
+
+
 def inferred(entries: Iterable[Entry]) -> list[Link]:
     """Every inferred link recorded in the run (shown to reviewers, who may confirm them)."""
     return [

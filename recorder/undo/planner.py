@@ -14,7 +14,7 @@ from typing import Any
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.links import dependencies
+from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import (
     AlreadyReversed,
     Blocked,
@@ -94,10 +94,9 @@ async def build_plan(
         raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {run_id!r}") from None
     steps = steps_of(entries)
     by_id = {step.id: step for step in steps}
-    depends = dependencies(entries)
-    dependents = _dependents(depends)
+    relied_on_by = dependents(entries)
     chosen = {steps[n - 1].id for n in request.chosen(len(steps))}
-    closure = _closure(chosen, dependents)
+    closure = _closure(chosen, relied_on_by)
     planned = sorted(
         (by_id[e] for e in closure if by_id[e].kind not in ("read", "no-effect")),
         key=lambda s: s.number,
@@ -107,7 +106,7 @@ async def build_plan(
     checks: dict[str, dict[str, Any]] = {}
     for step in planned:
         await _place(found, step, planned, check, checks, now)
-    _block(found, dependents)
+    _block(found, relied_on_by)
     reads = _read_since(store, run_id, planned)
     agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
     memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
@@ -120,13 +119,7 @@ async def build_plan(
         request=request.describe(),
         through=steps[-1].id if steps else None,
         undo_authority=undo_authority,
-        steps=found.steps,
-        conflicts=found.conflicts,
-        not_reversible=found.not_reversible,
-        unresolved=found.unresolved,
-        expired=found.expired,
-        blocked=found.blocked,
-        already_reversed=found.already_reversed,
+        **vars(found),
         read_since=reads,
         unrecorded_memory=memory,
     )
@@ -244,12 +237,12 @@ def _later_writers(step: Step, planned: Sequence[Step]) -> list[Step]:
     return sorted(later, key=lambda s: s.number)
 
 
-def _block(plan: Sections, dependents: dict[str, set[str]]) -> None:
+def _block(plan: Sections, relied_on_by: dict[str, set[str]]) -> None:
     """Keep every step that a staying step relied on (newest first, so it carries backwards)."""
     staying = {i.entry for i in [*plan.conflicts, *plan.not_reversible, *plan.unresolved, *plan.expired]}
     kept: list[UndoStep] = []
     for step in plan.steps:  # newest first
-        keepers = sorted(dependents.get(step.entry, set()) & staying, key=lambda e: int(e[1:]))
+        keepers = sorted(relied_on_by.get(step.entry, set()) & staying, key=lambda e: int(e[1:]))
         if keepers:
             staying.add(step.entry)
             kept.append(step)
@@ -267,19 +260,11 @@ def _item(step: UndoStep) -> dict[str, Any]:
     }
 
 
-def _dependents(depends: dict[str, set[str]]) -> dict[str, set[str]]:
-    dependents: dict[str, set[str]] = {call: set() for call in depends}
-    for call, ons in depends.items():
-        for on in ons:
-            dependents.setdefault(on, set()).add(call)
-    return dependents
-
-
-def _closure(chosen: set[str], dependents: dict[str, set[str]]) -> set[str]:
+def _closure(chosen: set[str], relied_on_by: dict[str, set[str]]) -> set[str]:
     """The chosen steps and every step that (transitively) relied on one of them."""
     closure, frontier = set(chosen), list(chosen)
     while frontier:
-        for later in dependents.get(frontier.pop(), set()):
+        for later in relied_on_by.get(frontier.pop(), set()):
             if later not in closure:
                 closure.add(later)
                 frontier.append(later)
