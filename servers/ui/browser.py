@@ -46,7 +46,7 @@ class BrowserThread:
 
     Chromium starts on the first job, so a server starts (and lists its tools) without it. Jobs
     share one page (a new browser context costs ~0.3 s here, a page load ~0.05 s); after a job
-    fails, the next one gets a fresh context. Every wait on the page is bounded by ``timeout_ms``.
+    fails in any way, the next one gets a fresh context. Every wait on the page is bounded by ``timeout_ms``.
     """
 
     def __init__(
@@ -94,14 +94,24 @@ class BrowserThread:
         try:
             return job(page)
         except PlaywrightError as error:
-            # A page the browser failed on (crashed, stuck in a dialog) is not reused. Jobs start
-            # by loading a page, so other failures leave nothing behind that matters.
-            self._page = None
-            with contextlib.suppress(PlaywrightError):
-                page.context.close()
+            self._discard(page)
             raise ToolFailed(
                 f"the page did not behave as expected: {first_line(error)}", problem="page_unexpected"
             ) from None
+        except BaseException:
+            self._discard(page)
+            raise
+
+    def _discard(self, page: Page) -> None:
+        """Drop the page of a failed job; the next job starts in a fresh context.
+
+        A failed job may leave the page mid-navigation: after a load fails, chromium goes on to
+        its own error page, and a later ``goto`` on that page is "interrupted by another
+        navigation". A fresh context (~0.3 s) costs less than that race.
+        """
+        self._page = None
+        with contextlib.suppress(PlaywrightError):
+            page.context.close()
 
     def _new_page(self) -> Page:
         browser = self._browser or self._launch()
