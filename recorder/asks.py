@@ -28,12 +28,12 @@ def call_digest(server: str, tool: str, arguments: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class Ask:
-    """One ask and where it stands."""
+class RecordedAsk:
+    """An entry waiting for a person's decision (a call's ask, or a Reversal Plan), and its state."""
 
     run: str
     entry: Entry
-    state: AskState
+    state: str
     decision: Entry | None = None
 
     @property
@@ -43,8 +43,15 @@ class Ask:
 
     @property
     def decide_by(self) -> str:
-        """The signed deadline."""
+        """The recorded deadline."""
         return str(self.entry.body["decideBy"])
+
+
+@dataclass(frozen=True)
+class Ask(RecordedAsk):
+    """One call's ask and where it stands."""
+
+    state: AskState
 
 
 @dataclass(frozen=True)

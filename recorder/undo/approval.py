@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN
+from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, RecordedAsk
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -25,18 +25,10 @@ PlanState = Literal["pending", "approved", "denied"]
 
 
 @dataclass(frozen=True)
-class PlanAsk:
+class PlanAsk(RecordedAsk):
     """A recorded plan and where its decision stands."""
 
-    run: str
-    entry: Entry
     state: PlanState
-    decision: Entry | None = None
-
-    @property
-    def ref(self) -> str:
-        """``RUN/eN``: how people name the plan."""
-        return f"{self.run}/{self.entry.id}"
 
     @property
     def plan(self) -> ReversalPlan:
@@ -168,8 +160,8 @@ def _why_not(
         return refusal
     if ask.state != "pending":
         return f"this plan was already {ask.state}"
-    if now > parse_wire_time(str(ask.entry.body["decideBy"])):
-        return f"this plan closed at {ask.entry.body['decideBy']} because of the deadline"
+    if now > parse_wire_time(ask.decide_by):
+        return f"this plan closed at {ask.decide_by} because of the deadline"
     if fresh is None or fresh.digest() != ask.digest:
         return "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
     return None

@@ -20,7 +20,7 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import ReversalPlan
-from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
 
 StepStatus = Literal["reversed", "conflicted", "failed", "skipped", "notReversible"]
 
@@ -200,9 +200,7 @@ def _request(
     # After a later step's undo, this step's resource is at the version that undo left — only
     # if the later call started from this step's version; otherwise someone wrote in between
     # and the server must see the step's own version (and answer a conflict).
-    later = sorted(
-        (s for s in planned if s.resource == step.resource and s.number > step.number), key=lambda s: s.number
-    )
+    later = later_writers(step, planned)
     chained = bool(later) and later[0].before == step.version
     if_version = left.get(step.resource or "", step.version) if chained else step.version
     request: dict[str, Any] = {

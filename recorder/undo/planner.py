@@ -27,7 +27,7 @@ from hatp_journal.recorder.undo.plan import (
     Unresolved,
     undo_label,
 )
-from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.wire import FieldChange, Money
 
@@ -178,7 +178,7 @@ async def _place(
     checks[step.id] = answer
     status = answer.get("status")
     undo = undo_label(step.summary)
-    later = _later_writers(step, planned)
+    later = later_writers(step, planned)
     # Later steps of this plan changed the same resource: their undo comes first and leaves the
     # version this one expects, so a "conflict" with the latest of them is our own doing — but
     # only if nobody else wrote in between (each later call started from the previous version).
@@ -229,12 +229,6 @@ async def _place(
 def unbroken(step: Step, later: Sequence[Step]) -> bool:
     """Whether each later write of the resource started from the version the previous one left."""
     return all(s.before == prev.version for s, prev in zip(later, [step, *later], strict=False))
-
-
-def _later_writers(step: Step, planned: Sequence[Step]) -> list[Step]:
-    """The later steps of the plan that wrote ``step``'s resource, oldest first."""
-    later = [s for s in planned if s.number > step.number and s.resource == step.resource and s.resource]
-    return sorted(later, key=lambda s: s.number)
 
 
 def _block(plan: Sections, relied_on_by: dict[str, set[str]]) -> None:

@@ -6,6 +6,7 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -100,6 +101,12 @@ def steps_of(entries: list[Entry]) -> list[Step]:
         if entry.kind == "call":
             steps.append(_classify(len(steps) + 1, entry))
     return steps
+
+
+def later_writers(step: Step, steps: Sequence[Step]) -> list[Step]:
+    """The steps after ``step`` that wrote its resource, oldest first."""
+    later = [s for s in steps if s.number > step.number and s.resource and s.resource == step.resource]
+    return sorted(later, key=lambda s: s.number)
 
 
 def _classify(number: int, entry: Entry) -> Step:

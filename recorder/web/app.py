@@ -281,7 +281,7 @@ class WebApprover:
         policy = self._policy()
         may = policy.undo_authority is not None and session.person in directory.holders(policy.undo_authority)
         plan = ask.plan
-        decide_by = str(ask.entry.body["decideBy"])
+        decide_by = ask.decide_by
         return self._render(
             request,
             "plan.html",

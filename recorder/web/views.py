@@ -87,7 +87,7 @@ class PlanLine:
 
 def plan_line(ask: PlanAsk, now: datetime) -> PlanLine:
     plan = ask.plan
-    decide_by = str(ask.entry.body["decideBy"])
+    decide_by = ask.decide_by
     return PlanLine(
         ask.ref, plan.request, len(plan.steps), len(plan.conflicts), decide_by, time_left(decide_by, now)
     )
