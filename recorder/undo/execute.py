@@ -71,10 +71,10 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
         raise UndoError(UndoCode.PLAN_NOT_APPROVED, f"{ref} has not been approved; nothing was compensated")
     with undo_lease(store.engine, ask.run, ask.entry.id):
         entries = store.entries(ask.run)
-        done = _reversal(entries, ask.entry.id)
+        done = reversal_of(entries, ask.entry.id)
         if done is not None:
             return done
-        intents, outcomes = _progress(entries, ask.entry.id)
+        intents, outcomes = undo_progress(entries, ask.entry.id)
         if not intents and (await replan()).digest() != ask.digest:
             raise UndoError(
                 UndoCode.PLAN_STALE,
@@ -236,7 +236,8 @@ def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:
     ]
 
 
-def _progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
+def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
+    """The ``undo-intent`` and ``undo-outcome`` entries of ``plan`` so far, by the step's entry id."""
     intents = {
         str(e.body["step"]): e for e in entries if e.kind == "undo-intent" and e.body.get("plan") == plan
     }
@@ -246,5 +247,6 @@ def _progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], di
     return intents, outcomes
 
 
-def _reversal(entries: Sequence[Entry], plan: str) -> Entry | None:
+def reversal_of(entries: Sequence[Entry], plan: str) -> Entry | None:
+    """The Reversal Record of ``plan`` (its id in the run), once the undo has finished."""
     return next((e for e in entries if e.kind == "reversal" and e.body.get("plan") == plan), None)

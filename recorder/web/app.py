@@ -35,17 +35,18 @@ from hatp_journal.recorder.undo.actions import (
     decide_on_plan,
     display_name,
     load_directory,
-    run_plan,
 )
 from hatp_journal.recorder.undo.approval import find_plan, pending_plans
 from hatp_journal.recorder.undo.errors import UndoError
+from hatp_journal.recorder.undo.execute import reversal_of, undo_progress
 from hatp_journal.recorder.undo.plan import undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+from hatp_journal.recorder.web.runner import UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
-from hatp_journal.recorder.web.views import ask_view, clock_time, plan_line, review, time_left
+from hatp_journal.recorder.web.views import ask_view, clock_time, plan_line, review, time_left, undo_steps
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
@@ -94,11 +95,13 @@ class WebApprover:
             Route("/plans/{run}/{entry}", self._page(self._plan), methods=["GET"]),
             Route("/plans/{run}/{entry}", self._page(self._decide_plan), methods=["POST"]),
             Route("/plans/{run}/{entry}/outcome", self._page(self._outcome)),
+            Route("/plans/{run}/{entry}/resume", self._page(self._resume), methods=["POST"]),
             Route("/runs", self._page(self._runs)),
             Route("/runs/{run}", self._page(self._review), methods=["GET"]),
             Route("/runs/{run}/plan", self._page(self._ask_for_plan), methods=["POST"]),
         ]
         self.app = Starlette(routes=routes, lifespan=self._lifespan)
+        self.undos = UndoRunner(config, clock)
 
     def link(self, person: str, *, valid_for: timedelta | None = None) -> str:
         """A one-time sign-in link for ``person`` (what ``hatp-recorder web-link`` prints)."""
@@ -131,6 +134,7 @@ class WebApprover:
             await anyio.sleep(self.config.web.tick_seconds)
 
     def close(self) -> None:
+        self.undos.join(timeout=30)
         self.store.dispose()
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -315,6 +319,8 @@ class WebApprover:
             )
         key = self._key(session.person)
         self.signin.use_form(session, _one(fields, "form"))
+        # The decision re-plans (a plan that changed since it was shown is not approved), which
+        # asks the tool servers; the undo itself then runs in the background.
         async with AsyncExitStack() as stack:
             servers = UndoServers(self.config, PinStore(self.store.engine), stack)
             counted, message, _ = await decide_on_plan(
@@ -329,27 +335,42 @@ class WebApprover:
                 overrides=overrides,
                 now=self.clock(),
             )
-            if not counted:
-                return self._message(request, WebCode.NOT_COUNTED, message)
-            if decision == "deny":
-                return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
-            await run_plan(self.store, ref, servers, self.clock())
+        if not counted:
+            return self._message(request, WebCode.NOT_COUNTED, message)
+        if decision == "deny":
+            return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
+        self.undos.start(ref)
         return RedirectResponse(f"/plans/{ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
 
     async def _outcome(self, request: Request) -> Response:
-        self._session(request)
+        session = self._session(request)
         ask = find_plan(self.store, _ref(request))
-        reversal = next(
-            (
-                e
-                for e in self.store.entries(ask.run)
-                if e.kind == "reversal" and e.body.get("plan") == ask.entry.id
-            ),
-            None,
-        )
-        if reversal is None:
+        entries = self.store.entries(ask.run)
+        reversal = reversal_of(entries, ask.entry.id)
+        if reversal is not None:
+            return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
+        if ask.state != "approved":
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
-        return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
+        running = self.undos.running(ask.ref)
+        return self._render(
+            request,
+            "undoing.html",
+            ref=ask.ref,
+            steps=undo_steps(ask.plan, *undo_progress(entries, ask.entry.id)),
+            running=running,
+            stopped=self.undos.stopped(ask.ref),
+            csrf=session.csrf,
+            form=None if running else session.new_form(),
+        )
+
+    async def _resume(self, request: Request) -> Response:
+        session, fields = await self._form(request)
+        ask = find_plan(self.store, _ref(request))
+        if ask.state != "approved" or reversal_of(self.store.entries(ask.run), ask.entry.id) is not None:
+            raise WebRefusal(WebCode.NOT_RESUMABLE, f"{ask.ref} is {ask.state} and has nothing left to run")
+        self.signin.use_form(session, _one(fields, "form"))
+        self.undos.start(ask.ref)
+        return RedirectResponse(f"/plans/{ask.ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
 
     async def _runs(self, request: Request) -> Response:
         self._session(request)

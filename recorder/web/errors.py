@@ -21,6 +21,7 @@ class WebCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     NOT_COUNTED = "NOT_COUNTED"
     LATE_DECISION = "LATE_DECISION"
+    NOT_RESUMABLE = "NOT_RESUMABLE"
 
 
 _STATUS = {
@@ -37,6 +38,7 @@ _STATUS = {
     WebCode.NOT_FOUND: 404,
     WebCode.NOT_COUNTED: 200,
     WebCode.LATE_DECISION: 200,
+    WebCode.NOT_RESUMABLE: 409,
 }
 
 

@@ -11,6 +11,7 @@ from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo.approval import PlanAsk
+from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
 
@@ -129,6 +130,35 @@ def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[
             others.append(ReviewLine(step.number, step.id, step.summary, step.kind, None, "", False, note))
     windows.sort(key=lambda line: (line.undo_by or "9999", line.number))
     return windows, others
+
+
+@dataclass(frozen=True)
+class UndoProgress:
+    """One step of an undo still running: what it undoes and how far it got."""
+
+    step: int
+    entry: str
+    undo: str
+    state: str  # waiting, compensating, or what the tool server answered (done, conflict, failed…)
+
+
+def undo_steps(
+    plan: ReversalPlan, intents: dict[str, Entry], outcomes: dict[str, Entry]
+) -> list[UndoProgress]:
+    """The steps the undo may compensate, newest first, each with its state in the record so far."""
+    items = sorted([*plan.steps, *plan.conflicts], key=lambda item: item.step, reverse=True)
+    return [
+        UndoProgress(item.step, item.entry, item.undo, _state(item.entry, intents, outcomes))
+        for item in items
+    ]
+
+
+def _state(entry: str, intents: dict[str, Entry], outcomes: dict[str, Entry]) -> str:
+    outcome = outcomes.get(entry)
+    if outcome is not None:
+        answer = outcome.body.get("answer")
+        return str(answer.get("status", "answered")) if isinstance(answer, dict) else "failed"
+    return "compensating" if entry in intents else "waiting"
 
 
 def _name(directory: Directory, person_id: str) -> str:

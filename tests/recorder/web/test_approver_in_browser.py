@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from chain_server import outside_edit, published, values
+from http_browser import decisions
 from playwright.sync_api import Page
 from undo_org import DANA, EVE, LEE
 from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
@@ -21,8 +22,10 @@ def two_puts(second: str) -> list[tuple[str, dict[str, Any]]]:
     return [("chain_put", {"key": "a", "value": "1"}), ("chain_put", {"key": "a", "value": second})]
 
 
-def decisions(approver: Approver, run: str) -> list[bool]:
-    return [bool(e.body["counted"]) for e in approver.org.entries(run) if e.kind == "decision"]
+def the_outcome(page: Page) -> None:
+    """Wait on the outcome page (it reloads while the undo runs) for the Reversal Record."""
+    assert page.url.endswith("/outcome")
+    page.locator("#reversal").wait_for()
 
 
 def test_an_ask_approved_on_the_page_lets_the_call_through(approver: Approver, page: Page) -> None:
@@ -62,7 +65,7 @@ def test_a_reversal_plan_asked_for_and_approved_on_the_pages_runs_the_undo_and_s
 
     page.click("#approve")
 
-    assert page.url.endswith("/outcome")
+    the_outcome(page)
     statuses = page.locator("tr.outcome-step").evaluate_all("rows => rows.map(r => r.dataset.status)")
     assert statuses == ["reversed", "reversed"]
     assert values(approver.org.db()) == {}
@@ -94,7 +97,7 @@ def test_a_conflict_is_shown_with_eves_change_and_only_an_explicit_override_over
     page.check("#confirm-e2")
     page.click("#approve")
 
-    assert page.url.endswith("/outcome")
+    the_outcome(page)
     assert page.locator("tr.outcome-step[data-entry='e2'] .overrode").count() == 1
     assert values(org.db()) == {"a": "1"}
 
@@ -111,7 +114,7 @@ def test_a_conflict_left_alone_keeps_eves_change(approver: Approver, page: Page)
 
     page.click("#approve")
 
-    assert page.url.endswith("/outcome")
+    the_outcome(page)
     assert page.locator("tr.outcome-step[data-entry='e2']").get_attribute("data-status") == "conflicted"
     assert values(org.db()) == {"a": "3"}
 
