@@ -146,7 +146,8 @@ def undo_steps(
     plan: ReversalPlan, intents: dict[str, Entry], outcomes: dict[str, Entry]
 ) -> list[UndoProgress]:
     """The steps the undo may compensate, newest first, each with its state in the record so far."""
-    items = [(s.step, s.entry, s.undo) for s in plan.steps] + [(c.step, c.entry, c.undo) for c in plan.conflicts]
+    items = [(s.step, s.entry, s.undo) for s in plan.steps]
+    items += [(c.step, c.entry, c.undo) for c in plan.conflicts]
     return [
         UndoProgress(step, entry, undo, _state(entry, intents, outcomes))
         for step, entry, undo in sorted(items, reverse=True)
