@@ -52,3 +52,36 @@ def test_sloppy_declarations_fail_the_declaration_hint_and_remedy_requirements(t
         ("J-3.4", "notify", "no_remedy"),
     }
     assert result.verified_operations == ["update_deal"]
+
+
+def test_results_that_disagree_with_their_declaration_fail_j_3_1_and_j_3_4_even_when_signed(
+    tmp_path: Path,
+) -> None:
+    result = run_broken("results_that_disagree", tmp_path)
+
+    assert failures(result) == {
+        ("J-3.1", "update_deal", "terms_mismatch"),
+        ("J-3.1", "charge_order", "undo_by_mismatch"),
+        ("J-3.4", "export_report", "token_on_none"),
+    }
+    assert result.verified_operations == []
+
+
+def test_each_declaration_that_contradicts_itself_fails_j_2_1_or_j_2_2_with_its_own_problem(
+    tmp_path: Path,
+) -> None:
+    result = run_broken("declarations_that_contradict_themselves", tmp_path)
+
+    assert failures(result) == {
+        ("J-2.1", "garbled", "invalid_declaration"),
+        ("J-2.1", "vague", "no_undo_kind"),
+        ("J-2.1", "read_and_undo", "read_with_compensate"),
+        ("J-2.1", "windowless", "no_window"),
+        ("J-2.1", "window_soon", "bad_window"),
+        ("J-2.1", "window_zero", "bad_window"),
+        ("J-2.1", "windows_apart", "windows_disagree"),
+        ("J-2.1", "reasonless", "no_reason"),
+        ("J-2.2", "undoable_but_destructive", "destructive_hint_mismatch"),
+        ("J-2.2", "closed_world_disclosure", "open_world_hint_mismatch"),
+    }
+    assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
