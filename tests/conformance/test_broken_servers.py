@@ -85,3 +85,24 @@ def test_each_declaration_that_contradicts_itself_fails_j_2_1_or_j_2_2_with_its_
         ("J-2.2", "closed_world_disclosure", "open_world_hint_mismatch"),
     }
     assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
+
+
+def test_a_result_naming_another_server_or_kind_or_no_reason_fails_for_that_part(tmp_path: Path) -> None:
+    result = run_broken("results_with_wrong_parts", tmp_path)
+
+    assert failures(result) == {
+        ("J-3.1", "update_deal", "server_mismatch"),
+        ("J-3.1", "charge_order", "kind_mismatch"),
+        ("J-3.4", "export_report", "no_reason"),
+    }
+
+
+def test_receipts_by_an_unpublished_key_over_other_arguments_or_missing_fail(tmp_path: Path) -> None:
+    result = run_broken("results_signed_wrong", tmp_path)
+
+    assert failures(result) == {
+        ("J-3.2", "update_deal", "unknown_kid"),
+        ("J-3.2", "charge_order", "receipt_invalid"),
+        ("J-3.1", "export_report", "no_receipt"),
+        ("J-3.2", "export_report", "no_receipt"),
+    }

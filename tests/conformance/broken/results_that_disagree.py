@@ -6,55 +6,32 @@ receipt still verifies:
 - export_report, declared ``none``, hands out a compensation token (``token_on_none``).
 """
 
-from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
 
 import _crm
 
-from hatp_journal.toolkit import Invocation, Journal, parse_wire_time, wire_time
-from hatp_journal.toolkit.signing import call_payload
+from hatp_journal.toolkit import parse_wire_time, wire_time
 from hatp_journal.toolkit.wire import JournalObject, UndoInfo
 
-Change = Callable[[JournalObject], JournalObject]
 
-
-def more_side_effects(journal: JournalObject) -> JournalObject:
+def more_side_effects(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
     undo = journal.undo or UndoInfo(kind="compensate")
     noisy = undo.model_copy(update={"side_effects": [*undo.side_effects, "the customer is emailed"]})
-    return journal.model_copy(update={"undo": noisy})
+    return sign(journal.model_copy(update={"undo": noisy}))
 
 
-def a_day_later(journal: JournalObject) -> JournalObject:
+def a_day_later(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
     undo = journal.undo or UndoInfo(kind="compensate")
     later = wire_time(parse_wire_time(undo.undo_by or "") + timedelta(days=1))
-    return journal.model_copy(update={"undo": undo.model_copy(update={"undo_by": later})})
+    return sign(journal.model_copy(update={"undo": undo.model_copy(update={"undo_by": later})}))
 
 
-def a_token(journal: JournalObject) -> JournalObject:
-    return journal.model_copy(update={"compensation_token": "ctk_" + "x" * 43})
+def a_token(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
+    return sign(journal.model_copy(update={"compensation_token": "ctk_" + "x" * 43}))
 
 
-CHANGES: dict[str, Change] = {
-    "update_deal": more_side_effects,
-    "charge_order": a_day_later,
-    "export_report": a_token,
-}
-
-
-def disagree(journal: Journal) -> None:
-    invoke = journal.invoke
-
-    def changed(tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
-        done = invoke(tool, arguments)
-        if tool not in CHANGES or done.journal.receipt is None:
-            return done
-        body = CHANGES[tool](done.journal).model_copy(update={"receipt": None})
-        payload = call_payload(body.wire(), tool, dict(arguments or {}))
-        receipt = journal.key.sign(payload, done.journal.receipt.issued_at)
-        return Invocation(done.result, body.model_copy(update={"receipt": receipt}))
-
-    journal.invoke = changed  # type: ignore[method-assign]
-
-
-_crm.serve(disagree)
+_crm.serve(
+    _crm.change_results(
+        {"update_deal": more_side_effects, "charge_order": a_day_later, "export_report": a_token}
+    )
+)
