@@ -28,7 +28,7 @@ def serve(
     tools by hand, and serve stdio."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", required=True)
-    db = parser.parse_args().db
+    db = parser.parse_known_args()[0].db  # a variant may read more arguments of its own
     key = SigningKey.generate()
     if tools is None:
         mcp, journal = build(db, key)
