@@ -161,3 +161,32 @@ def test_undo_answers_signed_by_an_unpublished_key_fail_every_check_that_reads_o
 
     undo_checks = {(f"J-4.{n}", op, "answer_not_signed") for n in range(1, 6) for op in BOTH}
     assert failures(result) == {*undo_checks, ("J-4.6", None, "answer_not_signed")}
+
+
+UNDO = ("J-4.1", "J-4.2", "J-4.3", "J-4.4", "J-4.5")
+RESULTS = ("J-3.1", "J-3.2", "J-3.3")
+
+
+@pytest.mark.parametrize(
+    ("part", "failed"),
+    [
+        ("token", {("J-3.1", "no_token")} | {(req, "no_token") for req in UNDO}),
+        ("version", {("J-3.3", "version_not_stored")} | {(req, "no_version") for req in ("J-3.1", *UNDO)}),
+        ("effect", {("J-3.1", "no_effect"), ("J-3.3", "no_summary")} | {(req, "no_effect") for req in UNDO}),
+        ("fields", {("J-3.3", "effect_not_stored")}),
+        ("undo", {("J-3.1", "no_undo"), ("J-4.4", "no_undo")}),
+        ("undo_by", {("J-3.1", "no_undo_by"), ("J-4.4", "no_undo_by")}),
+        ("undo_by_not_utc", {("J-3.1", "bad_undo_by"), ("J-4.4", "bad_undo_by")}),
+        ("journal", {(req, "no_journal_object") for req in (*RESULTS, *UNDO)}),
+        ("garbled", {(req, "invalid_journal_object") for req in (*RESULTS, *UNDO)}),
+        ("error", {(req, "call_failed") for req in (*RESULTS, *UNDO)}),
+    ],
+)  # fmt: skip
+def test_a_result_lacking_one_part_fails_every_check_that_needs_that_part_with_its_code(
+    tmp_path: Path, part: str, failed: set[tuple[str, str]]
+) -> None:
+    script = BROKEN / "results_missing_parts.py"
+    result = suite(command(sys.executable, script, "--db", tmp_path / "crm.db", "--part", part))
+
+    assert failures(result) == {(req, "update_deal", problem) for req, problem in failed}
+    assert result.verified_operations == ["charge_order", "export_report"]
