@@ -120,6 +120,8 @@ BOTH = ("update_deal", "charge_order")
     ("lie", "failed"),
     [
         ("version_found", {("J-4.1", "wrong_version_found")}),
+        ("check_says_conflict", {("J-4.1", "check_not_ok")}),
+        ("check_is_error", {("J-4.1", "check_is_error")}),
         ("check_compensates", {("J-4.1", "check_changed_state")}),
         ("undo_fails", {
             ("J-4.1", "token_unusable_after_check"),
@@ -129,9 +131,12 @@ BOTH = ("update_deal", "charge_order")
         ("undo_does_nothing", {("J-4.2", "not_restored")}),
         ("version_left", {("J-4.2", "wrong_version_left")}),
         ("override_conflicts", {("J-4.3", "compensated_over_change")}),
+        ("edit_keeps_version", {("J-4.3", "edit_not_versioned")}),
+        ("compensate_ignores_window", {("J-4.4", "compensated_after_window")}),
         ("refusal_code", {("J-4.3", "wrong_code"), ("J-4.4", "wrong_code")}),
         ("edit_on_refusal", {("J-4.3", "conflict_changed_state"), ("J-4.4", "expired_undo_changed_state")}),
         ("edit_on_repeat", {("J-4.5", "repeat_changed_state")}),
+        ("check_forgets_done", {("J-4.5", "check_not_done")}),
     ],
 )  # fmt: skip
 def test_an_undo_that_lies_in_one_way_fails_the_requirement_it_breaks_for_each_undoable_operation(
@@ -161,6 +166,18 @@ def test_undo_answers_signed_by_an_unpublished_key_fail_every_check_that_reads_o
 
     undo_checks = {(f"J-4.{n}", op, "answer_not_signed") for n in range(1, 6) for op in BOTH}
     assert failures(result) == {*undo_checks, ("J-4.6", None, "answer_not_signed")}
+
+
+@pytest.mark.parametrize(
+    ("lie", "problem"), [("check_without_answer", "no_answer"), ("check_garbled", "invalid_answer")]
+)
+def test_a_check_that_answers_no_undo_answer_fails_every_check_that_reads_one(
+    tmp_path: Path, lie: str, problem: str
+) -> None:
+    result = run_lying(lie, tmp_path)
+
+    reading_a_check = {(req, op, problem) for req in ("J-4.1", "J-4.3", "J-4.4", "J-4.5") for op in BOTH}
+    assert failures(result) == {*reading_a_check, ("J-4.6", None, problem)}
 
 
 UNDO = ("J-4.1", "J-4.2", "J-4.3", "J-4.4", "J-4.5")
