@@ -207,3 +207,34 @@ def test_a_result_lacking_one_part_fails_every_check_that_needs_that_part_with_i
 
     assert failures(result) == {(req, "update_deal", problem) for req, problem in failed}
     assert result.verified_operations == ["charge_order", "export_report"]
+
+
+def run_flawed(flaw: str, tmp_path: Path) -> SuiteResult:
+    script = BROKEN / "binding_surface.py"
+    return suite(command(sys.executable, script, "--db", tmp_path / "crm.db", "--flaw", flaw))
+
+
+@pytest.mark.parametrize(
+    ("flaw", "problem"), [("keys_unlisted", "missing_binding_tool"), ("keys_unmarked", "binding_not_marked")]
+)
+def test_a_keys_tool_missing_from_tools_list_or_not_marked_binding_fails_j_4_7_only(
+    tmp_path: Path, flaw: str, problem: str
+) -> None:
+    result = run_flawed(flaw, tmp_path)
+
+    assert failures(result) == {("J-4.7", None, problem)}
+    assert result.verified_operations == []  # a server-wide failure verifies nothing
+
+
+@pytest.mark.parametrize(
+    ("flaw", "problem"), [("kid_names_another_key", "bad_keys_answer"), ("no_keys", "no_keys")]
+)
+def test_keys_that_cannot_be_read_or_none_at_all_fail_j_4_7_and_every_signature_check(
+    tmp_path: Path, flaw: str, problem: str
+) -> None:
+    result = run_flawed(flaw, tmp_path)
+
+    found = failures(result)
+    assert {(op, code) for req, op, code in found if req == "J-4.7"} == {(None, problem)}
+    assert {(req, op) for req, op, code in found if code == "answer_not_signed"} >= {("J-4.6", None)}
+    assert ("J-3.2", "update_deal", "unknown_kid") in found
