@@ -4,12 +4,14 @@ only those of their operations stay unverified."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
 from conformance_helpers import BROKEN, command, failures, suite
 
-from hatp_journal.conformance import SuiteResult
+from hatp_journal.conformance import SuiteResult, Target, run_server_suite
 
 
 def run_broken(name: str, tmp_path: Path) -> SuiteResult:
@@ -238,3 +240,26 @@ def test_keys_that_cannot_be_read_or_none_at_all_fail_j_4_7_and_every_signature_
     assert {(op, code) for req, op, code in found if req == "J-4.7"} == {(None, problem)}
     assert {(req, op) for req, op, code in found if code == "answer_not_signed"} >= {("J-4.6", None)}
     assert ("J-3.2", "update_deal", "unknown_kid") in found
+
+
+def test_a_check_that_takes_longer_than_its_limit_fails_as_timed_out_and_the_suite_goes_on(
+    tmp_path: Path,
+) -> None:
+    script = BROKEN / "undo_that_lies.py"
+    hanging = command(sys.executable, script, "--db", tmp_path / "crm.db", "--lie", "hang_on_unknown_token")
+
+    result = anyio.run(partial(run_server_suite, Target(hanging), check_timeout=5.0))
+
+    assert failures(result) == {("J-4.6", None, "timed_out")}
+    assert result.verified_operations == []
+
+
+def test_a_server_that_dies_mid_suite_fails_the_check_it_died_in_and_every_later_one_as_crashed(
+    tmp_path: Path,
+) -> None:
+    result = run_broken("dies_on_update_deal", tmp_path)
+
+    failed = [(o.requirement, o.operation, o.problem) for o in result.outcomes if o.outcome == "failed"]
+    assert failed[0] == ("J-3.1", "update_deal", "check_crashed")
+    assert {problem for _, _, problem in failed} == {"check_crashed"}
+    assert all(o.outcome == "passed" for o in result.outcomes if o.requirement.startswith("J-2"))

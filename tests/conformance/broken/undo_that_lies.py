@@ -3,10 +3,12 @@
 ``versionLeft``, a check that says conflict, forgets a done undo or compensates, answers signed by
 an unpublished key, refusals with the wrong code, an outside edit on a refusal or a repeat, a
 compensate that overrides conflicts or ignores the window, a compensation that fails or does
-nothing, an outside edit that keeps the version, unknown tokens not refused, and check replies
-that are errors, carry no answer or a garbled one. The names are in ``LyingUndo`` and ``lie()``."""
+nothing, an outside edit that keeps the version, unknown tokens not refused or never answered,
+and check replies that are errors, carry no answer or a garbled one. The names are in
+``LyingUndo`` and ``lie()``."""
 
 import argparse
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -25,6 +27,8 @@ from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.wire import Override
 
 STRANGER = SigningKey.generate()
+HANG_SECONDS = 12.0
+"""How long ``hang_on_unknown_token`` keeps a check of an unknown token waiting."""
 REFUSALS = ("conflict", "expired")
 
 
@@ -54,6 +58,8 @@ class LyingUndo(UndoEngine):
 
     def check(self, token: str) -> UndoAnswer:
         answer = super().check(token)
+        if self.lie == "hang_on_unknown_token" and answer.status == "unknown_token":
+            time.sleep(HANG_SECONDS)
         if self.lie == "check_compensates" and answer.status == "ok":
             self.compensate(CompensateRequest(token=token, if_version=answer.version_found or ""))
         return answer
