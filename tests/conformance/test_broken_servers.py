@@ -263,3 +263,12 @@ def test_a_server_that_dies_mid_suite_fails_the_check_it_died_in_and_every_later
     assert failed[0] == ("J-3.1", "update_deal", "check_crashed")
     assert {problem for _, _, problem in failed} == {"check_crashed"}
     assert all(o.outcome == "passed" for o in result.outcomes if o.requirement.startswith("J-2"))
+
+
+def test_an_undo_that_leaves_a_created_resource_in_place_fails_j_4_2_for_that_operation(
+    tmp_path: Path,
+) -> None:
+    result = run_broken("creation_that_stays", tmp_path)
+
+    assert failures(result) == {("J-4.2", "open_deal", "created_resource_remains")}
+    assert result.verified_operations == ["update_deal"]
