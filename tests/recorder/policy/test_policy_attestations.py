@@ -14,7 +14,14 @@ import pytest
 from hatp_journal.conformance.attestation import attest
 from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteResult
 from hatp_journal.conformance.runner import suite_info
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, PolicyFileError, decide, load_policy
+from hatp_journal.recorder.policy import (
+    AttestationProblem,
+    CallFacts,
+    MoneyLedger,
+    PolicyFileError,
+    decide,
+    load_policy,
+)
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.wire import Declaration, UndoDeclaration
 
@@ -275,3 +282,42 @@ def test_a_signer_key_whose_kid_does_not_name_it_is_refused_at_load(tmp_path: Pa
         load_policy(path)
 
     assert '"signer"' in path.read_text().splitlines()[refused.value.line - 1]
+
+
+PROVOKED: dict[str, tuple[Any, CallFacts]] = {
+    "NOT_ATTESTED": (attestation({"update_deal": "compensate"}), call("charge_order")),
+    "FORGED": (attestation({"update_deal": "compensate"}, signer=SigningKey.generate()), call("update_deal")),
+    "OTHER_SERVER_KEY": (
+        attestation({"update_deal": "compensate"}, server_key=SigningKey.generate()),
+        call("update_deal"),
+    ),
+    "OTHER_KIND": (attestation({"update_deal": "none"}), call("update_deal")),
+    "OTHER_DECLARATION": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", declaration=declared(window="P1D")),
+    ),
+    "STALE": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", at=ISSUED + timedelta(days=31)),
+    ),
+    "NOT_YET_VALID": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", at=ISSUED - timedelta(hours=1)),
+    ),
+}
+"""For each AttestationProblem, one attestation and one call that provoke it alone."""
+
+
+def test_every_attestation_problem_has_a_call_that_provokes_it() -> None:
+    assert set(PROVOKED) == {problem.value for problem in AttestationProblem}
+
+
+@pytest.mark.parametrize("problem", sorted(PROVOKED))
+def test_each_attestation_problem_keeps_the_call_on_ask_with_its_code_in_the_reason(
+    tmp_path: Path, problem: str
+) -> None:
+    document, facts = PROVOKED[problem]
+
+    action, reasons, data = verdict(policy_with(tmp_path, document), facts)
+
+    assert (action, reasons, data["attestation"]) == ("ask", ["NOT_VERIFIED"], problem)
