@@ -3,19 +3,10 @@ only those of their operations stay unverified."""
 
 from __future__ import annotations
 
-import sys
-from functools import partial
 from pathlib import Path
 
-import anyio
 import pytest
-from conformance_helpers import BROKEN, command, failures, suite
-
-from hatp_journal.conformance import SuiteResult, Target, run_server_suite
-
-
-def run_broken(name: str, tmp_path: Path) -> SuiteResult:
-    return suite(command(sys.executable, BROKEN / f"{name}.py", "--db", tmp_path / "crm.db"))
+from conformance_helpers import failures, run_broken
 
 
 @pytest.mark.parametrize(
@@ -108,150 +99,6 @@ def test_receipts_by_an_unpublished_key_over_other_arguments_or_missing_fail(tmp
         ("J-3.1", "export_report", "no_receipt"),
         ("J-3.2", "export_report", "no_receipt"),
     }
-
-
-def run_lying(lie: str, tmp_path: Path) -> SuiteResult:
-    script = BROKEN / "undo_that_lies.py"
-    return suite(command(sys.executable, script, "--db", tmp_path / "crm.db", "--lie", lie))
-
-
-BOTH = ("update_deal", "charge_order")
-
-
-@pytest.mark.parametrize(
-    ("lie", "failed"),
-    [
-        ("version_found", {("J-4.1", "wrong_version_found")}),
-        ("check_says_conflict", {("J-4.1", "check_not_ok")}),
-        ("check_is_error", {("J-4.1", "check_is_error")}),
-        ("check_compensates", {("J-4.1", "check_changed_state")}),
-        ("undo_fails", {
-            ("J-4.1", "token_unusable_after_check"),
-            ("J-4.2", "compensate_not_done"),
-            ("J-4.5", "compensate_not_done"),
-        }),
-        ("undo_does_nothing", {("J-4.2", "not_restored")}),
-        ("version_left", {("J-4.2", "wrong_version_left")}),
-        ("override_conflicts", {("J-4.3", "compensated_over_change")}),
-        ("edit_keeps_version", {("J-4.3", "edit_not_versioned")}),
-        ("compensate_ignores_window", {("J-4.4", "compensated_after_window")}),
-        ("refusal_code", {("J-4.3", "wrong_code"), ("J-4.4", "wrong_code")}),
-        ("edit_on_refusal", {("J-4.3", "conflict_changed_state"), ("J-4.4", "expired_undo_changed_state")}),
-        ("edit_on_repeat", {("J-4.5", "repeat_changed_state")}),
-        ("check_forgets_done", {("J-4.5", "check_not_done")}),
-    ],
-)  # fmt: skip
-def test_an_undo_that_lies_in_one_way_fails_the_requirement_it_breaks_for_each_undoable_operation(
-    tmp_path: Path, lie: str, failed: set[tuple[str, str]]
-) -> None:
-    result = run_lying(lie, tmp_path)
-
-    assert failures(result) == {(req, op, problem) for req, problem in failed for op in BOTH}
-    assert result.verified_operations == ["export_report"]
-
-
-@pytest.mark.parametrize(
-    ("lie", "problem"),
-    [("unknown_token_check", "check_not_unknown"), ("unknown_token_compensate", "compensate_not_refused")],
-)
-def test_a_server_that_does_not_refuse_an_unknown_token_fails_j_4_6(
-    tmp_path: Path, lie: str, problem: str
-) -> None:
-    result = run_lying(lie, tmp_path)
-
-    assert failures(result) == {("J-4.6", None, problem)}
-    assert result.verified_operations == []
-
-
-def test_undo_answers_signed_by_an_unpublished_key_fail_every_check_that_reads_one(tmp_path: Path) -> None:
-    result = run_lying("stranger_signs", tmp_path)
-
-    undo_checks = {(f"J-4.{n}", op, "answer_not_signed") for n in range(1, 6) for op in BOTH}
-    assert failures(result) == {*undo_checks, ("J-4.6", None, "answer_not_signed")}
-
-
-@pytest.mark.parametrize(
-    ("lie", "problem"), [("check_without_answer", "no_answer"), ("check_garbled", "invalid_answer")]
-)
-def test_a_check_that_answers_no_undo_answer_fails_every_check_that_reads_one(
-    tmp_path: Path, lie: str, problem: str
-) -> None:
-    result = run_lying(lie, tmp_path)
-
-    reading_a_check = {(req, op, problem) for req in ("J-4.1", "J-4.3", "J-4.4", "J-4.5") for op in BOTH}
-    assert failures(result) == {*reading_a_check, ("J-4.6", None, problem)}
-
-
-UNDO = ("J-4.1", "J-4.2", "J-4.3", "J-4.4", "J-4.5")
-RESULTS = ("J-3.1", "J-3.2", "J-3.3")
-
-
-@pytest.mark.parametrize(
-    ("part", "failed"),
-    [
-        ("token", {("J-3.1", "no_token")} | {(req, "no_token") for req in UNDO}),
-        ("version", {("J-3.3", "version_not_stored")} | {(req, "no_version") for req in ("J-3.1", *UNDO)}),
-        ("effect", {("J-3.1", "no_effect"), ("J-3.3", "no_summary")} | {(req, "no_effect") for req in UNDO}),
-        ("fields", {("J-3.3", "effect_not_stored")}),
-        ("undo", {("J-3.1", "no_undo"), ("J-4.4", "no_undo")}),
-        ("undo_by", {("J-3.1", "no_undo_by"), ("J-4.4", "no_undo_by")}),
-        ("undo_by_not_utc", {("J-3.1", "bad_undo_by"), ("J-4.4", "bad_undo_by")}),
-        ("journal", {(req, "no_journal_object") for req in (*RESULTS, *UNDO)}),
-        ("garbled", {(req, "invalid_journal_object") for req in (*RESULTS, *UNDO)}),
-        ("error", {(req, "call_failed") for req in (*RESULTS, *UNDO)}),
-    ],
-)  # fmt: skip
-def test_a_result_lacking_one_part_fails_every_check_that_needs_that_part_with_its_code(
-    tmp_path: Path, part: str, failed: set[tuple[str, str]]
-) -> None:
-    script = BROKEN / "results_missing_parts.py"
-    result = suite(command(sys.executable, script, "--db", tmp_path / "crm.db", "--part", part))
-
-    assert failures(result) == {(req, "update_deal", problem) for req, problem in failed}
-    assert result.verified_operations == ["charge_order", "export_report"]
-
-
-def run_flawed(flaw: str, tmp_path: Path) -> SuiteResult:
-    script = BROKEN / "binding_surface.py"
-    return suite(command(sys.executable, script, "--db", tmp_path / "crm.db", "--flaw", flaw))
-
-
-@pytest.mark.parametrize(
-    ("flaw", "problem"), [("keys_unlisted", "missing_binding_tool"), ("keys_unmarked", "binding_not_marked")]
-)
-def test_a_keys_tool_missing_from_tools_list_or_not_marked_binding_fails_j_4_7_only(
-    tmp_path: Path, flaw: str, problem: str
-) -> None:
-    result = run_flawed(flaw, tmp_path)
-
-    assert failures(result) == {("J-4.7", None, problem)}
-    assert result.verified_operations == []  # a server-wide failure verifies nothing
-
-
-@pytest.mark.parametrize(
-    ("flaw", "problem"), [("kid_names_another_key", "bad_keys_answer"), ("no_keys", "no_keys")]
-)
-def test_keys_that_cannot_be_read_or_none_at_all_fail_j_4_7_and_every_signature_check(
-    tmp_path: Path, flaw: str, problem: str
-) -> None:
-    result = run_flawed(flaw, tmp_path)
-
-    found = failures(result)
-    assert {(op, code) for req, op, code in found if req == "J-4.7"} == {(None, problem)}
-    assert {(req, op) for req, op, code in found if code == "answer_not_signed"} >= {("J-4.6", None)}
-    assert ("J-3.2", "update_deal", "unknown_kid") in found
-
-
-def test_a_check_that_takes_longer_than_its_limit_fails_as_timed_out_and_the_suite_goes_on(
-    tmp_path: Path,
-) -> None:
-    script = BROKEN / "undo_that_lies.py"
-    hanging = command(sys.executable, script, "--db", tmp_path / "crm.db", "--lie", "hang_on_unknown_token")
-
-    result = anyio.run(partial(run_server_suite, Target(hanging), check_timeout=5.0))
-
-    assert failures(result) == {("J-4.6", None, "timed_out")}
-    assert result.verified_operations == []
 
 
 def test_a_server_that_dies_mid_suite_fails_the_check_it_died_in_and_every_later_one_as_crashed(
