@@ -1,7 +1,9 @@
-"""Signed attestations: "these operations of this server (this key) passed this suite, at this time".
+"""Signed attestations: "these operations of this server (this key), declared exactly so, passed this
+suite, at this time".
 
 The Recorder's ``requireVerified`` policy accepts an attestation signed by the conformance signer
-it pinned, for exactly the operations listed, for the server key named, while it is fresh enough
+it pinned, for exactly the operations listed, while they declare what the suite read (the digest
+of each declaration), for the server key named, while it is fresh enough
 (``hatp_journal.recorder.policy.attestations``). The receipt is an Ed25519 signature over the
 RFC 8785 form of ``{"alg", "kid", "issuedAt", "payload": {"attestation": <without receipt>}}``.
 """
@@ -29,6 +31,13 @@ class AttestedOperation(WireModel):
     tool: str = Field(min_length=1)
     kind: Literal["compensate", "none"]
     requirements: list[str]
+    declaration_digest: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="sha256 of the RFC 8785 form of the declaration the suite read in tools/list; "
+        "a Recorder counts the attestation only while the tool declares exactly this (one without "
+        "it, from an older suite, verifies nothing)",
+    )
 
 
 class AttestedServer(WireModel):
@@ -68,6 +77,7 @@ def attest(result: SuiteResult, key: SigningKey, now: datetime) -> Attestation:
             tool=operation.tool,
             kind=operation.kind,
             requirements=sorted({*passed_by.get(None, []), *passed_by.get(operation.tool, [])}),
+            declaration_digest=operation.declaration_digest,
         )
         for operation in result.operations
         if operation.verified and operation.kind in ("compensate", "none")

@@ -41,6 +41,11 @@ class OperationReport(WireModel):
     tool: str
     kind: Literal["compensate", "none", "read", "unknown"]
     verified: bool
+    declaration_digest: str | None = Field(
+        default=None,
+        description="sha256 of the RFC 8785 form of the declaration as tools/list published it "
+        "(as the toolkit's Declaration reads it); none for a tool without a readable declaration",
+    )
 
 
 class SuiteResult(WireModel):

@@ -244,7 +244,12 @@ def _operation_reports(operations: list[Operation], outcomes: list[CheckOutcome]
             and bool(own)
             and all(outcome.outcome == "passed" for outcome in own)
         )
-        reports.append(OperationReport(tool=operation.name, kind=operation.kind, verified=verified))
+        digest = operation.declaration.digest() if operation.declaration is not None else None
+        reports.append(
+            OperationReport(
+                tool=operation.name, kind=operation.kind, verified=verified, declaration_digest=digest
+            )
+        )
     return reports
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.errors import ErrorCode
 
 META_KEY = "hatp/journal"
@@ -75,6 +76,12 @@ class Declaration(WireModel):
     remedy: str | None = None
     charges: bool = False
     preview: bool = False
+
+    def digest(self) -> str:
+        """``sha256:`` of the RFC 8785 form of :meth:`wire`: what a conformance attestation binds,
+        so that a declaration changed after the suite ran (a shorter window, new side effects)
+        is no longer the one attested."""
+        return sha256_digest(self.wire())
 
 
 class Use(WireModel):

@@ -6,8 +6,9 @@ The policy names attestation files and pins the conformance signer's public key:
                      "files": ["crm.attestation.json"], "maxAgeSeconds": 2592000}
 
 An operation counts as verified for a call only if a genuine attestation (signed by that signer)
-lists the tool with the call's kind of undo, names a receipt key the Recorder holds for the
-call's server, and was issued no longer than ``maxAgeSeconds`` before the call. Anything else
+lists the tool with the call's kind of undo and the digest of the declaration the Recorder read
+for it now, names a receipt key the Recorder holds for the call's server, and was issued no
+longer than ``maxAgeSeconds`` before the call. Anything else
 keeps the call on ``ask``, with a stable code saying why.
 """
 
@@ -53,6 +54,9 @@ class AttestationProblem(StrEnum):
     """A genuine attestation lists it for a server key the Recorder does not hold for this server."""
     OTHER_KIND = "OTHER_KIND"
     """A genuine attestation lists it with another kind of undo than the tool declares now."""
+    OTHER_DECLARATION = "OTHER_DECLARATION"
+    """A genuine attestation lists it with its kind of undo, but for another declaration than the
+    tool publishes now (e.g. a shorter window or new side effects), or for none at all."""
     STALE = "STALE"
     """The only genuine, matching attestation is older than ``maxAgeSeconds``."""
     NOT_YET_VALID = "NOT_YET_VALID"
@@ -142,8 +146,12 @@ class Attestations:
             return AttestationProblem.FORGED
         if not {key.kid for key in loaded.attestation.server.keys} & facts.server_keys:
             return AttestationProblem.OTHER_SERVER_KEY
-        if all(operation.kind != facts.kind for operation in listed):
+        same_kind = [operation for operation in listed if operation.kind == facts.kind]
+        if not same_kind:
             return AttestationProblem.OTHER_KIND
+        digests = {operation.declaration_digest for operation in same_kind} - {None}
+        if facts.declaration_digest not in digests:
+            return AttestationProblem.OTHER_DECLARATION
         if loaded.issued_at > facts.at + CLOCK_SKEW:
             return AttestationProblem.NOT_YET_VALID
         if facts.at - loaded.issued_at > self.max_age:
@@ -154,6 +162,7 @@ class Attestations:
 _CLOSENESS = [
     AttestationProblem.STALE,
     AttestationProblem.NOT_YET_VALID,
+    AttestationProblem.OTHER_DECLARATION,
     AttestationProblem.OTHER_KIND,
     AttestationProblem.OTHER_SERVER_KEY,
     AttestationProblem.FORGED,

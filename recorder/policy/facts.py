@@ -24,7 +24,9 @@ class CallFacts:
     applies; ``verified`` says the operation's undo passed the conformance suite (SPEC §13), which
     the policy can also learn from attestations naming one of ``server_keys`` (the kids of the
     server's receipt keys the Recorder pinned); ``run`` is required when a per-run money cap
-    applies (without it that cap asks).
+    applies (without it that cap asks); ``declaration_digest`` is
+    :meth:`~hatp_journal.toolkit.wire.Declaration.digest` of the declaration the gateway read for
+    the tool, which an attestation must name (none: no attestation counts).
     """
 
     server: str
@@ -38,6 +40,7 @@ class CallFacts:
     verified: bool = False
     run: str | None = None
     server_keys: frozenset[str] = frozenset()
+    declaration_digest: str | None = None
 
     @classmethod
     def from_declaration(
@@ -78,6 +81,7 @@ class CallFacts:
             amount=amount,
             verified=verified,
             server_keys=server_keys,
+            declaration_digest=declaration.digest(),
         )
 
 

@@ -34,6 +34,12 @@ def suite(address: str) -> SuiteResult:
     return anyio.run(partial(run_server_suite, Target(address)))
 
 
+def run_broken(name: str, tmp_path: Path, *more: str) -> SuiteResult:
+    """Run the suite against the broken variant ``broken/{name}.py`` (its ``more`` arguments after
+    ``--db``), with its database in ``tmp_path``."""
+    return suite(command(sys.executable, BROKEN / f"{name}.py", "--db", tmp_path / "crm.db", *more))
+
+
 def failures(result: SuiteResult) -> set[tuple[str, str | None, str | None]]:
     """(requirement, operation, problem) of every failed check."""
     return {(outcome.requirement, outcome.operation, outcome.problem) for outcome in result.failed()}

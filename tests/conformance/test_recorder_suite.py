@@ -1,16 +1,22 @@
-"""The Recorder checks: this project's Recorder passes; a Recorder whose verifier accepts anything,
-or that cannot journal at all, fails with the right requirement ids."""
+"""The Recorder checks: this project's Recorder passes; a Recorder whose verifier accepts or refuses
+anything, that misjudges a call, drops one, exports something else than a Run Record, chains a
+remedy wrongly or cannot journal at all, fails with the right requirement ids and problems."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import anyio
+import pytest
 
 from hatp_journal.conformance import AgentCall, RecordedRun, RecordVerdict, SuiteResult, run_recorder_suite
 from hatp_journal.conformance.recorder_target import RecorderUnderTest
 from hatp_journal.recorder.conformance_adapter import ReferenceRecorder, reference
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit.canonical import canonical_bytes
 
 
 def suite(recorder: RecorderUnderTest) -> SuiteResult:
@@ -22,6 +28,71 @@ class TrustingVerifier(ReferenceRecorder):
 
     def verify(self, record: bytes) -> RecordVerdict:
         return RecordVerdict(ok=True)
+
+
+class RefusingVerifier(ReferenceRecorder):
+    """The real Recorder, with a verifier that says every record is broken."""
+
+    def verify(self, record: bytes) -> RecordVerdict:
+        return RecordVerdict(ok=False, problems=frozenset({"DISTRUSTED"}))
+
+
+class Misjudges(ReferenceRecorder):
+    """The real Recorder, except that its intake takes ``tool``'s call as ``kind`` (a genuine,
+    signed record of the wrong verdict: the run is journaled again with that one body changed)."""
+
+    def __init__(self, tool: str, kind: str) -> None:
+        super().__init__()
+        self.tool, self.kind = tool, kind
+
+    async def journal_calls(self, server: Sequence[str], calls: Sequence[AgentCall]) -> RecordedRun:
+        honest = await super().journal_calls(server, calls)
+        store, run_id = honest.handle
+        assert isinstance(store, RunStore)
+        run = store.run(run_id)
+        again = store.open_run(agent=run.agent, principal=run.principal).id
+        changed = False
+        for entry in store.entries(run_id):
+            body: dict[str, Any] = json.loads(json.dumps(entry.body))
+            if entry.kind == "call" and body.get("tool") == self.tool and not changed:
+                body["intake"]["kind"], changed = self.kind, True
+            store.append(again, entry.kind, body)
+        store.close_run(again)
+        return RecordedRun(store.export(again).to_bytes(), (store, again))
+
+
+class DropsAPlantedCall(ReferenceRecorder):
+    """A Recorder that forwards the planted call without journaling it."""
+
+    async def journal_calls(self, server: Sequence[str], calls: Sequence[AgentCall]) -> RecordedRun:
+        return await super().journal_calls(server, [call for call in calls if call.tool != "planted_update"])
+
+
+class ExportsSomethingElse(ReferenceRecorder):
+    """A Recorder whose export is JSON but no Run Record."""
+
+    async def journal_calls(self, server: Sequence[str], calls: Sequence[AgentCall]) -> RecordedRun:
+        run = await super().journal_calls(server, calls)
+        return RecordedRun(b'{"entries": "none"}', run.handle)
+
+
+class RemedyNamesNothing(ReferenceRecorder):
+    """A Recorder that journals a remedy without saying which entry it remedies."""
+
+    async def append_remedy(self, run: RecordedRun, fixes: str, remedy: AgentCall) -> RecordedRun:
+        store, run_id = run.handle
+        store.append(run_id, "remedy", {"server": "stub", "tool": remedy.tool, "arguments": remedy.arguments})
+        return RecordedRun(store.export(run_id).to_bytes(), run.handle)
+
+
+class RemedyOffTheChain(ReferenceRecorder):
+    """A Recorder whose exported remedy points back to the run's first entry, not its last."""
+
+    async def append_remedy(self, run: RecordedRun, fixes: str, remedy: AgentCall) -> RecordedRun:
+        appended = await super().append_remedy(run, fixes, remedy)
+        document = json.loads(appended.record)
+        document["entries"][-1]["prevHash"] = document["entries"][0]["hash"]
+        return RecordedRun(canonical_bytes(document), appended.handle)
 
 
 class CannotJournal(ReferenceRecorder):
@@ -60,3 +131,55 @@ def test_a_recorder_that_cannot_journal_fails_every_recorder_check() -> None:
         ("R-8.2", "journal_failed"),
         ("R-9.1", "journal_failed"),
     }
+
+
+def test_a_verifier_that_refuses_everything_rejects_the_genuine_record_and_its_remedy() -> None:
+    result = suite(RefusingVerifier())
+
+    assert {(o.requirement, o.problem) for o in result.failed()} == {
+        ("R-8.1", "record_does_not_verify"),
+        ("R-8.2", "record_does_not_verify"),
+        ("R-9.1", "remedy_chain_rejected"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("tool", "kind", "problem"),
+    [
+        ("planted_update", "compensate", "planted_entry_trusted"),
+        ("note", "none", "unaware_call_not_unknown"),
+        ("set_value", "unknown", "valid_entry_blocked"),
+    ],
+)
+def test_a_recorder_that_misjudges_one_call_fails_r_8_1_with_that_call_s_problem(
+    tool: str, kind: str, problem: str
+) -> None:
+    result = suite(Misjudges(tool, kind))
+
+    assert {(o.requirement, o.problem) for o in result.failed()} == {("R-8.1", problem)}
+
+
+def test_a_recorder_that_drops_the_planted_call_fails_every_check_that_looks_for_it() -> None:
+    result = suite(DropsAPlantedCall())
+
+    assert {(o.requirement, o.problem) for o in result.failed()} == {
+        ("R-8.1", "call_not_journaled"),
+        ("R-9.1", "call_not_journaled"),
+    }
+
+
+def test_an_export_that_is_no_run_record_fails_every_recorder_check() -> None:
+    result = suite(ExportsSomethingElse())
+
+    assert {(o.requirement, o.problem) for o in result.failed()} == {
+        ("R-8.1", "not_a_run_record"),
+        ("R-8.2", "record_does_not_verify"),
+        ("R-9.1", "not_a_run_record"),
+    }
+
+
+def test_a_remedy_that_names_no_entry_or_leaves_the_chain_fails_r_9_1() -> None:
+    unnamed, unchained = suite(RemedyNamesNothing()), suite(RemedyOffTheChain())
+
+    assert {(o.requirement, o.problem) for o in unnamed.failed()} == {("R-9.1", "remedy_not_named")}
+    assert {(o.requirement, o.problem) for o in unchained.failed()} == {("R-9.1", "remedy_not_chained")}

@@ -1,5 +1,6 @@
 """requireVerified reads conformance attestations: an attested operation is allowed, everything
-else stays on ask with a stable reason (not attested, forged, stale, another key or kind)."""
+else stays on ask with a stable reason (not attested, forged, stale, another key, kind or
+declaration)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,16 @@ import pytest
 from hatp_journal.conformance.attestation import attest
 from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteResult
 from hatp_journal.conformance.runner import suite_info
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, PolicyFileError, decide, load_policy
+from hatp_journal.recorder.policy import (
+    AttestationProblem,
+    CallFacts,
+    MoneyLedger,
+    PolicyFileError,
+    decide,
+    load_policy,
+)
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.wire import Declaration, UndoDeclaration
 
 ISSUED = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 CRM = SigningKey.generate()
@@ -22,10 +31,33 @@ SIGNER = SigningKey.generate()
 DAY = 24 * 3600
 
 
+def declared(
+    kind: str = "compensate", window: str = "P7D", side_effects: tuple[str, ...] = ()
+) -> Declaration:
+    """A declaration of ``kind`` (compensate: with ``window`` and ``side_effects``)."""
+    if kind == "compensate":
+        undo = UndoDeclaration(kind="compensate", window=window, side_effects=list(side_effects))
+        return Declaration(undo=undo)
+    return Declaration(undo=UndoDeclaration(kind="none"), reason="delivered to external recipients")
+
+
+DECLARED = declared()
+"""What every tool of these calls declares: compensate within 7 days."""
+
+
 def attestation(
-    operations: dict[str, str], *, server_key: SigningKey = CRM, signer: SigningKey = SIGNER
+    operations: dict[str, str],
+    *,
+    server_key: SigningKey = CRM,
+    signer: SigningKey = SIGNER,
+    declarations: dict[str, Declaration | None] | None = None,
 ) -> Any:
-    """A signed attestation that ``operations`` (tool → kind) passed, for ``server_key``."""
+    """A signed attestation that ``operations`` (tool → kind) passed, for ``server_key``, as declared
+    in ``declarations`` (default: :func:`declared` of the kind)."""
+    read = {tool: declared(kind) for tool, kind in operations.items()} | (declarations or {})
+    digests = {
+        tool: None if declaration is None else declaration.digest() for tool, declaration in read.items()
+    }
     result = SuiteResult(
         suite=suite_info(),
         target="hatp-crm serve",
@@ -36,8 +68,9 @@ def attestation(
         finished_at="2026-11-01T09:00:00Z",
         outcomes=[CheckOutcome(requirement="J-4.2", operation=tool, outcome="passed") for tool in operations],
         operations=[
-            OperationReport(tool=tool, kind=kind, verified=True) for tool, kind in operations.items()
-        ],  # type: ignore[arg-type]
+            OperationReport(tool=tool, kind=kind, verified=True, declaration_digest=digests[tool])  # type: ignore[arg-type]
+            for tool, kind in operations.items()
+        ],
         passed=True,
     )
     return attest(result, signer, ISSUED).wire()
@@ -63,14 +96,16 @@ def policy_with(tmp_path: Path, *documents: Any, max_age: int = 30 * DAY) -> Pat
 
 
 def call(
-    tool: str, *, at: datetime = ISSUED + timedelta(days=1), keys: frozenset[str] | None = None
+    tool: str,
+    *,
+    at: datetime = ISSUED + timedelta(days=1),
+    keys: frozenset[str] | None = None,
+    declaration: Declaration = DECLARED,
 ) -> CallFacts:
-    return CallFacts(
+    return CallFacts.from_declaration(
+        declaration,
         server="crm",
         tool=tool,
-        kind="compensate",
-        via="api",
-        window_seconds=7 * DAY,
         at=at,
         server_keys=frozenset({CRM.kid}) if keys is None else keys,
     )
@@ -152,6 +187,50 @@ def test_an_attestation_issued_after_the_call_or_for_another_kind_of_undo_is_ref
     assert before_issue[2]["attestation"] == "NOT_YET_VALID"
 
 
+def test_an_attestation_of_the_declaration_before_it_changed_is_refused(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+    shorter = declared(window="P1D")
+    noisier = declared(side_effects=("the customer is told",))
+
+    as_attested = verdict(policy, call("update_deal"))
+    shortened = verdict(policy, call("update_deal", declaration=shorter))
+    noisy = verdict(policy, call("update_deal", declaration=noisier))
+
+    assert as_attested[0] == "allow"
+    assert (shortened[0], shortened[1], shortened[2]["attestation"]) == (
+        "ask",
+        ["NOT_VERIFIED"],
+        "OTHER_DECLARATION",
+    )
+    assert str(shortened[2]["source"]).endswith("attestations/a0.json")
+    assert (noisy[0], noisy[2]["attestation"]) == ("ask", "OTHER_DECLARATION")
+
+
+def test_an_attestation_that_binds_no_declaration_verifies_nothing(tmp_path: Path) -> None:
+    policy = policy_with(
+        tmp_path, attestation({"update_deal": "compensate"}, declarations={"update_deal": None})
+    )
+
+    action, reasons, data = verdict(policy, call("update_deal"))
+
+    assert (action, reasons, data["attestation"]) == ("ask", ["NOT_VERIFIED"], "OTHER_DECLARATION")
+
+
+def test_facts_without_a_declaration_digest_match_no_attestation(tmp_path: Path) -> None:
+    policy = policy_with(tmp_path, attestation({"update_deal": "compensate"}))
+    undigested = CallFacts(
+        server="crm",
+        tool="update_deal",
+        kind="compensate",
+        via="api",
+        window_seconds=7 * DAY,
+        at=ISSUED + timedelta(days=1),
+        server_keys=frozenset({CRM.kid}),
+    )
+
+    assert verdict(policy, undigested)[2]["attestation"] == "OTHER_DECLARATION"
+
+
 def test_one_good_attestation_among_bad_ones_is_enough(tmp_path: Path) -> None:
     forged = attestation({"update_deal": "compensate"}, signer=SigningKey.generate())
     policy = policy_with(tmp_path, forged, attestation({"update_deal": "compensate"}))
@@ -203,3 +282,42 @@ def test_a_signer_key_whose_kid_does_not_name_it_is_refused_at_load(tmp_path: Pa
         load_policy(path)
 
     assert '"signer"' in path.read_text().splitlines()[refused.value.line - 1]
+
+
+PROVOKED: dict[str, tuple[Any, CallFacts]] = {
+    "NOT_ATTESTED": (attestation({"update_deal": "compensate"}), call("charge_order")),
+    "FORGED": (attestation({"update_deal": "compensate"}, signer=SigningKey.generate()), call("update_deal")),
+    "OTHER_SERVER_KEY": (
+        attestation({"update_deal": "compensate"}, server_key=SigningKey.generate()),
+        call("update_deal"),
+    ),
+    "OTHER_KIND": (attestation({"update_deal": "none"}), call("update_deal")),
+    "OTHER_DECLARATION": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", declaration=declared(window="P1D")),
+    ),
+    "STALE": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", at=ISSUED + timedelta(days=31)),
+    ),
+    "NOT_YET_VALID": (
+        attestation({"update_deal": "compensate"}),
+        call("update_deal", at=ISSUED - timedelta(hours=1)),
+    ),
+}
+"""For each AttestationProblem, one attestation and one call that provoke it alone."""
+
+
+def test_every_attestation_problem_has_a_call_that_provokes_it() -> None:
+    assert set(PROVOKED) == {problem.value for problem in AttestationProblem}
+
+
+@pytest.mark.parametrize("problem", sorted(PROVOKED))
+def test_each_attestation_problem_keeps_the_call_on_ask_with_its_code_in_the_reason(
+    tmp_path: Path, problem: str
+) -> None:
+    document, facts = PROVOKED[problem]
+
+    action, reasons, data = verdict(policy_with(tmp_path, document), facts)
+
+    assert (action, reasons, data["attestation"]) == ("ask", ["NOT_VERIFIED"], problem)

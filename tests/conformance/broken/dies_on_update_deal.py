@@ -1,0 +1,23 @@
+"""The CRM, except that the process dies (exit status 3) when update_deal is called."""
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import _crm
+
+from hatp_journal.toolkit import Invocation, Journal
+
+
+def die_on_update_deal(journal: Journal) -> None:
+    invoke = journal.invoke
+
+    def dying(tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
+        if tool == "update_deal":
+            os._exit(3)
+        return invoke(tool, arguments)
+
+    journal.invoke = dying  # type: ignore[method-assign]
+
+
+_crm.serve(die_on_update_deal)
