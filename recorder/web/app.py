@@ -102,6 +102,9 @@ class WebApprover:
         ]
         self.app = Starlette(routes=routes, lifespan=self._lifespan)
         self.undos = UndoRunner(config, clock)
+        # Plans whose Reversal Record a page has shown: whoever serves the approver for one
+        # decision (the demo) stops once the person has seen the outcome.
+        self.shown_outcomes: set[str] = set()
 
     def link(self, person: str, *, valid_for: timedelta | None = None) -> str:
         """A one-time sign-in link for ``person`` (what ``hatp-recorder web-link`` prints)."""
@@ -348,6 +351,7 @@ class WebApprover:
         entries = self.store.entries(ask.run)
         reversal = reversal_of(entries, ask.entry.id)
         if reversal is not None:
+            self.shown_outcomes.add(ask.ref)
             return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
         if ask.state != "approved":
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")

@@ -42,6 +42,9 @@ from hatp_journal.scenarios.d881.world import (
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
 
+OUTCOME_SHOWN_SECONDS = 15.0
+"""After the undo, how long the approver keeps serving until Lee's page has shown its outcome."""
+
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("crm_update_deal", {"deal_id": "D-881", "stage": "Won"}),
     (
@@ -201,11 +204,19 @@ def _on_the_page(world: World, wait_seconds: float) -> Decide:
                 say(f"  Sign in as Lee: {approver.link(LEE)}")
                 say(f"  then open the plan: {url}/plans/{plan_ref}")
                 say(f"  (waiting up to {wait_seconds:.0f} s for the decision made on the page)")
-                return _wait_for_decision(approver.store, plan_ref, wait_seconds)
+                told = _wait_for_decision(approver.store, plan_ref, wait_seconds)
+                _wait_for(lambda: plan_ref in approver.shown_outcomes, OUTCOME_SHOWN_SECONDS)
+                return told
         finally:
             approver.close()
 
     return decide
+
+
+def _wait_for(done: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _wait_for_decision(store: RunStore, plan_ref: str, wait_seconds: float) -> str:
