@@ -120,10 +120,14 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_bytes(record.to_bytes())
             print(args.out)
     except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
-        print(f"hatp-recorder: error: {error}", file=sys.stderr)
+        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"hatp-recorder: error: {said}", file=sys.stderr)
         return 2
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
+        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
         return 2
     return 0
 

@@ -104,3 +104,107 @@ def test_an_exported_record_verifies_with_the_pinned_public_key_and_a_changed_by
     (folder / "r.json").write_bytes(bytes(data))
     assert main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "recorder.pub")]) == 1
     assert "FAILED" in capsys.readouterr().out
+
+
+def test_show_and_export_of_a_run_that_does_not_exist_say_unknown_run_and_write_nothing(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, _ = setup
+    config = ["--config", str(folder / "recorder.toml")]
+
+    codes = [
+        main([*config, "show", "run_nope"]),
+        main([*config, "show", "run_nope", "--json"]),
+        main([*config, "export", "run_nope", "--out", str(folder / "r.json")]),
+    ]
+
+    assert codes == [2, 2, 2]
+    told = capsys.readouterr()
+    assert told.out == ""
+    assert told.err.splitlines() == ["hatp-recorder: UNKNOWN_RUN: no run 'run_nope'"] * 3
+    assert not (folder / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("which", "said"),
+    [("run_nope/e1", "UNKNOWN_RUN: no run 'run_nope'"), ("{run}/e9", "error: no ask {run}/e9")],
+)
+def test_deciding_an_ask_that_does_not_exist_is_refused_and_records_nothing(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str], which: str, said: str
+) -> None:
+    folder, store, ask = setup
+    run = ask.rpartition("/")[0]
+    ref = which.format(run=run)
+
+    code = main(
+        [
+            "--config",
+            str(folder / "recorder.toml"),
+            "deny",
+            ref,
+            "--as",
+            "lee",
+            "--key",
+            str(folder / "lee.key"),
+        ]
+    )
+
+    assert code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == "hatp-recorder: " + said.format(run=run)
+    assert [e.kind for e in store.entries(run)] == ["ask"]
+
+
+def test_a_config_file_that_is_missing_or_not_toml_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.toml").write_text("[recorder\n")
+
+    assert main(["--config", str(tmp_path / "missing.toml"), "runs"]) == 2
+    assert main(["--config", str(tmp_path / "broken.toml"), "runs"]) == 2
+
+    missing, broken = capsys.readouterr().err.splitlines()
+    assert missing.startswith(f"hatp-recorder: error: {tmp_path / 'missing.toml'}: ")
+    assert broken.startswith(f"hatp-recorder: error: {tmp_path / 'broken.toml'}: ")
+
+
+def test_asks_without_a_directory_in_the_config_are_refused_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "recorder.toml").write_text('[servers.crm]\ncommand = "hatp-crm"\n')
+
+    assert main(["--config", str(tmp_path / "recorder.toml"), "asks"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "hatp-recorder: error: [recorder] directory is not set: nobody can decide asks\n"
+    )
+
+
+def test_verify_of_a_file_or_key_it_cannot_read_is_bad_input_not_a_failed_record(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, ask = setup
+    assert (
+        main(
+            [
+                "--config",
+                str(folder / "recorder.toml"),
+                "export",
+                ask.rpartition("/")[0],
+                "--out",
+                str(folder / "r.json"),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+
+    no_file = main(["verify", str(folder / "missing.json"), "--recorder-key", str(folder / "recorder.key")])
+    no_key = main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "missing.pub")])
+    (folder / "garbled.pub").write_text('{"kty": "OKP"')
+    bad_key = main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "garbled.pub")])
+
+    assert (no_file, no_key, bad_key) == (2, 2, 2)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hatp-recorder")]
+    assert [line.split(": ")[:2] for line in err] == [["hatp-recorder", "error"]] * 3
+    assert ["missing.json" in err[0], "missing.pub" in err[1], "garbled.pub" in err[2]] == [True] * 3
