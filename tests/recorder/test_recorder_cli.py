@@ -208,3 +208,58 @@ def test_verify_of_a_file_or_key_it_cannot_read_is_bad_input_not_a_failed_record
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hatp-recorder")]
     assert [line.split(": ")[:2] for line in err] == [["hatp-recorder", "error"]] * 3
     assert ["missing.json" in err[0], "missing.pub" in err[1], "garbled.pub" in err[2]] == [True] * 3
+
+
+@pytest.mark.parametrize(
+    "directory",
+    ['{"people": [', '{"people": [{"id": "lee"}]}', '{"people": [], "admins": []}'],
+    ids=["not-json", "no-public-key", "unknown-field"],
+)
+def test_a_directory_that_cannot_be_used_is_refused_naming_the_file_and_the_ask_stays_pending(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str], directory: str
+) -> None:
+    folder, store, ask = setup
+    (folder / "directory.json").write_text(directory)
+
+    code = main(
+        [
+            "--config",
+            str(folder / "recorder.toml"),
+            "approve",
+            ask,
+            "--as",
+            "lee",
+            "--key",
+            str(folder / "lee.key"),
+        ]
+    )
+
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"hatp-recorder: error: {folder / 'directory.json'}: ")
+    assert [e.kind for e in store.entries(ask.rpartition("/")[0])] == ["ask"]
+
+
+def test_an_approval_by_a_person_whose_listed_key_is_malformed_is_not_counted(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, store, ask = setup
+    people = [{"id": "lee", "roles": [LEAD], "publicKey": "not-a-key"}]
+    (folder / "directory.json").write_text(json.dumps({"people": people}))
+
+    code = main(
+        [
+            "--config",
+            str(folder / "recorder.toml"),
+            "approve",
+            ask,
+            "--as",
+            "lee",
+            "--key",
+            str(folder / "lee.key"),
+        ]
+    )
+
+    assert code == 1
+    assert "publicKey is not an Ed25519 key" in capsys.readouterr().out
+    decision = store.entries(ask.rpartition("/")[0])[-1]
+    assert (decision.kind, decision.body["counted"]) == ("decision", False)
