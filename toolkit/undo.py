@@ -201,7 +201,7 @@ class UndoEngine:
             state = compensation.state(record.resource, tx)
         except JournalError:
             raise
-        except Exception as error:  # noqa: BLE001 - author code: a reader that crashes is UNDO_FAILED
+        except Exception as error:  # author code: a reader that crashes is UNDO_FAILED
             raise UndoFailed(f"{type(error).__name__}: {error}") from error
         if not isinstance(state, ResourceState):
             raise UndoFailed(f"state reader for {record.tool} returned {type(state).__name__}")
