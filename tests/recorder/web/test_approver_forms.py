@@ -14,7 +14,7 @@ from http.cookiejar import CookieJar
 
 import pytest
 from undo_org import DANA, LEE
-from web_org import Approver
+from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
 from hatp_journal.recorder.cli import main
 
@@ -275,3 +275,21 @@ def test_asking_for_an_undo_of_a_step_out_of_range_is_refused_and_plans_nothing(
 
     assert (status, code(html)) == (409, "STEP_OUT_OF_RANGE")
     assert not [e for e in approver.org.entries(run) if e.kind == "plan"]
+
+
+def test_an_ask_form_altered_to_name_another_call_is_stale_and_the_call_stays_held(
+    approver: Approver,
+) -> None:
+    policy_that_asks_before_publishing(approver.org)
+    approver.agent([("chain_put", {"key": "a", "value": "1"})])
+    with HeldAgent(approver.org, "chain_publish", {"key": "a"}) as agent:
+        ref = f"{agent.run}/{agent.first['structured']['ask']}"
+        browser = signed_in(approver)
+        fields = form_fields(browser.get(f"/asks/{ref}")[1])
+
+        status, html = browser.post(f"/asks/{ref}", {**fields, "digest": "sha256:00", "decision": "approve"})
+        second = agent.call_again()
+
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert decisions(approver, agent.run) == []
+    assert second["structured"]["status"] == "pending_approval"
