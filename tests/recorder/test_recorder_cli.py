@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -263,3 +264,31 @@ def test_an_approval_by_a_person_whose_listed_key_is_malformed_is_not_counted(
     assert "publicKey is not an Ed25519 key" in capsys.readouterr().out
     decision = store.entries(ask.rpartition("/")[0])[-1]
     assert (decision.kind, decision.body["counted"]) == ("decision", False)
+
+
+@pytest.mark.parametrize(
+    ("server", "said"),
+    [
+        ('command = "/nonexistent/hatp-crm"', "crm could not be started: "),
+        (
+            f"command = {json.dumps(sys.executable)}\n"
+            'args = ["-m", "hatp_journal.servers.crm.cli", "serve", "--db", "crm.db"]\n'
+            'pin = ["ed25519-not-the-crm-key"]',
+            "crm does not offer the pinned keys ['ed25519-not-the-crm-key']",
+        ),
+    ],
+    ids=["does-not-start", "not-the-pinned-key"],
+)
+def test_serve_refuses_to_start_when_a_tool_server_cannot_be_used_and_opens_no_run(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], server: str, said: str
+) -> None:
+    (tmp_path / "policy.json").write_text("{}")
+    (tmp_path / "recorder.toml").write_text(f"[servers.crm]\ncwd = {json.dumps(str(tmp_path))}\n{server}\n")
+
+    code = main(["--config", str(tmp_path / "recorder.toml"), "serve"])
+
+    assert code == 2
+    [told] = [line for line in capfd.readouterr().err.splitlines() if line.startswith("hatp-recorder")]
+    assert told.startswith(f"hatp-recorder: DOWNSTREAM_FAILED: {said}")
+    store = RunStore(tmp_path / "recorder.db", SigningKey.load_or_create(tmp_path / "recorder.key"))
+    assert store.runs() == []
