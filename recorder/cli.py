@@ -16,6 +16,7 @@ import anyio
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
+from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun, verify_record
@@ -120,10 +121,17 @@ def main(argv: list[str] | None = None) -> int:
             args.out.write_bytes(record.to_bytes())
             print(args.out)
     except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
-        print(f"hatp-recorder: error: {error}", file=sys.stderr)
+        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"hatp-recorder: error: {said}", file=sys.stderr)
         return 2
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except DownstreamError as error:  # serve: a tool server that won't start, or offers no pinned key
+        print(f"hatp-recorder: DOWNSTREAM_FAILED: {error}", file=sys.stderr)
+        return 2
+    except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
+        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
         return 2
     return 0
 

@@ -54,9 +54,13 @@ class Downstream:
         else:
             assert self.config.url is not None
             client = Client(self.config.url, timeout=self.config.timeout_seconds)
-        connected = await stack.enter_async_context(client)
-        self._client = connected
-        self.tools = {tool.name: tool for tool in await connected.list_tools()}
+        try:
+            connected = await stack.enter_async_context(client)
+            self._client = connected
+            self.tools = {tool.name: tool for tool in await connected.list_tools()}
+        except _TRANSPORT_ERRORS as error:
+            problem = f"{type(error).__name__}: {error}"
+            raise DownstreamError(f"{self.name} could not be started: {problem}") from None
         if KEYS_TOOL in self.tools:
             await self._pin_keys()
 

@@ -87,6 +87,8 @@ class SigningKey:
             loaded = serialization.load_pem_private_key(file.read_bytes(), password=None)
         except FileNotFoundError as error:
             raise KeyFileError(f"no key file at {file}; create one with `hatp-journal keygen`") from error
+        except OSError as error:  # a folder, no permission, …
+            raise KeyFileError(f"cannot read the key file {file}: {error.strerror}") from error
         except ValueError as error:
             raise KeyFileError(f"{file} is not a PEM private key: {error}") from error
         if not isinstance(loaded, Ed25519PrivateKey):

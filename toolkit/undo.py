@@ -22,7 +22,7 @@ from sqlmodel import Session, col
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
-from hatp_journal.toolkit.errors import ErrorCode, JournalError
+from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
 from hatp_journal.toolkit.signing import answer_payload
 from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
 from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
@@ -197,9 +197,14 @@ class UndoEngine:
 
     def _state(self, record: UndoRecord, tx: Tx) -> ResourceState:
         compensation = self.journal.compensations[record.tool]
-        state = compensation.state(record.resource, tx)
+        try:
+            state = compensation.state(record.resource, tx)
+        except JournalError:
+            raise
+        except Exception as error:  # author code: a reader that crashes is UNDO_FAILED
+            raise UndoFailed(f"{type(error).__name__}: {error}") from error
         if not isinstance(state, ResourceState):
-            raise TypeError(f"state reader for {record.tool} returned {type(state).__name__}")
+            raise UndoFailed(f"state reader for {record.tool} returned {type(state).__name__}")
         return state
 
     def _answer(

@@ -4,7 +4,7 @@
     hatp-crm edit  --db crm.db DEAL_ID --stage STAGE --by eve@acme.com
     hatp-crm show  --db crm.db DEAL_ID
 
-Bad input (unknown deal or stage, missing store) prints a message on stderr and exits 2.
+Bad input (unknown deal or stage, missing store, an unusable key file) prints a message on stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import SigningKey, ToolFailed, create_store_engine
+from hatp_journal.toolkit import KeyFileError, SigningKey, ToolFailed, create_store_engine
 
 from .server import build
 from .store import STAGES, deal_view, edit_deal, read_deal
@@ -28,7 +28,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        mcp, _ = build(args.db, SigningKey.load_or_create(key_path(args)))
+        try:
+            key = SigningKey.load_or_create(key_path(args))
+        except KeyFileError as error:
+            return _bad_input(str(error))
+        mcp, _ = build(args.db, key)
         run_server(mcp, args)
         return 0
     if not Path(args.db).is_file():

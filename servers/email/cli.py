@@ -4,7 +4,8 @@
                      [--smtp-host 127.0.0.1] [--smtp-port 25] [--from sales-bot@acme.com]
     hatp-email sent  --db email.db
 
-Bad input (a missing store, a bad sender address) prints a message on stderr and exits 2.
+Bad input (a missing store, a bad sender address, an unusable key file) prints a message on stderr
+and exits 2.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import SigningKey, ToolFailed, create_store_engine
+from hatp_journal.toolkit import KeyFileError, SigningKey, ToolFailed, create_store_engine
 
 from .server import MailSettings, build
 from .store import check_recipients, list_sent
@@ -33,7 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ToolFailed as error:
             return _bad_input(f"--from: {error.message}")
         settings = MailSettings(host=args.smtp_host, port=args.smtp_port, sender=sender)
-        mcp, _ = build(args.db, SigningKey.load_or_create(key_path(args)), smtp=settings)
+        try:
+            key = SigningKey.load_or_create(key_path(args))
+        except KeyFileError as error:
+            return _bad_input(str(error))
+        mcp, _ = build(args.db, key, smtp=settings)
         run_server(mcp, args)
         return 0
     if not Path(args.db).is_file():

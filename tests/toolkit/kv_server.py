@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 from sqlmodel import Field, SQLModel
@@ -44,6 +44,7 @@ class Knobs:
     raise_midway = False
     write_wrong_value = False
     reads_before_failing: int | None = None  # then the state reader can't read the store
+    reader_breaks: Literal["crash", "wrong type"] | None = None  # an author's bug in the state reader
     evidence: ClassVar[list[str]] = []  # what a failing delete says it saw
     asked_who: ClassVar[list[str]] = []  # keys whose last editor was looked up (lazily)
 
@@ -82,6 +83,11 @@ def put(key: str, value: str, tx: Tx) -> Effect:
 
 def kv_state(resource: str, tx: Tx) -> ResourceState:
     """The key as stored now."""
+    if Knobs.reader_breaks == "crash":
+        raise RuntimeError("database is locked")
+    if Knobs.reader_breaks == "wrong type":
+        wrong: Any = {"version": "v1"}
+        return wrong
     if Knobs.reads_before_failing is not None:
         if Knobs.reads_before_failing == 0:
             raise ToolFailed("the store is offline")

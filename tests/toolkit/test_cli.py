@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.cli import main
@@ -33,6 +35,24 @@ def test_keygen_refuses_to_overwrite_and_a_bad_key_file_exits_2(
     assert main(["pubkey", str(tmp_path / "bad.pem")]) == 2
     assert (tmp_path / "k.pem").read_text() == "precious"
     assert "error:" in capsys.readouterr().err
+
+
+def test_pubkey_of_a_folder_or_a_key_that_is_not_ed25519_exits_2_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = ec.generate_private_key(ec.SECP256R1())
+    pem = other.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    (tmp_path / "ec.pem").write_bytes(pem)
+
+    assert main(["pubkey", str(tmp_path)]) == 2
+    assert main(["pubkey", str(tmp_path / "ec.pem")]) == 2
+
+    folder, not_ed25519 = capsys.readouterr().err.splitlines()
+    assert folder.startswith(f"error: cannot read the key file {tmp_path}: ")
+    assert not_ed25519.startswith(f"error: {tmp_path / 'ec.pem'} holds a ")
+    assert not_ed25519.endswith(", not an Ed25519 key")
 
 
 def test_schema_writes_one_file_per_wire_model(tmp_path: Path) -> None:

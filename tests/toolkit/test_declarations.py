@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fastmcp import FastMCP
 from pydantic import BaseModel
 
 from hatp_journal.toolkit import (
@@ -155,3 +156,71 @@ def test_an_irreversible_tool_that_acts_through_a_user_interface_declares_via_ui
     assert declaration["undo"] == {"kind": "none", "via": "ui", "sideEffects": []}
     assert declaration["reason"] == "the customer receives it"
     assert journal.invoke("send_invoice", {"invoice_id": "INV-1"}).journal.undo.via == "ui"  # type: ignore[union-attr]
+
+
+def test_two_tools_with_the_same_name_are_refused_at_registration(tmp_path: Any) -> None:
+    @irreversible(reason="sends a message", name="send")
+    def send_email(to: str) -> None: ...
+
+    @irreversible(reason="sends a message", name="send")
+    def send_sms(to: str) -> None: ...
+
+    journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
+    with pytest.raises(DeclarationError, match="two tools are named 'send'; pass name="):
+        journal.add(send_email, send_sms)
+
+
+def test_a_compensation_registered_without_its_tool_or_twice_is_refused(tmp_path: Any) -> None:
+    @undoable(window="P1D")
+    def op(tx: Tx) -> Effect: ...
+
+    @compensates(op, state=state)
+    def undo_op(payload: Payload, tx: Tx) -> Undone: ...
+
+    @compensates(op, state=state)
+    def undo_op_again(payload: Payload, tx: Tx) -> Undone: ...
+
+    alone = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "a.db")
+    with pytest.raises(DeclarationError, match="belongs to op, which was not registered"):
+        alone.add(undo_op)
+    twice = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "b.db")
+    with pytest.raises(DeclarationError, match="op already has a CompensationSpec; keep one"):
+        twice.add(op, undo_op, undo_op_again)
+
+
+def test_a_state_reader_of_the_wrong_shape_is_refused_at_decoration() -> None:
+    @undoable(window="P1D")
+    def op(tx: Tx) -> Effect: ...
+
+    def reads_two(resource: str, version: str, tx: Tx) -> ResourceState: ...
+
+    with pytest.raises(DeclarationError, match=r"state reader for op .*def state\(resource: str, tx: Tx\)"):
+        compensates(op, state=reads_two)
+    with pytest.raises(DeclarationError, match="state reader for op must be a function"):
+        compensates(op, state="kv_state")  # type: ignore[arg-type]
+
+
+def test_a_tool_with_two_tx_parameters_is_refused() -> None:
+    def op(first: Tx, second: Tx) -> Effect: ...
+
+    with pytest.raises(DeclarationError, match="take at most one Tx parameter"):
+        undoable(window="P1D")(op)
+
+
+def test_a_preview_of_a_read_only_tool_is_refused() -> None:
+    @read_only()
+    def peek(key: str) -> str: ...
+
+    with pytest.raises(DeclarationError, match="previews are for @undoable or @irreversible tools"):
+        previews(peek)
+
+
+def test_a_journal_registers_its_tools_once(tmp_path: Any) -> None:
+    @read_only()
+    def peek(key: str) -> str: ...
+
+    journal = Journal("test://x", key=SigningKey.generate(), store=tmp_path / "j.db")
+    journal.register(FastMCP("x"), peek)
+
+    with pytest.raises(DeclarationError, match="register\\(\\) was already called"):
+        journal.register(FastMCP("x"), peek)

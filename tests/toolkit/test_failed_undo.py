@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import kv_server
 import pytest
@@ -19,12 +20,14 @@ def kv(tmp_path: Path) -> Iterator[JournalHarness]:
     kv_server.Knobs.raise_midway = False
     kv_server.Knobs.write_wrong_value = False
     kv_server.Knobs.reads_before_failing = None
+    kv_server.Knobs.reader_breaks = None
     kv_server.Knobs.evidence = []
     kv_server.Knobs.asked_who = []
     yield JournalHarness(*kv_server.TOOLS, store=tmp_path / "kv.db", server="kv://store")
     kv_server.Knobs.raise_midway = False
     kv_server.Knobs.write_wrong_value = False
     kv_server.Knobs.reads_before_failing = None
+    kv_server.Knobs.reader_breaks = None
 
 
 def value_of(kv: JournalHarness, key: str) -> str | None:
@@ -201,3 +204,23 @@ def test_a_versioned_row_bumps_its_revision_and_reports_its_state() -> None:
     assert (row.version, row.etag, row.changed_by) == ("v13", content_etag({"stage": "Won"}), "agent")
     assert row.changed_at == "2026-11-01T00:00:00Z"
     assert row.state({"stage": "Won"}) == ResourceState("v13", {"stage": "Won"}, row.etag, "agent")
+
+
+@pytest.mark.parametrize("breaks", ["crash", "wrong type"])
+def test_a_state_reader_with_a_bug_makes_the_undo_fail_with_a_signed_answer_not_a_crash(
+    kv: JournalHarness, breaks: Literal["crash", "wrong type"]
+) -> None:
+    kv.call("put", key="a", value="1")
+    second = kv.call("put", key="a", value="2")
+    kv_server.Knobs.reader_breaks = breaks
+
+    check = kv.check(second)
+    answer = kv.undo(second)
+
+    assert (check.status, check.code) == ("failed", "UNDO_FAILED")
+    assert (answer.status, answer.code) == ("failed", "UNDO_FAILED")
+    assert kv.answer_verifies(answer)
+    assert value_of(kv, "a") == "2"
+    kv_server.Knobs.reader_breaks = None
+    assert kv.undo(second, request_id="after the fix").status == "done"
+    assert value_of(kv, "a") == "1"

@@ -22,6 +22,7 @@ from hatp_journal.toolkit import (
     Journal,
     Sample,
     SigningKey,
+    ToolFailed,
     Tx,
     irreversible,
     outside_edit_for,
@@ -29,7 +30,12 @@ from hatp_journal.toolkit import (
     sample_for,
 )
 from hatp_journal.toolkit.testing import FakeClock
-from hatp_journal.toolkit.testing_surface import TESTING_ENV, ShiftableClock, surface_requested
+from hatp_journal.toolkit.testing_surface import (
+    TESTING_ENV,
+    ConformanceSurface,
+    ShiftableClock,
+    surface_requested,
+)
 from hatp_journal.toolkit.wire import BINDING_TOOLS, TESTING_TOOLS
 
 
@@ -248,3 +254,27 @@ def test_a_hook_that_cannot_be_called_as_documented_is_refused_when_decorated() 
         sample_for(kv_server.put)(needs_an_argument)
     with pytest.raises(DeclarationError, match="decorate"):
         sample_for(print)
+
+
+@pytest.mark.anyio
+async def test_a_state_reader_that_returns_the_wrong_type_is_refused_as_bad_state(kv: Client[Any]) -> None:
+    await kv.call_tool_mcp("put", {"key": "colour", "value": "blue"})
+    kv_server.Knobs.reader_breaks = "wrong type"
+    try:
+        failed, body = await answer(kv, "hatp_testing_state", tool="put", resource="kv://store/colour")
+    finally:
+        kv_server.Knobs.reader_breaks = None
+
+    assert failed
+    assert (body["error"]["code"], body["error"]["data"]["cause"]) == ("TOOL_FAILED", "BAD_STATE")
+
+
+def test_the_surface_of_a_journal_not_in_testing_mode_refuses_to_move_its_clock(tmp_path: Path) -> None:
+    _, journal = served(tmp_path, testing=False)
+    before = journal.now()
+
+    with pytest.raises(ToolFailed) as refused:
+        ConformanceSurface(journal).clock(advance_seconds=3600)
+
+    assert refused.value.data["cause"] == "CLOCK_FIXED"
+    assert journal.now() == before

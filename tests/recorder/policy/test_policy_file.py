@@ -63,6 +63,13 @@ def test_a_duplicate_key_is_refused_at_its_second_occurrence(tmp_path: Path) -> 
     assert refused(tmp_path, text).line == 5
 
 
+def test_a_second_document_after_the_policy_is_refused_at_its_line(tmp_path: Path) -> None:
+    error = refused(tmp_path, GOOD + '{"autonomy": {"none": "allow"}}\n')
+
+    assert (error.line, error.column) == (13, 1)
+    assert "extra data" in error.message.lower()
+
+
 def test_a_misspelt_key_is_refused_at_its_line_instead_of_being_ignored(tmp_path: Path) -> None:
     assert refused(tmp_path, GOOD.replace('"none"', '"nnoe"')).line == 4
 

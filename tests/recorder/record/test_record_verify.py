@@ -132,6 +132,14 @@ def test_a_duplicated_entry_is_detected(
     assert {Check.SEQ_GAP, Check.CHAIN_BROKEN} <= check(record, store, server_key)
 
 
+def test_an_entry_renamed_to_another_id_is_detected(
+    store: RunStore, server_key: SigningKey, exported: dict[str, Any]
+) -> None:
+    record = tampered(exported, lambda r: r["entries"][3].__setitem__("id", "e40"))
+
+    assert Check.ID_MISMATCH in check(record, store, server_key)
+
+
 def test_an_entry_spliced_in_from_another_run_is_detected(
     store: RunStore, server_key: SigningKey, exported: dict[str, Any]
 ) -> None:

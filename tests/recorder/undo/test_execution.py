@@ -205,3 +205,57 @@ def test_pending_plans_are_listed_with_the_asks(org: Org) -> None:
 
     assert code == 0
     assert f"{ref}\tundo from 1" in out
+
+
+def test_running_a_plan_that_does_not_exist_is_refused(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+
+    code, _, err = org.cli("undo", f"{run}/e9")
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: UNKNOWN_PLAN: ")
+    assert values(org.db()) == {"a": "1"}
+
+
+def test_running_an_entry_that_is_a_call_not_a_plan_is_refused_and_compensates_nothing(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+
+    code, _, err = org.cli("undo", f"{run}/e1")
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: UNKNOWN_PLAN: ")
+    assert "is a call entry, not a plan" in err
+    assert values(org.db()) == {"a": "1"}
+    assert [e.kind for e in org.entries(run)] == ["call"]
+
+
+def test_a_plan_nobody_has_approved_yet_is_not_run(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = org.plan(run, "--from", "1")
+
+    code, _, err = org.cli("undo", ref)
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: PLAN_NOT_APPROVED: ")
+    assert values(org.db()) == {"a": "1"}
+    assert not [e for e in org.entries(run) if e.kind in ("undo-intent", "reversal")]
+
+
+def test_a_remedy_for_an_entry_that_does_not_exist_is_refused_and_nothing_is_asked(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+
+    code, _, err = org.cli("remedy", f"{run}/e7", "--call", "chain.put", "--by", DANA)
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: UNKNOWN_ENTRY: ")
+    assert [e.kind for e in org.entries(run)] == ["call"]
+
+
+def test_a_remedy_asked_for_by_someone_outside_the_directory_is_refused(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "wrong"}), ("chain_publish", {"key": "a"})])
+
+    code, _, err = org.cli("remedy", f"{run}/e2", "--call", "chain.put", "--by", "human://acme.com/nobody")
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: NOT_PERMITTED: ")
+    assert [e.kind for e in org.entries(run)] == ["call", "call"]

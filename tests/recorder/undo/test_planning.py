@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,45 @@ def test_an_override_must_name_a_conflict_of_the_plan(org: Org) -> None:
     assert code == 2
     assert "BAD_OVERRIDE" in err
     assert values(org.db()) == {"a": "1"}
+
+
+def test_a_policy_that_names_no_undo_authority_refuses_every_undo_and_records_no_plan(org: Org) -> None:
+    run = org.agent([put("a", "1")])
+    policy = json.loads((org.root / "policy.json").read_text())
+    del policy["undoAuthority"]
+    (org.root / "policy.json").write_text(json.dumps(policy))
+
+    code, _, err = org.cli("plan", run, "--from", "1", "--by", DANA)
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: NO_UNDO_AUTHORITY: ")
+    assert [e.kind for e in org.entries(run)] == ["call"]
+
+
+def test_confirming_a_link_that_was_never_inferred_is_refused_and_records_nothing(org: Org) -> None:
+    run = org.agent([put("alpha", "1"), put("beta", "1")])
+
+    code, _, err = org.cli("confirm-link", run, "e2", "e1", "--as", LEE, "--key", org.key(LEE))
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: UNKNOWN_ENTRY: ")
+    assert [e.kind for e in org.entries(run)] == ["call", "call"]
+
+
+def test_confirming_a_link_in_a_run_that_does_not_exist_is_refused(org: Org) -> None:
+    code, _, err = org.cli("confirm-link", "run_nope", "e2", "e1", "--as", LEE, "--key", org.key(LEE))
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: UNKNOWN_RUN: ")
+
+
+def test_a_link_confirmed_by_someone_without_the_undo_role_is_refused_and_not_relied_on(org: Org) -> None:
+    run = org.agent([put("alpha", "1"), put("beta", "alpha")])
+
+    code, _, err = org.cli("confirm-link", run, "e2", "e1", "--as", EVE, "--key", org.key(EVE))
+    _, plan = org.plan(run, "--step", "1")
+
+    assert code == 2
+    assert err.startswith("hatp-recorder: NOT_PERMITTED: ")
+    assert not [e for e in org.entries(run) if e.kind == "link"]
+    assert entries_in(plan, "steps") == ["e1"]

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from http_browser import Browser, code, decisions, form_fields, signed_in
 from undo_org import DANA, LEE
-from web_org import Approver
+from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
 from hatp_journal.recorder.cli import main
 
@@ -156,3 +156,90 @@ def test_web_link_prints_a_link_for_people_in_the_directory_only(
 
     assert status == 200
     assert "signed in as human://acme.com/lee" in html
+
+
+def test_the_page_of_a_run_that_does_not_exist_is_not_found(approver: Approver) -> None:
+    browser = signed_in(approver)
+
+    assert [code(browser.get(path)[1]) for path in ("/runs/run_nope", "/asks/run_nope/e1")] == [
+        "NOT_FOUND"
+    ] * 2
+    assert browser.get("/runs/run_nope")[0] == 404
+
+
+def test_the_outcome_of_a_plan_that_has_not_run_is_not_found(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    _, ref = planned
+    browser = signed_in(approver)
+
+    status, html = browser.get(f"/plans/{ref}/outcome")
+
+    assert (status, code(html)) == (404, "NOT_FOUND")
+
+
+def test_a_call_entry_shown_as_a_plan_is_refused_as_an_unknown_plan(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, _ = planned
+    browser = signed_in(approver)
+
+    status, html = browser.get(f"/plans/{run}/e1")
+
+    assert (status, code(html)) == (409, "UNKNOWN_PLAN")
+
+
+def test_a_decision_that_is_neither_approve_nor_deny_is_stale_and_the_form_still_works(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    fields = form_fields(browser.get(f"/plans/{ref}")[1])
+
+    status, html = browser.post(f"/plans/{ref}", {**fields, "decision": "maybe"})
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert decisions(approver, run) == []
+    _, again = browser.post(f"/plans/{ref}", {**fields, "decision": "deny"})
+
+    assert code(again) == "COUNTED"
+    assert decisions(approver, run) == [True]
+
+
+def test_asking_for_an_undo_without_a_step_is_stale_and_plans_nothing(approver: Approver) -> None:
+    run = approver.org.agent([("chain_put", {"key": "a", "value": "1"})])
+    browser = signed_in(approver, DANA)
+    fields = form_fields(browser.get(f"/runs/{run}")[1])
+
+    status, html = browser.post(f"/runs/{run}/plan", {**fields, "from": "the start"})
+
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert not [e for e in approver.org.entries(run) if e.kind == "plan"]
+
+
+def test_asking_for_an_undo_of_a_step_out_of_range_is_refused_and_plans_nothing(approver: Approver) -> None:
+    run = approver.org.agent([("chain_put", {"key": "a", "value": "1"})])
+    browser = signed_in(approver, DANA)
+    fields = form_fields(browser.get(f"/runs/{run}")[1])
+
+    status, html = browser.post(f"/runs/{run}/plan", {**fields, "from": "7"})
+
+    assert (status, code(html)) == (409, "STEP_OUT_OF_RANGE")
+    assert not [e for e in approver.org.entries(run) if e.kind == "plan"]
+
+
+def test_an_ask_form_altered_to_name_another_call_is_stale_and_the_call_stays_held(
+    approver: Approver,
+) -> None:
+    policy_that_asks_before_publishing(approver.org)
+    approver.agent([("chain_put", {"key": "a", "value": "1"})])
+    with HeldAgent(approver.org, "chain_publish", {"key": "a"}) as agent:
+        ref = f"{agent.run}/{agent.first['structured']['ask']}"
+        browser = signed_in(approver)
+        fields = form_fields(browser.get(f"/asks/{ref}")[1])
+
+        status, html = browser.post(f"/asks/{ref}", {**fields, "digest": "sha256:00", "decision": "approve"})
+        second = agent.call_again()
+
+    assert (status, code(html)) == (409, "FORM_STALE")
+    assert decisions(approver, agent.run) == []
+    assert second["structured"]["status"] == "pending_approval"

@@ -173,3 +173,34 @@ def test_hatp_recorder_web_runs_the_scheduler_too(org: Org, mail: MailSink) -> N
         web.wait(timeout=30)
 
     assert review.subject == f"Review of sales-bot's run {run}"
+
+
+def test_tick_says_mail_failed_naming_the_notice_when_the_mail_server_is_down(
+    org: Org, mail: MailSink
+) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    mail.stop()
+
+    code, out, err = org.cli("tick", "--now", minutes_before(undo_by(org, run), 59))
+
+    [review] = [e for e in org.entries(run) if e.kind == "review"]
+    assert code == 1
+    assert out.split("\t")[:2] == [f"{run}/{review.id}", "review"]
+    assert err.startswith(f"hatp-recorder: MAIL_FAILED: {run}/{review.id} review: ")
+
+
+def test_review_of_a_run_that_does_not_exist_is_refused(org: Org) -> None:
+    code, out, err = org.cli("review", "run_nope", "--as", DANA)
+
+    assert (code, out) == (2, "")
+    assert err.startswith("hatp-recorder: UNKNOWN_RUN: ")
+
+
+def test_review_by_someone_outside_the_directory_is_refused_and_not_recorded_as_seen(org: Org) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+
+    code, out, err = org.cli("review", run, "--as", "human://acme.com/nobody")
+
+    assert (code, out) == (2, "")
+    assert err.startswith("hatp-recorder: NOT_PERMITTED: ")
+    assert "seen" not in [e.kind for e in org.entries(run)]

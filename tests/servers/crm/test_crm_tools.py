@@ -101,6 +101,19 @@ async def test_an_unknown_deal_fails_with_tool_failed_and_no_token(crm) -> None:
     assert reply.error
     assert reply.journal["error"]["code"] == "TOOL_FAILED"
     assert reply.journal["error"]["data"]["field"] == "deal_id"
+    assert reply.journal["error"]["data"]["reason"] == "not_found"
+    assert "compensationToken" not in reply.journal
+
+
+async def test_charging_an_unknown_order_fails_with_not_found_and_no_token(crm) -> None:
+    reply = await crm.call("charge_order", order_id="O-9999", amount="10.00", currency="USD")
+
+    assert reply.error
+    assert reply.journal["error"]["code"] == "TOOL_FAILED"
+    assert (reply.journal["error"]["data"]["field"], reply.journal["error"]["data"]["reason"]) == (
+        "order_id",
+        "not_found",
+    )
     assert "compensationToken" not in reply.journal
 
 

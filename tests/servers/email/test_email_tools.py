@@ -83,6 +83,10 @@ async def test_deleting_an_unknown_draft_fails_with_tool_failed_and_no_token(mai
     reply = await mail.call("delete_draft", draft_id="dr_missing")
 
     assert reply.journal["error"]["code"] == "TOOL_FAILED"
+    assert (reply.journal["error"]["data"]["field"], reply.journal["error"]["data"]["reason"]) == (
+        "draft_id",
+        "not_found",
+    )
     assert "compensationToken" not in reply.journal
 
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from ui_client import UiTools, start_ui
+
+from hatp_journal.servers.fakeapp import FakeApp
+from hatp_journal.toolkit import META_KEY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 
@@ -163,3 +167,19 @@ async def test_an_app_that_is_not_reachable_is_tool_failed_with_no_token(bad_app
     )
     assert read.code == "TOOL_FAILED"
     assert "compensationToken" not in reply.journal
+
+
+async def test_an_outside_edit_on_an_app_without_test_controls_is_refused_with_no_test_controls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HATP_JOURNAL_TESTING", "1")
+    touch = {"tool": "edit_invoice", "resource": "ui://invoices/INV-0001"}
+    with FakeApp(tmp_path / "prod.db", test_controls=False) as app:
+        before = app.invoice("INV-0001")
+        async for ui in start_ui(tmp_path, app.url):
+            result = await ui.client.call_tool_mcp("hatp_testing_touch", touch)
+
+        error = (result.meta or {})[META_KEY]["error"]
+        assert result.is_error
+        assert (error["code"], error["data"]["cause"]) == ("TOOL_FAILED", "NO_TEST_CONTROLS")
+        assert app.invoice("INV-0001") == before
