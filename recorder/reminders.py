@@ -140,6 +140,9 @@ def tick(
             try:
                 _send(mail, addresses, notice.subject, notice.text)
             except MailDeliveryError as error:
+                # The notice's entry says whom it was for; this one says the mail never left.
+                body = {"notice": entry.id, "error": str(error), "at": wire_time(now)}
+                appended.append(store.append(notice.run, "mail-failed", body))
                 failed.append(f"{notice.run}/{entry.id} {notice.kind}: {error}")
     return appended, failed
 

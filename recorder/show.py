@@ -66,6 +66,10 @@ def _reversal(body: dict[str, Any]) -> tuple[str, str, str, str]:
     return f"of plan {body.get('plan')}", "done", counts, ""
 
 
+def _mail_failed(body: dict[str, Any]) -> tuple[str, str, str, str]:
+    return f"mail for {body.get('notice')}", "not delivered", str(body.get("error", "")), ""
+
+
 def _other(body: dict[str, Any]) -> tuple[str, str, str, str]:
     return str(body.get("ask") or body.get("entry") or ""), str(body.get("code", "")), "", ""
 
@@ -78,6 +82,7 @@ _DESCRIBE = {
     "reversal": _reversal,
     "withdrawn": _other,
     "link": _other,
+    "mail-failed": _mail_failed,
 }
 
 

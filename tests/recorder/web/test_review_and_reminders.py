@@ -184,9 +184,12 @@ def test_tick_says_mail_failed_naming_the_notice_when_the_mail_server_is_down(
     code, out, err = org.cli("tick", "--now", minutes_before(undo_by(org, run), 59))
 
     [review] = [e for e in org.entries(run) if e.kind == "review"]
+    [failed] = [e for e in org.entries(run) if e.kind == "mail-failed"]
     assert code == 1
     assert out.split("\t")[:2] == [f"{run}/{review.id}", "review"]
     assert err.startswith(f"hatp-recorder: MAIL_FAILED: {run}/{review.id} review: ")
+    assert failed.body["notice"] == review.id
+    assert failed.body["error"]
 
 
 def test_review_of_a_run_that_does_not_exist_is_refused(org: Org) -> None:
