@@ -29,7 +29,7 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.web import commands as web_commands
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
-from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import PublicKey
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             record = store.export(args.run)
             args.out.write_bytes(record.to_bytes())
             print(args.out)
-    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
+    except (ConfigError, PolicyFileError, KeyFileError, StoreError, DirectoryError, KeyError) as error:
         said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"hatp-recorder: error: {said}", file=sys.stderr)
         return 2

@@ -60,3 +60,7 @@ class DeclarationError(TypeError):
 
 class KeyFileError(ValueError):
     """A signing key file is missing, malformed or of the wrong type."""
+
+
+class StoreError(ValueError):
+    """The undo store can't be opened (its path is a folder, unwritable, or not a database)."""

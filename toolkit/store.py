@@ -11,8 +11,11 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
+
+from hatp_journal.toolkit.errors import StoreError
 
 
 class UndoRecord(SQLModel, table=True):
@@ -62,12 +65,22 @@ def create_store_engine(url: str | Path) -> Engine:
     """
     text = str(url)
     if "://" not in text:
-        Path(text).parent.mkdir(parents=True, exist_ok=True)
+        if Path(text).is_dir():
+            raise StoreError(f"the store {text} is a folder, not a database file")
+        try:
+            Path(text).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot make the folder for the store {text}: {error.strerror}") from None
         text = f"sqlite:///{text}"
     engine = create_engine(text)
     if engine.dialect.name == "sqlite":
         _make_sqlite_durable(engine)
-    SQLModel.metadata.create_all(engine)
+    try:
+        SQLModel.metadata.create_all(engine)
+    except DBAPIError as error:
+        engine.dispose()
+        reason = str(error.orig).splitlines()[0] if error.orig is not None else type(error).__name__
+        raise StoreError(f"cannot open the store {url}: {reason}") from None
     return engine
 
 

@@ -25,7 +25,7 @@ from hatp_journal.servers.calendar.server import DEFAULT_ORGANIZER, build, check
 from hatp_journal.servers.calendar.store import UnknownEventError, all_events, edit_event, require_event
 from hatp_journal.servers.calendar.tools import public
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, create_store_engine, utc_now
+from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, create_store_engine, utc_now
 
 USAGE_ERROR = 2
 
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "edit":
             return _edit(args)
         return _show(args)
-    except (_BadInput, InvalidEventError, UnknownEventError, KeyFileError) as error:
+    except (_BadInput, InvalidEventError, UnknownEventError, KeyFileError, StoreError) as error:
         print(f"hatp-calendar {args.command}: {error}", file=sys.stderr)
         return USAGE_ERROR
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, ToolFailed, create_store_engine
+from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, ToolFailed, create_store_engine
 
 from .server import build
 from .store import STAGES, deal_view, edit_deal, read_deal
@@ -32,7 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             key = SigningKey.load_or_create(key_path(args))
         except KeyFileError as error:
             return _bad_input(str(error))
-        mcp, _ = build(args.db, key)
+        try:
+            mcp, _ = build(args.db, key)
+        except StoreError as error:
+            return _bad_input(str(error))
         run_server(mcp, args)
         return 0
     if not Path(args.db).is_file():

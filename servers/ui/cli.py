@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, ToolFailed
+from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, ToolFailed
 
 from .browser import DEFAULT_CHROMIUM
 from .server import SERVER, RetentionMismatch, UiSettings, build
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             timeout_ms=args.page_timeout_ms,
         )
         server = build(settings)
-    except (ToolFailed, RetentionMismatch, KeyFileError) as error:
+    except (ToolFailed, RetentionMismatch, KeyFileError, StoreError) as error:
         message = error.message if isinstance(error, ToolFailed) else str(error)
         print(f"hatp-ui serve: {message}", file=sys.stderr)
         return USAGE_ERROR

@@ -41,6 +41,21 @@ def setup(tmp_path: Path) -> tuple[Path, RunStore, str]:
     return tmp_path, store, f"{run.id}/{ask.id}"
 
 
+def test_a_run_record_store_that_is_not_a_database_is_bad_input_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "recorder.db").write_text("these are notes, not a database " * 10)
+    (tmp_path / "recorder.toml").write_text(
+        '[recorder]\nstore = "recorder.db"\nkey = "recorder.key"\n[servers.crm]\ncommand = "hatp-crm"\n'
+    )
+
+    status = main(["--config", str(tmp_path / "recorder.toml"), "runs"])
+
+    assert status == 2
+    assert "cannot open the store" in capsys.readouterr().err
+    assert (tmp_path / "recorder.db").read_text().startswith("these are notes")
+
+
 def test_a_config_with_an_error_is_refused_naming_the_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -36,6 +36,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "JournalError",
             "JournalObject",
             "KeyFileError",
+            "StoreError",
             "Money",
             "Override",
             "RecordReadError",

@@ -113,3 +113,23 @@ def test_serve_with_a_key_file_that_is_not_a_key_is_bad_input_and_keeps_the_file
     assert capsys.readouterr().err.startswith(f"hatp-crm: {tmp_path / 'crm.key'} is not a PEM private key")
     assert (tmp_path / "crm.key").read_text() == "not a key"
     assert not (tmp_path / "crm.db").exists()
+
+
+def test_serve_with_a_store_path_that_is_a_folder_is_bad_input_naming_it(tmp_path, capsys) -> None:
+    (tmp_path / "crm.db").mkdir()
+
+    status = main(["serve", "--db", str(tmp_path / "crm.db"), "--key", str(tmp_path / "crm.key")])
+
+    assert status == 2
+    said = capsys.readouterr().err
+    assert said == f"hatp-crm: the store {tmp_path / 'crm.db'} is a folder, not a database file\n"
+
+
+def test_serve_with_a_store_that_is_not_a_database_is_bad_input_and_keeps_the_file(tmp_path, capsys) -> None:
+    (tmp_path / "crm.db").write_text("a spreadsheet export, not a database " * 10)
+
+    status = main(["serve", "--db", str(tmp_path / "crm.db"), "--key", str(tmp_path / "crm.key")])
+
+    assert status == 2
+    assert capsys.readouterr().err.startswith(f"hatp-crm: cannot open the store {tmp_path / 'crm.db'}: ")
+    assert (tmp_path / "crm.db").read_text().startswith("a spreadsheet export")
