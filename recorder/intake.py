@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from hatp_journal.toolkit.signing import VerifyKey, verify_call
-from hatp_journal.toolkit.wire import META_KEY, JournalObject
+from hatp_journal.toolkit.wire import META_KEY, ErrorBody, JournalObject
 
 MAX_NODES = 5_000
 MAX_DEPTH = 32
@@ -19,7 +19,7 @@ MAX_STRING = 16_384
 SAFE_INTEGER = 2**53 - 1
 """The largest integer RFC 8785 can write (what the Run Record hashes)."""
 
-IntakeStatus = Literal["verified", "unresolved", "absent"]
+IntakeStatus = Literal["verified", "unresolved", "absent", "error"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,13 @@ def take_in(
         return Intake("unresolved", "unknown", f"journal object rejected before parsing: {problem}")
     if not isinstance(raw, Mapping):
         return Intake("unresolved", "unknown", "journal object is not a JSON object", raw=raw)
+    if set(raw) == {"error"}:
+        # An error result: the server's stable code says whether the call changed anything.
+        try:
+            error = ErrorBody.model_validate(raw["error"])
+        except ValidationError:
+            return Intake("unresolved", "unknown", "error object does not fit the wire format", raw=raw)
+        return Intake("error", "unknown", f"{error.code}: {error.message}", raw=raw)
     try:
         journal = JournalObject.model_validate(raw)
     except ValidationError as error:

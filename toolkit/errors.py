@@ -19,6 +19,7 @@ class ErrorCode(StrEnum):
     UNDO_FAILED = "UNDO_FAILED"
     INVALID_ARGUMENTS = "INVALID_ARGUMENTS"
     TOOL_FAILED = "TOOL_FAILED"
+    TOOL_CRASHED = "TOOL_CRASHED"
 
 
 class JournalError(Exception):

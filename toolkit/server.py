@@ -8,6 +8,7 @@ since a raised ``ToolError`` reaches the client as bare text.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from functools import partial
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 # The arguments exactly as the client sent them: the receipt signs their digest.
 _RAW_ARGUMENTS: ContextVar[Mapping[str, Any] | None] = ContextVar("raw_arguments", default=None)
+
+_log = logging.getLogger(__name__)
 
 
 def publish(journal: Journal, mcp: FastMCP) -> None:
@@ -132,6 +135,12 @@ def _invoke(journal: Journal, tool: str, arguments: Mapping[str, Any]) -> ToolRe
         return error_result(error.code, error.message, {**error.data, "tool": tool})
     except DeclarationError as error:
         return error_result(ErrorCode.TOOL_FAILED, str(error), {"tool": tool})
+    except Exception as error:  # noqa: BLE001 - a bug in the tool: say so, with a code, and log it
+        # Unlike TOOL_FAILED (the tool refused and changed nothing), nobody knows what a crash left:
+        # the store rolls back only if it had not committed, and nothing outside the store rolls back.
+        _log.exception("%s raised", tool)
+        message = f"{tool} raised {type(error).__name__}: {error}"
+        return error_result(ErrorCode.TOOL_CRASHED, message, {"tool": tool})
     result = to_jsonable_python(invocation.result)
     return ToolResult(
         content=result if result is not None else "",

@@ -46,7 +46,8 @@ def _receipts(body: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> list[tu
         return []
     found: list[tuple[str, bool]] = []
     journal, tool = body.get("journal"), body.get("tool")
-    if isinstance(journal, Mapping) and isinstance(tool, str):
+    # An error result carries a stable code and no receipt: there is nothing of the server's to verify.
+    if isinstance(journal, Mapping) and isinstance(tool, str) and set(journal) != {"error"}:
         arguments, digest = body.get("arguments"), body.get("argumentsDigest")
         if isinstance(arguments, Mapping):
             found.append(("call", _safely(lambda: verify_call(journal, tool, arguments, keys))))

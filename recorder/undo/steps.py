@@ -94,6 +94,10 @@ class Step:
         return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
 
 
+NO_CHANGE_CODES = frozenset({"TOOL_FAILED", "INVALID_ARGUMENTS"})
+"""Error codes with which a journal-aware tool says it refused a call and changed nothing."""
+
+
 def steps_of(entries: list[Entry]) -> list[Step]:
     """Every ``call`` entry of a run as a numbered step, classified for undo."""
     steps: list[Step] = []
@@ -118,6 +122,12 @@ def _classify(number: int, entry: Entry) -> Step:
         # A call that hung or crashed its server may or may not have had an effect.
         why = _object(body.get("outcome")).get("error", "the call failed")
         return Step(number, entry, "unresolved", f"the call failed, its effect is unknown: {why}")
+    if intake.get("status") == "error":
+        code = str(_object(journal.get("error")).get("code", ""))
+        if code in NO_CHANGE_CODES:
+            return Step(number, entry, "no-effect", f"the tool refused the call and changed nothing ({code})")
+        why = f"the tool failed, whether it changed anything is unknown: {intake.get('reason') or code}"
+        return Step(number, entry, "unresolved", why)
     if intake.get("status") == "unresolved":
         return Step(number, entry, "unresolved", str(intake.get("reason") or "intake failed"), journal)
     if outcome == "error" and body.get("declared") not in (None, "unknown"):

@@ -24,6 +24,7 @@ from hatp_journal.toolkit import (
     ResourceState,
     Revision,
     SigningKey,
+    ToolFailed,
     Tx,
     UndoFailed,
     Undone,
@@ -167,7 +168,32 @@ def get(key: str, tx: Tx) -> Effect:
     )
 
 
-TOOLS = (put, attach, unput, detach, publish, get)
+@undoable(window="PT1H")
+def put_and_crash(key: str, value: str, tx: Tx) -> Effect:
+    """Set a key, then crash (a bug): the store change rolls back, the caller can't know that."""
+    _write(tx, key, value, [])
+    raise RuntimeError("the tool has a bug")
+
+
+@compensates(put_and_crash, state=chain_state)
+def unput_crashed(payload: ChainUndo, tx: Tx) -> Undone:
+    """Never needed: the crash left no undo record."""
+    return _undo(payload, tx)
+
+
+@undoable(window="PT1H")
+def refuse(key: str, tx: Tx) -> Effect:
+    """Refuse every call, changing nothing."""
+    raise ToolFailed(f"{key} is not allowed here", key=key)
+
+
+@compensates(refuse, state=chain_state)
+def unrefuse(payload: ChainUndo, tx: Tx) -> Undone:
+    """Never needed: a refusal changes nothing."""
+    return _undo(payload, tx)
+
+
+TOOLS = (put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse)
 
 
 def outside_edit(db: Path, key: str, value: str, by: str) -> None:

@@ -10,6 +10,8 @@ import pytest
 from chain_server import outside_edit, values
 from undo_org import DANA, EVE, LEE, Org, make_org
 
+from hatp_journal.recorder.record import verify_record
+
 
 def put(key: str, value: str) -> tuple[str, dict[str, Any]]:
     return ("chain_put", {"key": key, "value": value})
@@ -45,6 +47,36 @@ def test_an_undo_from_step_1_lists_every_step_newest_first_and_runs_in_that_orde
     kinds = [line.split("\t")[1] for line in shown.splitlines()]
     assert kinds == ["call"] * 3 + ["plan", "decision"] + ["undo-intent", "undo-outcome"] * 3 + ["reversal"]
     assert "of plan e4\tdone\t3 reversed" in shown
+
+
+def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_left_out(org: Org) -> None:
+    told: list[Any] = []
+    run = org.agent(
+        [put("a", "1"), ("chain_put_and_crash", {"key": "b", "value": "1"}), ("chain_refuse", {"key": "c"})],
+        told=told,
+    )
+
+    _, plan = org.plan(run, "--from", "1")
+
+    crashed, refused = told[1].structured_content, told[2].structured_content
+    assert (crashed["code"], refused["code"]) == ("TOOL_CRASHED", "TOOL_FAILED")
+    assert "RuntimeError: the tool has a bug" in crashed["message"]
+    assert entries_in(plan, "unresolved") == ["e2"]
+    [unresolved] = plan["unresolved"]
+    assert unresolved["reason"].startswith("the tool failed, whether it changed anything is unknown: ")
+    assert "TOOL_CRASHED: put_and_crash raised RuntimeError" in unresolved["reason"]
+    assert entries_in(plan, "blocked") == ["e1"]  # the crashed call may have relied on it
+    listed = [entries_in(plan, section) for section in ("steps", "conflicts", "notReversible", "expired")]
+    assert listed == [[], [], [], []]  # the refused call changed nothing: nowhere in the plan
+    assert values(org.db()) == {"a": "1"}  # the crash's own store write rolled back
+    store = org.store()
+    try:
+        report = verify_record(
+            store.export(run).to_bytes(), recorder_keys={store.public_key.kid: store.public_key}
+        )
+    finally:
+        store.dispose()
+    assert report.ok, report.problems
 
 
 def test_a_failed_step_leaves_what_it_relied_on_untouched(org: Org) -> None:

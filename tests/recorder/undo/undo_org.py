@@ -71,11 +71,22 @@ class Org:
         finally:
             store.dispose()
 
-    def agent(self, calls: list[tuple[str, dict[str, Any]]], *, agent: str = "sales-bot") -> str:
-        """One agent session through the Recorder; returns its run id."""
-        return anyio.run(self._agent, calls, agent)
+    def agent(
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        *,
+        agent: str = "sales-bot",
+        told: list[Any] | None = None,
+    ) -> str:
+        """One agent session through the Recorder; returns its run id.
 
-    async def _agent(self, calls: list[tuple[str, dict[str, Any]]], agent: str) -> str:
+        Every call must succeed, unless ``told`` is given: then each result is appended to it.
+        """
+        return anyio.run(self._agent, calls, agent, told)
+
+    async def _agent(
+        self, calls: list[tuple[str, dict[str, Any]]], agent: str, told: list[Any] | None
+    ) -> str:
         config = load_config(self.config)
         config.recorder.agent = agent
         store = self.store()
@@ -86,7 +97,10 @@ class Org:
                 async with Client(mcp) as client:
                     for tool, arguments in calls:
                         result = await client.call_tool_mcp(tool, arguments)
-                        assert not result.is_error, result.content
+                        if told is None:
+                            assert not result.is_error, result.content
+                        else:
+                            told.append(result)
         finally:
             recorder.close()
             store.dispose()
