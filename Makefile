@@ -25,8 +25,9 @@ typecheck: $(STAMP)
 	PYTHON=$(PY) sh scripts/typecheck.sh
 
 unit: $(STAMP)
-	# One worker per core, each test file kept on one worker (module-scoped servers and browsers).
-	$(PY) -m pytest -n auto --dist loadfile
+	# One worker per core, each test file kept on one worker (module-scoped servers and browsers);
+	# files in collection order, which puts the slow ones first (tests/conftest.py), not by test count.
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 wheel-check: $(STAMP)
 	$(PY) scripts/check_wheel.py

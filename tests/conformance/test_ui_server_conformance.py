@@ -13,7 +13,7 @@ from hatp_journal.servers.fakeapp import FakeApp
 from hatp_journal.servers.ui.testing import COLLEAGUE
 from hatp_journal.toolkit.pytest_ui import require_chromium
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture

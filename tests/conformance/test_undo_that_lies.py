@@ -13,6 +13,8 @@ from conformance_helpers import BROKEN, command, failures, run_broken
 
 from hatp_journal.conformance import SuiteResult, Target, run_server_suite
 
+pytestmark = pytest.mark.slow
+
 
 def run_lying(lie: str, tmp_path: Path) -> SuiteResult:
     return run_broken("undo_that_lies", tmp_path, "--lie", lie)

@@ -17,7 +17,7 @@ from hatp_journal.scenarios.d881 import Told
 from hatp_journal.servers.fakeapp.pytest_fixtures import browser_page, chromium
 
 __all__ = ["browser_page", "chromium"]
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # The README's screenshot, rewritten only when asked (`make screenshots`): test runs leave the tree clean.
 README_SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "reversal-plan.png"
 WAIT_SECONDS = 120

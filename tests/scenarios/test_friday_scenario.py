@@ -6,8 +6,11 @@ import io
 from pathlib import Path
 
 import anyio
+import pytest
 
 from hatp_journal.scenarios import friday
+
+pytestmark = pytest.mark.slow
 
 
 def test_friday_mails_a_review_a_reminder_per_window_an_escalation_and_records_both_kinds_of_lapse(

@@ -15,10 +15,13 @@ import sys
 import time
 from collections import Counter
 
+import pytest
 from chain_server import outside_edit, undo_log, values
 from undo_org import LEE, Org
 
 from hatp_journal.recorder.record import verify_record
+
+pytestmark = pytest.mark.slow
 
 SEED = int(os.environ.get("HATP_CRASH_SEED", random.randrange(2**32)))
 UNDO_KINDS = ("decision", "undo-intent", "undo-outcome")

@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from chain_server import build, outside_edit, published, undo_rows, values
 from fastmcp import Client
@@ -50,6 +51,8 @@ from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.testing import FakeClock
+
+pytestmark = pytest.mark.slow
 
 KEYS = st.sampled_from(["a", "b", "c"])
 POLICY = {
