@@ -41,6 +41,22 @@ def setup(tmp_path: Path) -> tuple[Path, RunStore, str]:
     return tmp_path, store, f"{run.id}/{ask.id}"
 
 
+def approve_as_lee(folder: Path, ask: str) -> int:
+    """``hatp-recorder approve ASK --as lee`` with Lee's key; its exit status."""
+    return main(
+        [
+            "--config",
+            str(folder / "recorder.toml"),
+            "approve",
+            ask,
+            "--as",
+            "lee",
+            "--key",
+            str(folder / "lee.key"),
+        ]
+    )
+
+
 def test_a_run_record_store_that_is_not_a_database_is_bad_input_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -237,18 +253,7 @@ def test_a_directory_that_cannot_be_used_is_refused_naming_the_file_and_the_ask_
     folder, store, ask = setup
     (folder / "directory.json").write_text(directory)
 
-    code = main(
-        [
-            "--config",
-            str(folder / "recorder.toml"),
-            "approve",
-            ask,
-            "--as",
-            "lee",
-            "--key",
-            str(folder / "lee.key"),
-        ]
-    )
+    code = approve_as_lee(folder, ask)
 
     assert code == 2
     assert capsys.readouterr().err.startswith(f"hatp-recorder: error: {folder / 'directory.json'}: ")
@@ -262,18 +267,7 @@ def test_an_approval_by_a_person_whose_listed_key_is_malformed_is_not_counted(
     people = [{"id": "lee", "roles": [LEAD], "publicKey": "not-a-key"}]
     (folder / "directory.json").write_text(json.dumps({"people": people}))
 
-    code = main(
-        [
-            "--config",
-            str(folder / "recorder.toml"),
-            "approve",
-            ask,
-            "--as",
-            "lee",
-            "--key",
-            str(folder / "lee.key"),
-        ]
-    )
+    code = approve_as_lee(folder, ask)
 
     assert code == 1
     assert "publicKey is not an Ed25519 key" in capsys.readouterr().out

@@ -10,8 +10,6 @@ import pytest
 from chain_server import outside_edit, values
 from undo_org import DANA, EVE, LEE, Org, make_org
 
-from hatp_journal.recorder.record import verify_record
-
 
 def put(key: str, value: str) -> tuple[str, dict[str, Any]]:
     return ("chain_put", {"key": key, "value": value})
@@ -69,13 +67,7 @@ def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_l
     listed = [entries_in(plan, section) for section in ("steps", "conflicts", "notReversible", "expired")]
     assert listed == [[], [], [], []]  # the refused call changed nothing: nowhere in the plan
     assert values(org.db()) == {"a": "1"}  # the crash's own store write rolled back
-    store = org.store()
-    try:
-        report = verify_record(
-            store.export(run).to_bytes(), recorder_keys={store.public_key.kid: store.public_key}
-        )
-    finally:
-        store.dispose()
+    report = org.verify(run)
     assert report.ok, report.problems
 
 

@@ -21,7 +21,7 @@ from hatp_journal.recorder.cli import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
-from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record import Entry, RunStore, VerifyReport, verify_record
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url
 
@@ -123,6 +123,15 @@ class Org:
 
     def approve(self, ref: str, *extra: str, person: str = LEE) -> tuple[int, str, str]:
         return self.cli("approve", ref, "--as", person, "--key", self.key(person), *extra)
+
+    def verify(self, run: str) -> VerifyReport:
+        """``run`` exported and verified offline against the Recorder's public key."""
+        store = self.store()
+        try:
+            record = store.export(run).to_bytes()
+            return verify_record(record, recorder_keys={store.public_key.kid: store.public_key})
+        finally:
+            store.dispose()
 
     def reversal(self, run: str) -> dict[str, str]:
         """The latest Reversal Record: each step's status by entry id."""
