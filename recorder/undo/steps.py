@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hatp_journal.recorder.record import Entry
+from hatp_journal.toolkit.errors import ErrorCode
 
 StepKind = Literal["compensate", "none", "unknown", "read", "unresolved", "no-effect"]
 
@@ -94,7 +95,7 @@ class Step:
         return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
 
 
-NO_CHANGE_CODES = frozenset({"TOOL_FAILED", "INVALID_ARGUMENTS"})
+NO_CHANGE_CODES = frozenset({ErrorCode.TOOL_FAILED, ErrorCode.INVALID_ARGUMENTS})
 """Error codes with which a journal-aware tool says it refused a call and changed nothing."""
 
 

@@ -27,6 +27,7 @@ from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.undo.approval import find_plan
 from hatp_journal.recorder.undo.commands import reversal_text
+from hatp_journal.recorder.undo.execute import reversal_of
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.scenarios.d881.world import (
@@ -225,14 +226,7 @@ def _wait_for_decision(store: RunStore, plan_ref: str, wait_seconds: float) -> s
         ask = find_plan(store, plan_ref)
         if ask.state == "denied":
             return f"Lee denied {plan_ref} on the page; nothing was undone."
-        reversal = next(
-            (
-                e
-                for e in store.entries(ask.run)
-                if e.kind == "reversal" and e.body.get("plan") == ask.entry.id
-            ),
-            None,
-        )
+        reversal = reversal_of(store.entries(ask.run), ask.entry.id)
         if reversal is not None:
             return reversal_text(reversal)
         if time.monotonic() > deadline:
