@@ -37,6 +37,7 @@ class Downstream:
         self.embedded = embedded  # a server running in this process: reached in memory, not by config
         self.tools: dict[str, Tool] = {}
         self.keys: dict[str, VerifyKey] = {}
+        self.request_meta: dict[str, Any] | None = None  # sent with every call (the Recorder's key)
         self._client: Client[Any] | None = None
 
     async def connect(self, stack: AsyncExitStack) -> None:
@@ -79,7 +80,7 @@ class Downstream:
             raise DownstreamError(f"{self.name} is not connected")
         try:
             with anyio.fail_after(self.config.timeout_seconds):
-                return await self._client.call_tool_mcp(tool, arguments)
+                return await self._client.call_tool_mcp(tool, arguments, meta=self.request_meta)
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"

@@ -27,6 +27,7 @@ from hatp_journal.recorder.intake import bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now
@@ -59,6 +60,9 @@ class Recorder:
             name: Downstream(name, server, pins, (embedded or {}).get(name))
             for name, server in config.servers.items()
         }
+        for downstream in self.downstreams.values():
+            # Tokens minted for our calls are bound to our key: useless to anyone else.
+            downstream.request_meta = recorder_announcement(store.public_key)
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
@@ -157,12 +161,13 @@ class Recorder:
             declared_kind=facts.kind,
         )
         body["intake"] = intake.wire()
-        body["journal"] = intake.raw if intake.status == "verified" else _kept(intake.raw)
+        journal = intake.raw if intake.status == "verified" else _kept(intake.raw)
+        body["journal"], tokens = redact(downstream.name, journal)
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
         if facts.amount is not None and not result.is_error:
             self.ledger.record(run, now, facts.amount)
         body["links"] = self._links.links(body)
-        entry = self.store.append(run, "call", body)
+        entry = self.store.append(run, "call", body, tokens=tokens)
         self._links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
 

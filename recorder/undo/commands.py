@@ -15,7 +15,6 @@ from typing import Any, Literal
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.actions import (
@@ -68,7 +67,7 @@ async def run_command(args: argparse.Namespace, config: RecorderConfig, store: R
     policy = load_policy(Path(config.recorder.policy))
     directory = load_directory(config)
     async with AsyncExitStack() as stack:
-        servers = UndoServers(config, PinStore(store.engine), stack)
+        servers = UndoServers(config, store, stack)
         if args.command == "plan":
             return await _plan(args, store, policy, directory, servers)
         if args.command in ("approve", "deny"):

@@ -26,7 +26,6 @@ from starlette.routing import Route
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
@@ -274,7 +273,7 @@ class WebApprover:
         told = f"Your {decision} of {ref} is recorded and signed."
         if decision == "approve" and is_remedy(ask):
             async with AsyncExitStack() as stack:
-                servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+                servers = UndoServers(self.config, self.store, stack)
                 entry = await perform_remedy(self.store, asks.find(ref), servers)
             told += f" The remedy ran: {entry.body['outcome']['status']}."
         elif decision == "approve":
@@ -325,7 +324,7 @@ class WebApprover:
         # The decision re-plans (a plan that changed since it was shown is not approved), which
         # asks the tool servers; the undo itself then runs in the background.
         async with AsyncExitStack() as stack:
-            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            servers = UndoServers(self.config, self.store, stack)
             counted, message, _ = await decide_on_plan(
                 self.store,
                 self._policy(),
@@ -405,7 +404,7 @@ class WebApprover:
             raise WebRefusal(WebCode.FORM_STALE, "pick a step to undo from") from None
         self.signin.use_form(session, _one(fields, "form"))
         async with AsyncExitStack() as stack:
-            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            servers = UndoServers(self.config, self.store, stack)
             ask = await ask_for_plan(
                 self.store,
                 self._policy(),

@@ -18,7 +18,6 @@ from datetime import datetime
 import anyio
 
 from hatp_journal.recorder.config import RecorderConfig
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.undo.actions import run_plan
 from hatp_journal.recorder.undo.errors import UndoError
@@ -73,7 +72,7 @@ class UndoRunner:
         store = RunStore(self.config.recorder.store, SigningKey.load_or_create(self.config.recorder.key))
         try:
             async with AsyncExitStack() as stack:
-                servers = UndoServers(self.config, PinStore(store.engine), stack)
+                servers = UndoServers(self.config, store, stack)
                 await run_plan(store, ref, servers, self.clock())
         finally:
             store.dispose()
