@@ -6,9 +6,12 @@ mail, icalendar for the calendar part.
 
 from __future__ import annotations
 
+import email
+import email.policy
 import re
 from email.message import EmailMessage
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from icalendar import Calendar
@@ -18,6 +21,8 @@ from hatp_journal.servers.smtp import SmtpUtf8NotOfferedError, send_message
 pytestmark = pytest.mark.anyio
 
 ZOE = "zoë@globex.com"
+# Characters RFC 3986 allows in a URI; "%" only as the start of a percent-encoded octet.
+URI = re.compile(r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-F]{2})+")
 
 
 def calendar_part(message: EmailMessage) -> tuple[str, Any]:
@@ -32,6 +37,118 @@ def header_lines(raw: bytes) -> list[bytes]:
     """The raw header lines of a message and of each of its MIME parts, folding undone."""
     unfolded = re.sub(rb"\r\n[ \t]", b" ", raw)
     return [line for block in re.split(rb"\r\n\r\n", unfolded) for line in block.split(b"\r\n")]
+
+
+# -- line breaks in the summary -------------------------------------------------------------------
+
+
+async def test_a_summary_with_a_line_break_is_created_and_mailed_with_the_break_kept_in_the_invitation(
+    calendar, kickoff
+):
+    created = await calendar.create(summary="Kickoff with Globex\nBring the Q3 numbers")
+
+    delivered = calendar.smtp.wait_for(2)
+    assert not created.failed
+    assert created.content["summary"] == "Kickoff with Globex\nBring the Q3 numbers"
+    for mail in delivered:
+        message = email.message_from_bytes(mail.raw, policy=email.policy.default)
+        method, event = calendar_part(message)
+        assert (method, str(event["SUMMARY"])) == ("REQUEST", "Kickoff with Globex\nBring the Q3 numbers")
+        assert message["Subject"].startswith("Invitation: Kickoff with Globex Bring the Q3 numbers @ ")
+        assert all("\n" not in value and "\r" not in value for value in message.values())
+
+
+async def test_undoing_an_event_with_a_line_break_in_its_summary_mails_the_cancellation_with_the_break(
+    calendar, kickoff
+):
+    created = await calendar.create(summary="Kickoff\r\nwith Globex")
+
+    undone = await calendar.undo(created.meta)
+
+    cancels = calendar.smtp.wait_for(4)[2:]
+    assert undone.meta["status"] == "done"
+    assert created.content["summary"] == "Kickoff\nwith Globex"  # CR LF is read as a line break
+    for mail in cancels:
+        message = email.message_from_bytes(mail.raw, policy=email.policy.default)
+        method, event = calendar_part(message)
+        assert (method, str(event["SUMMARY"]), str(event["STATUS"])) == (
+            "CANCEL",
+            "Kickoff\nwith Globex",
+            "CANCELLED",
+        )
+        assert message["Subject"].startswith("Cancelled: Kickoff with Globex @ ")
+
+
+async def test_a_summary_with_a_control_character_is_refused_naming_the_summary_and_nothing_is_mailed(
+    calendar,
+):
+    refused = await calendar.create(summary="Kickoff\x00with Globex")
+
+    assert refused.failed
+    assert refused.error["code"] == "TOOL_FAILED"
+    assert (refused.error["data"]["field"], refused.error["data"]["cause"]) == ("summary", "INVALID_EVENT")
+    assert calendar.smtp.messages() == []
+    assert await calendar.events() == []
+
+
+# -- a non-ASCII attendee -------------------------------------------------------------------------
+
+
+async def test_a_non_ascii_attendee_is_a_percent_encoded_uri_and_gets_the_invitation_over_smtputf8(
+    smtp_server, calendar_on
+):
+    server = smtp_server(smtputf8=True)
+    async with calendar_on(server) as calendar:
+        created = await calendar.create(attendees=["buyer@globex.com", ZOE])
+
+    [received] = server.to(ZOE)
+    _, event = calendar_part(received.message)
+    uris = [str(attendee) for attendee in event.attendees]
+    assert not created.failed
+    assert created.content["attendees"] == ["buyer@globex.com", ZOE]
+    assert uris == ["mailto:buyer@globex.com", "mailto:zo%C3%AB@globex.com"]
+    assert all(URI.fullmatch(uri) for uri in [*uris, str(event["ORGANIZER"])])
+    assert [unquote(uri.removeprefix("mailto:")) for uri in uris] == ["buyer@globex.com", ZOE]
+    assert received.recipients == (ZOE,)
+    assert "SMTPUTF8" in received.mail_options
+    assert received.message["To"].addresses[0].addr_spec == ZOE
+
+
+async def test_undoing_an_event_with_a_non_ascii_attendee_cancels_it_for_the_same_people(
+    smtp_server, calendar_on
+):
+    server = smtp_server(smtputf8=True)
+    async with calendar_on(server) as calendar:
+        created = await calendar.create(attendees=["buyer@globex.com", ZOE])
+        undone = await calendar.undo(created.meta)
+
+    assert undone.meta["status"] == "done"
+    assert undone.meta["sideEffects"] == [f"cancellation notice sent to buyer@globex.com, {ZOE}"]
+    assert server.methods_to(ZOE) == ["REQUEST", "CANCEL"]
+    assert server.methods_to("buyer@globex.com") == ["REQUEST", "CANCEL"]
+    [_, cancel] = server.to(ZOE)
+    assert [str(a) for a in calendar_part(cancel.message)[1].attendees] == [
+        "mailto:buyer@globex.com",
+        "mailto:zo%C3%AB@globex.com",
+    ]
+
+
+async def test_a_non_ascii_attendee_on_a_server_without_smtputf8_fails_with_its_code_and_stores_nothing(
+    smtp_server, calendar_on
+):
+    server = smtp_server(smtputf8=False)
+    async with calendar_on(server) as calendar:
+        refused = await calendar.create(attendees=["buyer@globex.com", ZOE])
+        events = await calendar.events()
+
+    data = refused.error["data"]
+    assert refused.failed
+    assert (refused.error["code"], data["cause"]) == ("TOOL_FAILED", "SMTPUTF8_NOT_OFFERED")
+    assert list(data["undelivered"]) == [ZOE]
+    assert data["withdrawn"] == ["buyer@globex.com"]
+    assert server.methods_to("buyer@globex.com") == ["REQUEST", "CANCEL"]
+    assert server.to(ZOE) == []
+    assert events == []
 
 
 # -- 8-bit text and servers with and without 8BITMIME ---------------------------------------------
