@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
-    except DownstreamError as error:  # serve: a tool server that won't start, or offers no pinned key
-        print(f"hatp-recorder: DOWNSTREAM_FAILED: {error}", file=sys.stderr)
+    except DownstreamError as error:  # serve: a tool server that won't start, answers garbage, or changed key
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
         print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)

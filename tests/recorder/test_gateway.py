@@ -16,7 +16,7 @@ from fastmcp import Client
 from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.downstream import DownstreamError
+from hatp_journal.recorder.downstream import DownstreamCode, DownstreamError
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
@@ -265,9 +265,10 @@ async def test_a_server_that_comes_back_with_another_key_than_the_one_pinned_is_
         await Recorder(config("first.key"), store=store, policy=policy).start(stack)
     async with AsyncExitStack() as stack:
         await Recorder(config("first.key"), store=store, policy=policy).start(stack)
-    with pytest.raises(DownstreamError, match="none of them pinned"):
+    with pytest.raises(DownstreamError) as refused:
         async with AsyncExitStack() as stack:
             await Recorder(config("second.key"), store=store, policy=policy).start(stack)
+    assert refused.value.code == DownstreamCode.KEY_CHANGED
 
 
 async def test_a_downstream_that_hangs_or_crashes_gives_a_clear_error_and_the_others_keep_working(
