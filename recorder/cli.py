@@ -17,7 +17,7 @@ from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream import DownstreamError
-from hatp_journal.recorder.export import export_run
+from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             for entry in store.entries(args.run):
                 print(entry_line(entry))
         elif args.command == "export":
-            record = export_run(store, args.run)
-            args.out.write_bytes(record.to_bytes())
+            export_run_to(store, args.run, args.out)
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 from sqlmodel import Session, col, select
 
 from hatp_journal.recorder.pins import PinStore, RecPin
-from hatp_journal.recorder.record import RunRecordFile, RunStore
+from hatp_journal.recorder.record import Checkpoint, RunRecordFile, RunStore
 from hatp_journal.recorder.record.models import PinnedKey
 
 
@@ -14,6 +17,23 @@ def export_run(store: RunStore, run: str) -> RunRecordFile:
     named = (entry.body.get("server") for entry in store.entries(run))
     servers = sorted({name for name in named if isinstance(name, str)})
     return store.export(run, pinned_keys(store, servers))
+
+
+def export_run_to(store: RunStore, run: str, path: Path) -> Checkpoint:
+    """Write what ``export_run(store, run).to_bytes()`` holds to ``path``, entry by entry, so a run of
+    any length is exported in little memory; return the checkpoint the file ends with.
+
+    The file appears whole or not at all: it is written beside ``path`` and renamed over it.
+    """
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    try:
+        with partial.open("xb") as out:
+            head = store.export_to(run, out, lambda servers: pinned_keys(store, sorted(servers)))
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(path)
+    return head
 
 
 def pinned_keys(store: RunStore, servers: list[str]) -> dict[str, list[PinnedKey]]:

@@ -16,10 +16,11 @@ import hashlib
 import re
 import secrets
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 from sqlalchemy import Engine, bindparam, insert
@@ -27,7 +28,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
-from hatp_journal.recorder.record.errors import BadEntry, RunExists, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import (
     Checkpoint,
@@ -43,6 +44,9 @@ from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.store import create_store_engine
 from hatp_journal.toolkit.wire import PublicKey, Receipt
+
+ServerKeys = Mapping[str, Sequence[PinnedKey | PublicKey | VerifyKey]]
+"""Server → its keys as the Recorder pinned them, shipped in an export."""
 
 _APPEND_ATTEMPTS = 20
 """Retries after losing a race on ``UNIQUE(run, seq)`` (only databases without BEGIN IMMEDIATE)."""
@@ -60,6 +64,7 @@ _INSERT_TOKEN_SQL = "INSERT OR IGNORE INTO rec_token (digest, server, token) VAL
 _INSERT_CHECKPOINT_SQL = (
     "INSERT INTO rec_checkpoint (run, size, head, at, reason, kid, sig) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+_ENTRY_ROWS_SQL = "SELECT seq, hash, data FROM rec_entry WHERE run = ? AND seq <= ? ORDER BY seq"
 _CHECKPOINT_COLUMNS = ("run", "size", "head", "at", "reason", "kid", "sig")
 _HEAD = (
     select(_ENTRY_TABLE.c.seq, _ENTRY_TABLE.c.hash)
@@ -356,8 +361,6 @@ class RunStore:
             "sig": receipt.sig,
         }
 
-    # -- export ---------------------------------------------------------------
-
     # -- directories ----------------------------------------------------------
 
     def keep_directory(self, snapshot: Mapping[str, Any]) -> str:
@@ -387,7 +390,7 @@ class RunStore:
     def export(
         self,
         run_id: str,
-        server_keys: Mapping[str, Sequence[PinnedKey | PublicKey | VerifyKey]] | None = None,
+        server_keys: ServerKeys | None = None,
     ) -> RunRecordFile:
         """A self-contained Run Record whose last checkpoint signs its last entry.
 
@@ -415,11 +418,133 @@ class RunStore:
                 entries=entries,
                 checkpoints=[_checkpoint_model(row) for row in rows],
                 recorder_key=self._public.wire(),
-                server_keys={
-                    server: [_pinned(key) for key in keys] for server, keys in (server_keys or {}).items()
-                },
+                server_keys=_pinned_keys(server_keys),
                 directories=directories,
             )
+
+    def export_to(
+        self,
+        run_id: str,
+        out: BinaryIO,
+        server_keys: ServerKeys | Callable[[set[str]], ServerKeys] | None = None,
+    ) -> Checkpoint:
+        """Write what ``export(run_id).to_bytes()`` would, entry by entry; return its last checkpoint.
+
+        Memory does not grow with the run (only with its checkpoints and directories): each entry
+        goes out as the bytes stored, its ``"hash"`` member put in its canonical place, unparsed.
+        ``server_keys`` may also be a function of the servers the entries name (``body.server``),
+        called after the entries are written (``serverKeys`` comes after them in the file).
+
+        The head is read and, if it moved, signed in one short transaction, then the entries up to
+        it are read in another: entries never change once written, so this is the snapshot
+        ``export`` reads, without keeping appenders waiting while the file is written.
+        """
+        header, size, head = self._export_header(run_id)
+        before, _ = _around_entries(header)
+        out.write(before)
+        servers: set[str] = set()
+        count, last = 0, head if size == 0 else ""
+        with closing(self._entry_rows_to(run_id, size)) as rows:
+            for seq, digest, data in rows:
+                count += 1
+                if seq != count:
+                    break
+                # "hash" sorts between body and id. A JSON string never holds ``,"`` (its quotes are
+                # escaped), so the last ``,"id":"`` of the stored bytes starts the entry's own id.
+                cut = data.rindex(b',"id":"')
+                comma = b"," if count > 1 else b""
+                out.write(b"".join((comma, data[:cut], b',"hash":"', digest.encode(), b'"', data[cut:])))
+                last = digest
+                if callable(server_keys):
+                    server = parse_json(data)["body"].get("server")
+                    if isinstance(server, str):
+                        servers.add(server)
+        if (count, last) != (size, head):
+            raise RecordError(f"run {run_id!r}: the stored entries are not the {size} its head was read at")
+        keys = server_keys(servers) if callable(server_keys) else server_keys
+        _, after = _around_entries(header.model_copy(update={"server_keys": _pinned_keys(keys)}))
+        out.write(after)
+        return header.checkpoints[-1]
+
+    def _export_header(self, run_id: str) -> tuple[RunRecordFile, int, str]:
+        """The file without entries or server keys, the run's size and its head, signed if it moved."""
+        with self._session() as session:
+            row = _get_run(session, run_id)
+            run = _run_model(row)
+            size, head = _head(session, row)
+            rows = list(_checkpoint_rows(session, run_id))
+            if not rows or (rows[-1].size, rows[-1].head) != (size, head):
+                rows.append(RecCheckpoint(**self._sign(run_id, size, head, "export")))
+                session.add(rows[-1])
+                session.commit()
+            decisions = session.exec(
+                select(RecEntry.data)
+                .where(RecEntry.run == run_id, RecEntry.kind == "decision", col(RecEntry.seq) <= size)
+                .order_by(col(RecEntry.seq))
+            )
+            named = (parse_json(data)["body"].get("directory") for data in decisions)
+            directories: dict[str, dict[str, Any]] = {}
+            for digest in dict.fromkeys(d for d in named if isinstance(d, str)):
+                kept = session.get(RecDirectory, digest)
+                if kept is not None:
+                    directories[digest] = parse_json(kept.data)
+            header = RunRecordFile(
+                run=run,
+                entries=[],
+                checkpoints=[_checkpoint_model(checkpoint) for checkpoint in rows],
+                recorder_key=self._public.wire(),
+                directories=directories,
+            )
+        return header, size, head
+
+    def _entry_rows_to(self, run_id: str, size: int) -> Generator[tuple[int, str, bytes], None, None]:
+        """(seq, hash, stored bytes) of entries 1..``size`` in order, fetched as they are consumed.
+
+        On SQLite a plain (deferred) read transaction on the driver connection: a snapshot that
+        keeps no appender waiting. Elsewhere SQLAlchemy Core, streaming the rows.
+        """
+        if not self._sqlite_driver:
+            query = (
+                select(_ENTRY_TABLE.c.seq, _ENTRY_TABLE.c.hash, _ENTRY_TABLE.c.data)
+                .where(_ENTRY_TABLE.c.run == run_id, _ENTRY_TABLE.c.seq <= size)
+                .order_by(_ENTRY_TABLE.c.seq)
+            )
+            with self.engine.connect() as connection:
+                yield from connection.execution_options(yield_per=500).execute(query)
+            return
+        pooled = self.engine.raw_connection()
+        try:
+            driver = pooled.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            driver.execute("BEGIN")
+            try:
+                yield from driver.execute(_ENTRY_ROWS_SQL, (run_id, size))
+            finally:
+                if driver.in_transaction:
+                    driver.rollback()
+        finally:
+            pooled.close()
+
+
+def _around_entries(header: RunRecordFile) -> tuple[bytes, bytes]:
+    """The file's canonical bytes before its entries (``{…,"entries":[``) and after them (``],…}``).
+
+    RFC 8785 sorts members by name; these names are ASCII, where that is Python's order.
+    """
+    before: list[bytes] = []
+    after: list[bytes] = []
+    for name, value in sorted(header.wire().items()):
+        if name != "entries":
+            member = canonical_bytes(name) + b":" + canonical_bytes(value)
+            (before if name < "entries" else after).append(member)
+    return (
+        b"{" + b"".join(member + b"," for member in before) + b'"entries":[',
+        b"]" + b"".join(b"," + member for member in after) + b"}",
+    )
+
+
+def _pinned_keys(server_keys: ServerKeys | None) -> dict[str, list[PinnedKey]]:
+    return {server: [_pinned(key) for key in keys] for server, keys in (server_keys or {}).items()}
 
 
 def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:
