@@ -13,8 +13,12 @@ Entries are checked one at a time, in order, keeping only what later entries ref
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -23,17 +27,21 @@ from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.layout import read_export
 from hatp_journal.recorder.record.models import Checkpoint, Entry, RunRecordFile
-from hatp_journal.recorder.record.report import Check, Findings, VerifyReport
+from hatp_journal.recorder.record.report import Check, Findings, Problem, VerifyReport
+from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
 
 ServerKeys = Mapping[str, Mapping[str, VerifyKey]]
 _UNKNOWN = "unknown: after a malformed entry"
+WHOLE_FILE_LIMIT = 16 << 20
+"""Bytes up to which a file not laid out as the Recorder writes it is read whole, to say what is
+wrong with it; a larger one is reported as not laid out so, and not read further."""
 
 
 def verify_record(
-    file: RunRecordFile | Mapping[str, Any] | bytes | str,
+    file: RunRecordFile | Mapping[str, Any] | bytes | str | os.PathLike[str] | BinaryIO,
     *,
     recorder_keys: Mapping[str, VerifyKey] | None = None,
     server_keys: ServerKeys | None = None,
@@ -42,22 +50,91 @@ def verify_record(
 ) -> VerifyReport:
     """Verify a Run Record offline.
 
-    ``file`` is the model, its JSON object, or the exported bytes (then they must also be the
-    canonical bytes the Recorder wrote). ``recorder_keys`` (kid → key), ``server_keys`` (server →
-    kid → key) and ``directory`` are what the verifier pinned; whatever is not given is taken
-    from the file and reported in ``trusted_from_file``. ``latest_head`` is a signed head held
-    outside the Recorder's store; without it, a rollback to an older genuine checkpoint cannot
-    be detected.
+    ``file`` is the model, its JSON object, the exported bytes (or their text), or the exported
+    file: a path or a binary file object, read one entry at a time (``stream.py``), so a record
+    of any length is verified in little memory. Bytes must also be the canonical bytes the
+    Recorder wrote. ``recorder_keys`` (kid → key), ``server_keys`` (server → kid → key) and
+    ``directory`` are what the verifier pinned; whatever is not given is taken from the file and
+    reported in ``trusted_from_file``. ``latest_head`` is a signed head held outside the
+    Recorder's store; without it, a rollback to an older genuine checkpoint cannot be detected.
+    A file that cannot be read raises ``OSError``; nothing in its content makes this raise.
     """
+    pinned = _Pinned(recorder_keys, server_keys, directory, latest_head)
+    if isinstance(file, os.PathLike):
+        with open(file, "rb") as opened:
+            return _verify_file(opened, pinned)
+    if not isinstance(file, RunRecordFile | Mapping | bytes | str) and hasattr(file, "read"):
+        return _verify_file(file, pinned)
     found = Findings()
     loaded = load_record(file, found)
     if loaded is None:
         return VerifyReport(ok=False, problems=found.problems)
     header, entries = loaded
-    verifier = RecordVerifier(header, found, recorder_keys, server_keys, directory, latest_head)
+    return _verify(header, entries, found, pinned)
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """What the verifier holds itself (see :func:`verify_record`)."""
+
+    recorder_keys: Mapping[str, VerifyKey] | None
+    server_keys: ServerKeys | None
+    directory: Directory | Mapping[str, Any] | None
+    latest_head: Checkpoint | Mapping[str, Any] | None
+
+
+def _verify(
+    header: RunRecordFile, entries: Iterable[tuple[Any, bytes | None]], found: Findings, pinned: _Pinned
+) -> VerifyReport:
+    verifier = RecordVerifier(
+        header, found, pinned.recorder_keys, pinned.server_keys, pinned.directory, pinned.latest_head
+    )
     for raw, stored in entries:
         verifier.entry(raw, stored)
     return verifier.finish()
+
+
+def _verify_file(file: BinaryIO, pinned: _Pinned) -> VerifyReport:
+    """Verify an exported file one entry at a time; one not laid out as the Recorder writes it is
+    read whole, the slow way that says exactly what is wrong with it, if it is small enough."""
+    if not file.seekable():
+        with tempfile.TemporaryFile() as copy:
+            shutil.copyfileobj(file, copy)
+            return _verify_file(copy, pinned)
+    try:
+        reader = ExportReader(file)
+        found = Findings()
+        header = _header(reader.header, found)
+        if header is None:
+            for _ in reader.entries():
+                pass  # the entries' layout problems go first, as read_export lists them
+            report = VerifyReport(ok=False, problems=found.problems)
+        else:
+            report = _verify(header, reader.entries(), found, pinned)
+    except NotLaidOut as error:
+        size = file.seek(0, 2)
+        if size > WHOLE_FILE_LIMIT:
+            return VerifyReport(ok=False, problems=[_unread(error, size)])
+        file.seek(0)
+        found = Findings()
+        loaded = load_record(file.read(), found)
+        if loaded is None:
+            return VerifyReport(ok=False, problems=found.problems)
+        return _verify(*loaded, found, pinned)
+    if not reader.findings.problems:
+        return report
+    return report.model_copy(update={"ok": False, "problems": [*reader.findings.problems, *report.problems]})
+
+
+def _unread(error: NotLaidOut, size: int) -> Problem:
+    """What is said of a large file that is not laid out as the Recorder writes it."""
+    if error.not_utf8:
+        return Problem(check=Check.MALFORMED, detail=f"not UTF-8 at byte {error.at}")
+    return Problem(
+        check=Check.NOT_CANONICAL,
+        detail=f"not laid out as the Recorder writes it (at byte {error.at}: {error.why}); a file of "
+        f"{size} bytes, over {WHOLE_FILE_LIMIT}, is only read that way, so nothing else was checked",
+    )
 
 
 def load_record(
@@ -65,33 +142,40 @@ def load_record(
 ) -> tuple[RunRecordFile, Iterable[tuple[Any, bytes | None]]] | None:
     """The file's header (everything but its entries) and each raw entry with its stored bytes
     (``None`` when the file is not laid out canonically); None, with the problem, if unreadable."""
+    if isinstance(file, RunRecordFile):
+        raw: Any = file.wire()
+        raw["entries"] = [entry.wire() for entry in file.entries]
+        stored: list[bytes] | None = None
+    elif isinstance(file, bytes | str):
+        raw, stored = read_export(file, found)
+        if found.problems and raw is None:
+            return None
+    else:
+        raw, stored = file, None
+    if not isinstance(raw, Mapping):
+        found.add(Check.MALFORMED, None, "not a JSON object")
+        return None
+    entries = raw.get("entries")
+    if not isinstance(entries, list):
+        found.add(Check.MALFORMED, None, "entries: not a list")
+        return None
+    header = _header(raw, found)
+    if header is None:
+        return None
+    if stored is None:
+        return header, ((entry, None) for entry in entries)
+    return header, zip(entries, stored, strict=True)
+
+
+def _header(raw: Mapping[str, Any], found: Findings) -> RunRecordFile | None:
+    """Everything in the file but its entries; None, and ``MALFORMED``, if it is not a Run Record's."""
     try:
-        if isinstance(file, RunRecordFile):
-            raw: Any = file.wire()
-            raw["entries"] = [entry.wire() for entry in file.entries]
-            stored: list[bytes] | None = None
-        elif isinstance(file, bytes | str):
-            raw, stored = read_export(file, found)
-            if found.problems and raw is None:
-                return None
-        else:
-            raw, stored = file, None
-        if not isinstance(raw, Mapping):
-            found.add(Check.MALFORMED, None, "not a JSON object")
-            return None
-        entries = raw.get("entries")
-        if not isinstance(entries, list):
-            found.add(Check.MALFORMED, None, "entries: not a list")
-            return None
-        header = RunRecordFile.model_validate({**raw, "entries": []}, strict=True)
+        return RunRecordFile.model_validate({**raw, "entries": []}, strict=True)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         found.add(Check.MALFORMED, None, f"{where or 'file'}: {first['msg']}")
         return None
-    if stored is None:
-        return header, ((entry, None) for entry in entries)
-    return header, zip(entries, stored, strict=True)
 
 
 class RecordVerifier:
@@ -217,17 +301,16 @@ class RecordVerifier:
         """Check the next entry: its place in the chain, then what it says."""
         self.size += 1
         label = entry_id(self.size)
+        if isinstance(raw, TooLong):
+            self._malformed(label, f"{raw.chars} characters, more than an entry may take: not read", None)
+            return
         try:
             entry = Entry.model_validate(raw, strict=True)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
-            self.found.add(Check.MALFORMED, label, f"{where or 'entry'}: {first['msg']}")
             said = raw.get("hash") if isinstance(raw, Mapping) else None
-            # Follow the chain through it by the hash it claims; the next link is not checked against
-            # an entry already reported as malformed.
-            self.previous_hash = said if isinstance(said, str) else _UNKNOWN
-            self._keep_head(None)
+            self._malformed(label, f"{where or 'entry'}: {first['msg']}", said)
             return
         label = entry.id
         run_id = self.header.run.id
@@ -251,6 +334,13 @@ class RecordVerifier:
         self._check_remedy(entry)
         self.earlier.add(entry.id)
         self.bodies.check(entry)
+
+    def _malformed(self, label: str, detail: str, said: Any) -> None:
+        self.found.add(Check.MALFORMED, label, detail)
+        # Follow the chain through it by the hash it claims; the next link is not checked against
+        # an entry already reported as malformed.
+        self.previous_hash = said if isinstance(said, str) else _UNKNOWN
+        self._keep_head(None)
 
     def _keep_head(self, head: str | None) -> None:
         if self.size in self.wanted:

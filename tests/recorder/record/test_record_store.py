@@ -67,6 +67,7 @@ def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
         "entries",
         "entry",
         "export",
+        "export_to",
         "keep_directory",
         "latest_checkpoint",
         "open_run",
