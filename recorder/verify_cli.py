@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
@@ -26,17 +27,17 @@ def verify_command(args: argparse.Namespace) -> int:
         servers = _server_keys(args.server_key)
         directory = Directory.load(args.directory) if args.directory else None
         head = _head(args.head) if args.head else None
-        document = _read(args.file)
+        with _open(args.file) as document:  # read one entry at a time: a record of any length fits
+            report = verify_record(
+                document,
+                recorder_keys={recorder.kid: recorder} if recorder else None,
+                server_keys=servers or None,
+                directory=directory,
+                latest_head=head,
+            )
     except (KeyFileError, DirectoryError, OSError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
         return 2
-    report = verify_record(
-        document,
-        recorder_keys={recorder.kid: recorder} if recorder else None,
-        server_keys=servers or None,
-        directory=directory,
-        latest_head=head,
-    )
     for problem in report.problems:
         print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
     if report.trusted_from_file:
@@ -50,9 +51,9 @@ def verify_command(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _read(file: Path) -> bytes:
+def _open(file: Path) -> BinaryIO:
     try:
-        return file.read_bytes()
+        return file.open("rb")
     except OSError as error:
         raise OSError(f"cannot read {file}: {error.strerror}") from None
 
