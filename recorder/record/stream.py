@@ -295,8 +295,10 @@ def _entry(text: str, i: int) -> tuple[tuple[dict[str, Any], str, str], int]:
     return (entry, text[i : begin - 1] + text[stop:end], text[begin:stop]), end
 
 
-_IN_STRING = re.compile(r'["\\]')
-_OUTSIDE = re.compile(r'["\[\]{}]')
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+"""The inside of a JSON string up to its closing quote (or a backslash that ends the text read)."""
+_STRUCTURE = re.compile(r'["\[\]{}]')
+_SCAN_STEP = 1 << 16
 
 
 def _skip_object(text: _Text) -> int:
@@ -309,24 +311,25 @@ def _skip_object(text: _Text) -> int:
     depth, in_string, escaped, length = 0, False, False, 0
     while True:
         chunk, i = text.text, text.at
-        while True:
-            if escaped:
-                if i == len(chunk):
-                    break
+        while i < len(chunk):
+            if escaped:  # the chunk before ended with the backslash
                 i, escaped = i + 1, False
-            match = (_IN_STRING if in_string else _OUTSIDE).search(chunk, i)
-            if match is None:
-                break
-            char, i = match.group(), match.end()
-            if char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = not in_string
-            elif char in "[{":
-                depth += 1
+            elif in_string:
+                stop = min(len(chunk), i + _SCAN_STEP)  # a bounded match: the regex stack stays small
+                i = _STRING_BODY.match(chunk, i, stop).end()  # type: ignore[union-attr]  # (it matches "")
+                if i < stop:
+                    escaped, in_string = chunk[i] == "\\", chunk[i] != '"'
+                    i += 1
             else:
-                depth -= 1
-                if depth == 0:
+                found = _STRUCTURE.search(chunk, i)
+                if found is None:
+                    break
+                char, i = found.group(), found.end()
+                if char == '"':
+                    in_string = True
+                elif char in "[{":
+                    depth += 1
+                elif (depth := depth - 1) == 0:
                     length += i - text.at
                     text.at = i
                     if length <= MAX_ENTRY:

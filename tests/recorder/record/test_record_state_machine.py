@@ -6,6 +6,7 @@ never go down and signed checkpoints are never lost; an entry never changes once
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -82,13 +83,21 @@ class RunRecordMachine(RuleBasedStateMachine):
         self.store.dispose()
         self.store = self.open_store()
 
-    @rule(run_id=runs)
-    def export_and_verify(self, run_id: str) -> None:
+    @rule(run_id=runs, streamed_first=st.booleans())
+    def export_and_verify(self, run_id: str, streamed_first: bool) -> None:
+        streamed = io.BytesIO()
+        if streamed_first:
+            self.store.export_to(run_id, streamed)
         record = self.store.export(run_id)
+        if not streamed_first:
+            self.store.export_to(run_id, streamed)
         report = verify_record(record.to_bytes(), recorder_keys=pins(self.store))
         assert report.ok, report.problems
         assert record.entries == self.written[run_id]
         assert record.checkpoints[-1].size == len(self.written[run_id])
+        assert streamed.getvalue() == record.to_bytes()
+        streamed.seek(0)
+        assert verify_record(streamed, recorder_keys=pins(self.store)) == report
 
     @invariant()
     def entries_never_change_and_sizes_never_go_down(self) -> None:

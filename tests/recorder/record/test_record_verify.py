@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from record_helpers import AT, answer_body, call_body, fill, pins, server_pins, tampered
 
-from hatp_journal.recorder.record import Check, RunRecordFile, RunStore, verify_record
+from hatp_journal.recorder.record import Check, RunRecordFile, RunStore, VerifyReport, verify_record
 from hatp_journal.recorder.record.chain import seal
 from hatp_journal.recorder.record.models import checkpoint_payload
-from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 
 
@@ -24,10 +26,21 @@ def exported(store: RunStore, server_key: SigningKey) -> dict[str, Any]:
     return json.loads(store.export(run.id, {"crm": [server_key.public]}).to_bytes())
 
 
+def verified(record: Any, **pinned: Any) -> VerifyReport:
+    """``verify_record``'s report on ``record``, which it must also give on the record's exported
+    bytes, read whole and read one entry at a time from a file."""
+    report = verify_record(record, **pinned)
+    if isinstance(record, bytes):
+        data = record
+    else:
+        data = record.to_bytes() if isinstance(record, RunRecordFile) else canonical_bytes(record)
+        assert verify_record(data, **pinned) == report
+    assert verify_record(io.BytesIO(data), **pinned) == verify_record(data, **pinned)
+    return report
+
+
 def check(record: Any, store: RunStore, server_key: SigningKey, **more: Any) -> set[str]:
-    return verify_record(
-        record, recorder_keys=pins(store), server_keys=server_pins(server_key), **more
-    ).codes()
+    return verified(record, recorder_keys=pins(store), server_keys=server_pins(server_key), **more).codes()
 
 
 def forge_entry(record: dict[str, Any], body: dict[str, Any]) -> None:
@@ -46,12 +59,16 @@ def forge_entry(record: dict[str, Any], body: dict[str, Any]) -> None:
     record["entries"].append({**hashed, "hash": seal(hashed)[1]})
 
 
-def test_a_clean_record_verifies_as_a_model_an_object_and_its_exported_bytes(
-    store: RunStore, server_key: SigningKey, exported: dict[str, Any]
+def test_a_clean_record_verifies_as_a_model_an_object_its_exported_bytes_and_its_file(
+    store: RunStore, server_key: SigningKey, exported: dict[str, Any], tmp_path: Path
 ) -> None:
     model = RunRecordFile.model_validate(exported)
 
-    for form in (model, exported, model.to_bytes(), model.to_bytes().decode()):
+    path = tmp_path / "record.json"
+    path.write_bytes(model.to_bytes())
+    forms = (model, exported, model.to_bytes(), model.to_bytes().decode(), path, io.BytesIO(model.to_bytes()))
+
+    for form in forms:
         report = verify_record(form, recorder_keys=pins(store), server_keys=server_pins(server_key))
         assert report.ok, report.problems
         assert (report.entries, report.signed_size, report.receipts_checked) == (12, 12, 3)
@@ -86,8 +103,8 @@ def test_a_duplicated_json_member_is_detected_though_the_parser_keeps_only_one(
     in_entry = data.replace(b'"kind":"note"', b'"kind":"call","kind":"note"', 1)
     at_top = data.replace(b'"format":', b'"format":"x","format":', 1)
 
-    entry_report = verify_record(in_entry, recorder_keys=pins(store), server_keys=server_pins(server_key))
-    top_report = verify_record(at_top, recorder_keys=pins(store), server_keys=server_pins(server_key))
+    entry_report = verified(in_entry, recorder_keys=pins(store), server_keys=server_pins(server_key))
+    top_report = verified(at_top, recorder_keys=pins(store), server_keys=server_pins(server_key))
 
     assert entry_report.codes() == top_report.codes() == {Check.DUPLICATE_KEY, Check.NOT_CANONICAL}
     assert [p.entry for p in entry_report.problems if p.check == Check.DUPLICATE_KEY] == ["e2"]
@@ -188,9 +205,7 @@ def test_a_forged_receipt_is_detected(
     body = call_body(SigningKey.generate(), 1)
     entry = store.append(run.id, "call", body)
 
-    report = verify_record(
-        store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key)
-    )
+    report = verified(store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key))
 
     assert [(p.entry, p.check) for p in report.problems] == [(entry.id, Check.RECEIPT_INVALID)]
 
@@ -205,9 +220,7 @@ def test_a_receipt_the_recorder_already_flagged_unresolved_is_reported_as_flagge
     }
     store.append(run.id, "call", body)
 
-    report = verify_record(
-        store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key)
-    )
+    report = verified(store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key))
 
     assert report.ok
     assert [(p.entry, p.check) for p in report.flagged] == [("e1", Check.RECEIPT_INVALID)]
@@ -227,9 +240,7 @@ def test_undo_receipts_and_calls_that_keep_only_the_arguments_digest_are_verifie
     store.append(run.id, "undo-outcome", forged_answer)
     store.append(run.id, "undo-outcome", answer_body(server_key, n=2))  # about another token
 
-    report = verify_record(
-        store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key)
-    )
+    report = verified(store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key))
 
     assert [(p.entry, p.check) for p in report.problems] == [
         ("e3", Check.UNDO_RECEIPT_INVALID),
@@ -259,7 +270,7 @@ def test_a_substituted_recorder_key_is_detected(
     assert {Check.KEY_SUBSTITUTED, Check.BAD_CHECKPOINT_SIGNATURE} <= codes
     assert check(exported, store, server_key) == set()
     trusting_the_file = {mallory.kid: mallory.public}
-    assert verify_record(exported, recorder_keys=trusting_the_file).codes() >= {Check.KEY_SUBSTITUTED}
+    assert verified(exported, recorder_keys=trusting_the_file).codes() >= {Check.KEY_SUBSTITUTED}
 
 
 def test_a_substituted_server_key_shipped_in_the_file_is_detected(
@@ -309,8 +320,8 @@ def test_keys_not_pinned_are_taken_from_the_file_and_said_so_and_wrong_pins_fail
     no_keys: dict[str, VerifyKey] = {}
     stranger = SigningKey.generate()
 
-    from_file = verify_record(exported)
-    wrong = verify_record(exported, recorder_keys=no_keys, server_keys=server_pins(stranger)).codes()
+    from_file = verified(exported)
+    wrong = verified(exported, recorder_keys=no_keys, server_keys=server_pins(stranger)).codes()
 
     assert from_file.ok, from_file.problems
     assert from_file.trusted_from_file == ["the Recorder's key", "the keys of crm"]
@@ -326,9 +337,9 @@ def test_a_remedy_naming_an_earlier_entry_verifies_and_one_naming_no_earlier_ent
     fixed = store.export(run.id).to_bytes()
     store.append(run.id, "remedy", {"remedies": "e4", "tool": "send_email", "arguments": {}})
     store.append(run.id, "remedy", {"remedies": ["e1"], "tool": "send_email", "arguments": {}})
-    dangling = verify_record(store.export(run.id).to_bytes(), recorder_keys=pins(store))
+    dangling = verified(store.export(run.id).to_bytes(), recorder_keys=pins(store))
 
-    assert verify_record(fixed, recorder_keys=pins(store)).ok
+    assert verified(fixed, recorder_keys=pins(store)).ok
     assert [(problem.entry, problem.check) for problem in dangling.problems] == [
         ("e3", Check.REMEDY_UNKNOWN_ENTRY),
         ("e4", Check.REMEDY_UNKNOWN_ENTRY),
