@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench screenshots clean
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify screenshots clean
 
 setup: $(STAMP)
 
@@ -47,6 +47,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/recorder_overhead.py
+
+# Export and verify runs of 10k and 100k entries (several minutes; the in-memory roads peak near 2 GB).
+bench-verify: $(STAMP)
+	$(PY) bench/verify_scale.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -26,13 +26,14 @@ def export_run_to(store: RunStore, run: str, path: Path) -> Checkpoint:
     The file appears whole or not at all: it is written beside ``path`` and renamed over it.
     """
     partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
+    out = partial.open("xb")
     try:
-        with partial.open("xb") as out:
+        with out:
             head = store.export_to(run, out, lambda servers: pinned_keys(store, sorted(servers)))
+        partial.replace(path)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    partial.replace(path)
     return head
 
 

@@ -232,7 +232,7 @@ def _object(text: str, i: int) -> tuple[dict[str, Any], dict[str, tuple[int, int
         begin = i
         key, i = _key(text, i)
         if key in value:
-            raise ValueError(f"duplicate member {key!r}")
+            raise DuplicateKey(f"duplicate member {key!r}")
         value[key], i = _decode(text, i)
         spans[key] = (begin, i)
         if text[i] == "}":

@@ -437,7 +437,8 @@ class RunStore:
 
         The head is read and, if it moved, signed in one short transaction, then the entries up to
         it are read in another: entries never change once written, so this is the snapshot
-        ``export`` reads, without keeping appenders waiting while the file is written.
+        ``export`` reads, without keeping appenders waiting while the file is written. If this
+        raises, what it wrote to ``out`` is not a Run Record.
         """
         header, size, head = self._export_header(run_id)
         before, _ = _around_entries(header)

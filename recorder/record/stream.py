@@ -65,6 +65,10 @@ class TooLong:
     chars: int
 
 
+class _NotAnEntry(ValueError):
+    """A whole object, not laid out as an entry."""
+
+
 class _TextTooLong(Exception):
     """More text than allowed was read without the value ending."""
 
@@ -128,7 +132,7 @@ class _Text:
         while True:
             try:
                 value, end = read(self.text, self.at)
-            except (DuplicateKey, RecursionError) as error:
+            except (DuplicateKey, _NotAnEntry, RecursionError) as error:  # whole, and wrong
                 raise NotLaidOut(f"{type(error).__name__}: {error}", self.offset()) from None
             except (ValueError, IndexError) as error:  # broken, or cut off by the end of the text read
                 if self.ended:
@@ -290,7 +294,7 @@ def _entry(text: str, i: int) -> tuple[tuple[dict[str, Any], str, str], int]:
                 return (entry, text[i:j] + text[k:end], text[j + 1 : k]), end
     entry, spans, end = _object(text, i)
     if tuple(spans) != ENTRY_KEYS:
-        raise ValueError("entry members are not in canonical order")
+        raise _NotAnEntry("entry members are not in canonical order")
     begin, stop = spans["hash"]
     return (entry, text[i : begin - 1] + text[stop:end], text[begin:stop]), end
 

@@ -7,7 +7,8 @@ problem has a stable code and names the entry; nothing in a malformed file makes
 raise. What the verifier does not pin itself (the Recorder's key, a server's keys, a directory)
 is taken from the file and listed in ``trusted_from_file``: trust on first use, said out loud.
 
-Entries are checked one at a time, in order, keeping only what later entries refer to.
+Entries are checked one at a time, in order, keeping only what later entries refer to; an exported
+file is read that way too (``stream.py``), so a record of any length is verified in little memory.
 """
 
 from __future__ import annotations

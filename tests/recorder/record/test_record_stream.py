@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from record_helpers import TickingClock, answer_body, call_body, fill, pins, server_pins
 
+from hatp_journal.recorder.export import export_run, export_run_to
+from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import Check, RunStore, UnknownRun, VerifyReport, verify_record
 from hatp_journal.recorder.record import stream as stream_module
 from hatp_journal.recorder.record import verify as verify_module
@@ -150,6 +152,23 @@ def test_a_streamed_export_of_an_unknown_run_writes_nothing(store: RunStore) -> 
     with pytest.raises(UnknownRun):
         store.export_to("run_missing", out)
     assert out.getvalue() == b""
+
+
+def test_exporting_a_run_to_a_file_writes_it_whole_or_leaves_nothing_behind(
+    store: RunStore, server_key: SigningKey, tmp_path: Path
+) -> None:
+    run_id = calls_and_notes(store, server_key)
+    PinStore(store.engine).pin_first("crm", {server_key.kid: server_key.public})
+    (tmp_path / "old.json").write_text("an older export")
+
+    head = export_run_to(store, run_id, tmp_path / "old.json")
+    with pytest.raises(UnknownRun):
+        export_run_to(store, "run_missing", tmp_path / "missing.json")
+
+    assert (tmp_path / "old.json").read_bytes() == export_run(store, run_id).to_bytes()
+    assert head == store.latest_checkpoint(run_id)
+    assert not (tmp_path / "missing.json").exists()
+    assert [path.name for path in tmp_path.iterdir() if path.name.endswith(".partial")] == []
 
 
 class AppendingWhileWritten(io.BytesIO):
