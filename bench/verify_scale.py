@@ -145,10 +145,14 @@ def build(path: Path, size: int, progress: Callable[[int], None]) -> tuple[str, 
 # -- one measure, in a child process ------------------------------------------------------------
 
 
-def rss_mb() -> float:
-    """This process's resident memory now."""
+def memory_mb(field: str) -> float:
+    """This process's resident memory now (``VmRSS``) or at its peak since it started (``VmHWM``).
+
+    Read here rather than from ``getrusage`` in the parent: a child's ``ru_maxrss`` also counts the
+    parent's memory it was forked from, before it ran this script.
+    """
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -176,7 +180,7 @@ def child(task: str, folder: Path, run_id: str) -> None:
 
     file = folder / f"{task}.json"
     pinned = ["--recorder-key", str(folder / "recorder.pub"), "--server-key", f"crm={folder / 'crm.pub'}"]
-    baseline = rss_mb()
+    baseline = memory_mb("VmRSS")
     start = time.perf_counter()
     said = io.StringIO()
     if task == "export":
@@ -199,27 +203,20 @@ def child(task: str, folder: Path, run_id: str) -> None:
         ok = report.ok
     seconds = time.perf_counter() - start
     last_line = (said.getvalue().strip().splitlines() or [""])[-1]
-    print(
-        json.dumps(
-            {"ok": ok, "seconds": seconds, "baseline_mb": baseline, "signing": signing, "said": last_line}
-        )
-    )
+    peak = memory_mb("VmHWM")
+    figures = {"ok": ok, "seconds": seconds, "baseline_mb": baseline, "peak_mb": peak, "signing": signing}
+    print(json.dumps({**figures, "said": last_line}))
 
 
 def measure(task: str, folder: Path, run_id: str) -> dict[str, Any]:
-    """Run ``task`` in a child process; its figures and peak RSS (MB, from the kernel's accounting)."""
+    """Run ``task`` in a child process of its own; its figures, peak memory included."""
     command = [sys.executable, __file__, "--child", task, str(folder), run_id]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, with its resource usage
-    if process.returncode != 0:
-        raise SystemExit(f"the {task} child failed (exit {process.returncode})")
-    figures: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the {task} child failed (exit {done.returncode})")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     if not figures["ok"]:
         raise SystemExit(f"the {task} child did not succeed: {figures['said']}")
-    figures["peak_mb"] = usage.ru_maxrss / 1024  # KiB on Linux
     return figures
 
 
