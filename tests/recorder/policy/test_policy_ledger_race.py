@@ -23,26 +23,42 @@ POLICY = parse_policy("""{"autonomy": {"compensate": "allow", "money": {
     "perPeriod": {"amount": "600", "currency": "USD", "period": "P7D"}}}}""")
 
 
+def charge(ledger: StoredLedger, run: str, amount: str) -> bool:
+    """One charge through the ledger, on the real clock; whether it was allowed."""
+    facts = CallFacts(
+        run=run,
+        server="crm",
+        tool="charge_order",
+        kind="compensate",
+        via="api",
+        window_seconds=86400,
+        charges=True,
+        amount=Money(amount=amount, currency="USD"),
+        at=utc_now(),
+    )
+    decision, held = ledger.decide(POLICY, facts)
+    ledger.settle(held, moved=True)
+    return decision.action == "allow"
+
+
 def charge_200(path: Path, racer: int, start: Any) -> int:
-    """One Recorder's charge of 200 USD in its own run, on its own engine, on the real clock."""
+    """One Recorder's charge of 200 USD in its own run, on its own engine."""
     engine = create_store_engine(path)
     try:
         ledger = StoredLedger(engine)
         start.wait(WAIT)
-        facts = CallFacts(
-            run=f"run-{racer}",
-            server="crm",
-            tool="charge_order",
-            kind="compensate",
-            via="api",
-            window_seconds=86400,
-            charges=True,
-            amount=Money(amount="200", currency="USD"),
-            at=utc_now(),
-        )
-        decision, held = ledger.decide(POLICY, facts)
-        ledger.settle(held, moved=True)
-        return ALLOWED if decision.action == "allow" else ASKED
+        return ALLOWED if charge(ledger, f"run-{racer}", "200") else ASKED
+    finally:
+        engine.dispose()
+
+
+def charge_1_forty_times(path: Path, racer: int, start: Any) -> int:
+    """One Recorder's forty charges of 1 USD, one after the other; how many were allowed."""
+    engine = create_store_engine(path)
+    try:
+        ledger = StoredLedger(engine)
+        start.wait(WAIT)
+        return sum(charge(ledger, f"run-{racer}", "1") for _ in range(40))
     finally:
         engine.dispose()
 
@@ -106,3 +122,25 @@ def test_eight_threads_racing_for_the_last_200_under_the_cap_let_exactly_one_thr
 
     assert outcomes == [ALLOWED] + [ASKED] * (RACERS - 1)
     assert spent_in_the_week(path) == Decimal("600")
+
+
+def looping_process(path: Path, racer: int, start: Any) -> None:
+    charge_1_forty_times(path, racer, start)
+
+
+def test_eight_processes_charging_1_again_and_again_spend_exactly_the_room_under_the_cap(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "recorder.db"
+    ledger_with_400_spent(path)
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(RACERS)
+    racers = [context.Process(target=looping_process, args=(path, n, start)) for n in range(RACERS)]
+
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(WAIT)
+
+    assert [racer.exitcode for racer in racers] == [0] * RACERS
+    assert spent_in_the_week(path) == Decimal("600")  # 200 of the 320 tries went through
