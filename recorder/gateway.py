@@ -25,7 +25,8 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.intake import bounded, take_in
 from hatp_journal.recorder.pins import PinStore
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
@@ -45,15 +46,19 @@ class Recorder:
         *,
         store: RunStore,
         policy: Policy,
-        ledger: MoneyLedger | None = None,
+        ledger: StoredLedger | None = None,
         clock: Any = utc_now,
         embedded: Mapping[str, FastMCP] | None = None,
     ) -> None:
-        """``embedded`` names servers running in this process, reached in memory (e.g. in tests)."""
+        """``embedded`` names servers running in this process, reached in memory (e.g. in tests).
+
+        The money ledger is the store's own unless ``ledger`` is given: every Recorder on one
+        store shares what was spent, across restarts.
+        """
         self.config = config
         self.store = store
         self.policy = policy
-        self.ledger = ledger or MoneyLedger()
+        self.ledger = ledger or StoredLedger(store.engine)
         self.clock = clock
         pins = PinStore(store.engine)
         self.downstreams = {
@@ -124,8 +129,10 @@ class Recorder:
             assert earlier.decision is not None
             body["ask"] = earlier.entry.id
             body["decision"] = {"action": "approved", "by": earlier.decision.body["approval"]["by"]}
-            return await self._forward(run, downstream, facts, body, now)
-        decision = decide(self.policy, facts, self.ledger)
+            # A person approved it: its amount counts without another look at the caps.
+            return await self._forward(run, downstream, facts, body, self.ledger.hold(facts))
+        # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
+        decision, held = self.ledger.decide(self.policy, facts)
         body["decision"] = decision.wire()
         if decision.action != "allow":
             autonomy = self.policy.autonomy
@@ -139,15 +146,16 @@ class Recorder:
             )
             self._unsettled.add(entry.id)
             return _pending(run, entry.id)
-        return await self._forward(run, downstream, facts, body, now)
+        return await self._forward(run, downstream, facts, body, held)
 
     async def _forward(
-        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], now: datetime
+        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], held: Hold | None
     ) -> ToolResult:
         tool, arguments = body["tool"], body["arguments"]
         try:
             result = await downstream.call(tool, arguments)
         except DownstreamError as error:
+            self.ledger.settle(held, moved=False)  # a failed call does not count
             body["outcome"] = {"status": "failed", "error": str(error)}
             body["links"] = self._links.links(body)
             entry = self.store.append(run, "call", body)
@@ -164,8 +172,7 @@ class Recorder:
         journal = intake.raw if intake.status == "verified" else _kept(intake.raw)
         body["journal"], tokens = redact(downstream.name, journal)
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
-        if facts.amount is not None and not result.is_error:
-            self.ledger.record(run, now, facts.amount)
+        self.ledger.settle(held, moved=not result.is_error)
         body["links"] = self._links.links(body)
         entry = self.store.append(run, "call", body, tokens=tokens)
         self._links.add(entry.id, body)
