@@ -8,6 +8,7 @@ that a record of any length is checked in one pass with little memory:
 - ``call`` and ``remedy``: the tool server's call receipt (``RECEIPT_INVALID``);
 - ``plan``: its digest (``PLAN_DIGEST_MISMATCH``) and every check answer (``CHECK_RECEIPT_INVALID``);
 - ``undo-outcome`` and ``reversal``: every undo answer (``UNDO_RECEIPT_INVALID``);
+- ``link`` confirmed by a person: their signature, against the directory of that moment;
 - ``decision``: the person's signature (``APPROVAL_SIGNATURE_INVALID``) over exactly the ask or plan
   it names (``APPROVAL_TARGET_MISMATCH``), their role in the directory of that moment
   (``APPROVER_NOT_AUTHORIZED``, ``DIRECTORY_MISSING``) and each override (``OVERRIDE_INVALID``);
@@ -238,6 +239,28 @@ class BodyChecks:
             if problem:
                 self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
 
+    def _link(self, entry: Entry) -> None:
+        """A person's confirmation of a link: signed over the link, the run and its time."""
+        body = entry.body
+        if body.get("source") != "confirmed":
+            return
+        receipt = body.get("receipt")
+        stamp = receipt.get("issuedAt") if isinstance(receipt, Mapping) else None
+        confirmation = {
+            "run": self.run,
+            **{name: body.get(name) for name in ("entry", "on", "via", "by")},
+            "at": stamp,
+        }
+        directory = self._directory(body.get("directory"))
+        key = _person_key(directory, str(body.get("by"))) if directory is not None else None
+        if directory is None:
+            self.found.add(
+                Check.DIRECTORY_MISSING, entry.id, "the directory of this confirmation is not at hand"
+            )
+        elif key is None or not _signed(receipt, {"link": confirmation}, key):
+            detail = f"the link confirmation is not signed by {body.get('by')!r}'s key in the directory"
+            self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+
     def _target(self, body: Mapping[str, Any], approval: Mapping[str, Any]) -> tuple[object, Any, str]:
         """(the ask or plan decided, the role deciding it needs, why not when it is None)."""
         if "plan" in body:
@@ -295,6 +318,7 @@ _BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
     "undo-outcome": BodyChecks._outcome,
     "reversal": BodyChecks._reversal,
     "decision": BodyChecks._decision,
+    "link": BodyChecks._link,
 }
 
 

@@ -219,6 +219,7 @@ def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, dir
         **{k: confirmation[k] for k in ("entry", "on", "via", "by")},
         "source": "confirmed",
         "receipt": key.sign({"link": confirmation}, stamp).wire(),
+        "directory": store.keep_directory(directory.snapshot()),
     }
     entry = store.append(args.run, "link", body)
     print(f"{args.run}/{entry.id}: {args.entry} relies on {args.on} (confirmed by {args.person})")
