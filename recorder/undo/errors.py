@@ -24,7 +24,7 @@ class UndoCode(StrEnum):
 
 
 class UndoError(Exception):
-    """An undo request that was refused before anything was compensated."""
+    """An undo request that was refused before anything (more) was compensated."""
 
     def __init__(self, code: UndoCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
