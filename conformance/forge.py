@@ -84,7 +84,8 @@ def rechain(record: Record, recorder: SigningKey) -> Record:
 
 def entry(record: Record, kind: str, nth: int = 1) -> Record:
     """The ``nth`` entry of ``kind``."""
-    return [e for e in record["entries"] if e["kind"] == kind][nth - 1]
+    found: Record = [e for e in record["entries"] if e["kind"] == kind][nth - 1]
+    return found
 
 
 # -- the forgeries -------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ holds the server's signed answer. A run resumed after a crash re-sends only inte
 outcome, with the same request, which the tool server answers from its own record: nothing is
 compensated twice. When a
 step stays (conflict, failure, not reversible, …) nothing it relied on is undone. A ``reversal``
-entry (the Reversal Record) ends it.
+entry (the Reversal Record) ends it. Before the run (or resume) starts and before each
+compensation, the approver's authority is checked again (``authority.py``); without it the undo halts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
+from hatp_journal.recorder.undo.authority import AuthorityNow, halt_of, halt_unless_authorized, halted
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
@@ -66,8 +68,13 @@ class StepResult:
         return line
 
 
-async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, replan: Replan) -> Entry:
-    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry."""
+async def execute_plan(
+    store: RunStore, ref: str, *, compensate: Compensate, replan: Replan, authority: AuthorityNow
+) -> Entry:
+    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry.
+
+    ``authority`` gives the directory and policy as they are now, to check the approver against.
+    """
     ask = find_plan(store, ref)
     if ask.state == "denied":
         raise UndoError(UndoCode.PLAN_DENIED, f"{ref} was denied; nothing was compensated")
@@ -78,6 +85,10 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
         done = reversal_of(entries, ask.entry.id)
         if done is not None:
             return done
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise halted(ask, halt)
+        halt_unless_authorized(store, ask, authority)
         intents, outcomes = undo_progress(entries, ask.entry.id)
         if not intents and (await replan()).digest() != ask.digest:
             raise UndoError(
@@ -85,7 +96,11 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
                 f"{ref} changed since it was approved (new calls, or a step checks differently now); "
                 "nothing was compensated: plan again",
             )
-        results = await _run(store, ask, entries, intents, outcomes, compensate)
+
+        def recheck(step: str) -> None:
+            halt_unless_authorized(store, ask, authority, before=step)
+
+        results = await _run(store, ask, entries, intents, outcomes, compensate, recheck)
         body = {
             "plan": ask.entry.id,
             "steps": [r.wire() for r in results],
@@ -103,6 +118,7 @@ async def _run(
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     compensate: Compensate,
+    recheck: Callable[[str], None],
 ) -> list[StepResult]:
     plan, overrides = ask.plan, set(ask.overrides)
     steps = {s.id: s for s in steps_of(list(entries))}
@@ -143,6 +159,8 @@ async def _run(
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)
             continue
+        if entry_id not in outcomes:
+            recheck(entry_id)  # a run can be long: authority is checked before each compensation
         result = await _compensate(
             store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
         )

@@ -36,6 +36,7 @@ from hatp_journal.recorder.undo.actions import (
     load_directory,
 )
 from hatp_journal.recorder.undo.approval import find_plan, pending_plans
+from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.execute import reversal_of, undo_progress
 from hatp_journal.recorder.undo.plan import undo_label
@@ -355,6 +356,8 @@ class WebApprover:
         if ask.state != "approved":
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         running = self.undos.running(ask.ref)
+        # A halt is read from the record, so the page says why even after a restart or a CLI resume.
+        halt = halt_of(entries, ask.entry.id)
         return self._render(
             request,
             "undoing.html",
@@ -362,6 +365,7 @@ class WebApprover:
             steps=undo_steps(ask.plan, *undo_progress(entries, ask.entry.id)),
             running=running,
             stopped=self.undos.stopped(ask.ref),
+            halted=None if halt is None or running else halted(ask, halt),
             csrf=session.csrf,
             form=None if running else session.new_form(),
         )
@@ -369,8 +373,12 @@ class WebApprover:
     async def _resume(self, request: Request) -> Response:
         session, fields = await self._form(request)
         ask = find_plan(self.store, _ref(request))
-        if ask.state != "approved" or reversal_of(self.store.entries(ask.run), ask.entry.id) is not None:
+        entries = self.store.entries(ask.run)
+        if ask.state != "approved" or reversal_of(entries, ask.entry.id) is not None:
             raise WebRefusal(WebCode.NOT_RESUMABLE, f"{ask.ref} is {ask.state} and has nothing left to run")
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise WebRefusal(WebCode.NOT_RESUMABLE, halted(ask, halt).message)
         self.signin.use_form(session, _one(fields, "form"))
         self.undos.start(ask.ref)
         return RedirectResponse(f"/plans/{ask.ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
