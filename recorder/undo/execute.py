@@ -47,6 +47,7 @@ class StepResult:
     step: int
     entry: str
     summary: str
+    undo: str
     status: StepStatus
     reason: str = ""
     remedy: str | None = None
@@ -59,6 +60,8 @@ class StepResult:
             "summary": self.summary,
             "status": self.status,
         }
+        if self.status != "notReversible":
+            line["undo"] = self.undo  # what undoing it does, in the words the plan showed
         if self.reason:
             line["reason"] = self.reason
         if self.remedy:
@@ -131,7 +134,7 @@ async def _run(
     for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
         number, entry_id, section = item
         step = steps[entry_id]
-        base = (number, entry_id, step.summary)
+        base = (number, entry_id, step.summary, step.undo_text)
         if section == "notReversible":
             remedy = next(n.remedy for n in plan.not_reversible if n.entry == entry_id)
             results.append(StepResult(*base, status="notReversible", reason=step.reason or "", remedy=remedy))
@@ -177,7 +180,7 @@ async def _compensate(
     store: RunStore,
     ask: PlanAsk,
     step: Step,
-    base: tuple[int, str, str],
+    base: tuple[int, str, str, str],
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     left: dict[str, str],
