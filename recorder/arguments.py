@@ -1,0 +1,188 @@
+"""Agent arguments the Run Record can hold, or why a call is refused before it is forwarded.
+
+Every call's entry keeps its arguments and their digest, as RFC 8785 canonical JSON. An agent
+can send arguments that canonical form cannot write (an integer beyond ±(2^53 - 1), a string
+with a lone surrogate, NaN or Infinity), nested deeper than the record can safely read back, or
+larger than the Recorder keeps. Such a call is refused, not forwarded (the tool server's receipt
+would sign a digest that can't be computed), and journaled without its arguments: the entry
+keeps why, where, how many bytes, and a digest (see docs/recorder.md, "Arguments the record
+can't hold").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hatp_journal.recorder.intake import SAFE_INTEGER, _unicode
+from hatp_journal.toolkit.canonical import canonical_bytes
+
+ARGUMENTS_NOT_CANONICAL = "ARGUMENTS_NOT_CANONICAL"
+ARGUMENTS_TOO_DEEP = "ARGUMENTS_TOO_DEEP"
+ARGUMENTS_TOO_LARGE = "ARGUMENTS_TOO_LARGE"
+
+MAX_DEPTH = 64
+"""Deepest nesting kept (the arguments object is level 0): reading a much deeper entry back
+risks Python's recursion limit, which would make the whole run unreadable."""
+
+_SEGMENT = 64
+"""Longest path segment quoted in a refusal; longer keys are cut, since the agent chose them."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the arguments can't be journaled, and what the entry keeps of them instead."""
+
+    code: str
+    reason: str
+    kept: dict[str, Any]
+    """The entry's members in place of ``arguments`` (all canonical JSON, none of it the value)."""
+
+    def message(self) -> str:
+        """What the agent is told."""
+        return f"the call was not made: its arguments can't be journaled ({self.reason})"
+
+
+@dataclass(frozen=True)
+class CheckedArguments:
+    """Arguments checked for the record: their digest, or the refusal."""
+
+    digest: str | None
+    refusal: Refusal | None
+
+
+def check_arguments(arguments: Any, max_bytes: int) -> CheckedArguments:
+    """Whether ``arguments`` can be journaled as they are, within ``max_bytes`` canonical bytes.
+
+    Never raises: anything the walk or canonical JSON refuses becomes a refusal.
+    """
+    problem = _first_problem(arguments)
+    if problem is None:
+        try:
+            data = canonical_bytes(arguments)
+        except (ValueError, TypeError, RecursionError) as error:
+            problem = (ARGUMENTS_NOT_CANONICAL, f"not canonical JSON ({type(error).__name__})", None)
+        else:
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            if len(data) <= max_bytes:
+                return CheckedArguments(digest, None)
+            reason = f"{len(data)} bytes, more than max_arguments_bytes ({max_bytes})"
+            kept = {"argumentsDigest": digest, "argumentsRefused": {"reason": reason, "bytes": len(data)}}
+            return CheckedArguments(digest, Refusal(ARGUMENTS_TOO_LARGE, reason, kept))
+    code, what, path = problem
+    reason = what
+    if path is not None:
+        reason += f" at {path}" if path else " in the arguments object"
+    text = as_text(arguments).encode("ascii")
+    refused: dict[str, Any] = {"reason": reason, "bytes": len(text)}
+    if path is not None:
+        refused["path"] = path
+    refused["textDigest"] = "sha256:" + hashlib.sha256(text).hexdigest()
+    return CheckedArguments(None, Refusal(code, reason, {"argumentsRefused": refused}))
+
+
+def _first_problem(value: Any) -> tuple[str, str, str | None] | None:
+    """(code, what, JSON Pointer) of the first value canonical JSON can't write, or too deep.
+
+    Walks iteratively, so no depth the transports deliver can raise ``RecursionError``.
+    """
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return ARGUMENTS_TOO_DEEP, f"nested deeper than {MAX_DEPTH}", _pointer(path)
+        what = _unwritable(item)
+        if what is not None:
+            return ARGUMENTS_NOT_CANONICAL, what, _pointer(path)
+        if isinstance(item, Mapping):
+            for key, child in reversed(list(item.items())):
+                if not isinstance(key, str):
+                    return ARGUMENTS_NOT_CANONICAL, "a key that is not a string", _pointer(path)
+                if not _unicode(key):
+                    return ARGUMENTS_NOT_CANONICAL, "a key with a lone surrogate", _pointer((*path, key))
+                stack.append((child, (*path, key)))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, (*path, index)) for index, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _unwritable(item: Any) -> str | None:
+    """What is wrong with one value for canonical JSON (its children are checked on their own)."""
+    if item is None or isinstance(item, (bool, Mapping, list, tuple)):
+        return None
+    if isinstance(item, str):
+        return None if _unicode(item) else "a string with a lone surrogate"
+    if isinstance(item, int):
+        return None if -SAFE_INTEGER <= item <= SAFE_INTEGER else "an integer beyond ±(2^53 - 1)"
+    if isinstance(item, float):
+        return None if item - item == 0 else "a number that is not finite (NaN or Infinity)"
+    return f"a value of type {type(item).__name__}, which is not JSON"
+
+
+def _pointer(path: tuple[Any, ...]) -> str:
+    """The RFC 6901 JSON Pointer of ``path``, itself canonical JSON: long keys are cut and lone
+    surrogates written as ``\\udXXX``, so the pointer names the place without holding the bad value."""
+    segments = []
+    for part in path:
+        segment = str(part).replace("~", "~0").replace("/", "~1")
+        if len(segment) > _SEGMENT:
+            segment = segment[:_SEGMENT] + "…"
+        segments.append(segment.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return "".join("/" + segment for segment in segments)
+
+
+def as_text(value: Any) -> str:
+    """``value`` as ASCII JSON text, whatever it holds: what ``textDigest`` and ``bytes`` cover.
+
+    For anything parsed from JSON this is exactly
+    ``json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))``: integers in
+    full, ``NaN``/``Infinity`` as Python writes them, lone surrogates as ``\\udXXX`` escapes.
+    Written iteratively, so any depth works; a value that is not JSON (only possible in-process)
+    is written as the string ``"<type name>"``.
+    """
+    out: list[str] = []
+    stack: list[tuple[bool, Any]] = [(False, value)]  # (already text, item)
+    while stack:
+        is_text, item = stack.pop()
+        if is_text:
+            out.append(item)
+        elif isinstance(item, Mapping):
+            members = sorted(((_key_text(key), child) for key, child in item.items()), key=lambda m: m[0])
+            out.append("{")
+            stack.append((True, "}"))
+            for index in reversed(range(len(members))):
+                key, child = members[index]
+                stack.append((False, child))
+                stack.append((True, ("," if index else "") + json.dumps(key) + ":"))
+        elif isinstance(item, (list, tuple)):
+            out.append("[")
+            stack.append((True, "]"))
+            for index in reversed(range(len(item))):
+                stack.append((False, item[index]))
+                if index:
+                    stack.append((True, ","))
+        else:
+            out.append(_scalar_text(item))
+    return "".join(out)
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)  # what json.dumps makes of such a key
+    return f"<{type(key).__name__}>"
+
+
+def _scalar_text(item: Any) -> str:
+    if item is None or isinstance(item, (bool, str, float)):
+        return json.dumps(item)
+    if isinstance(item, int):
+        try:
+            return int.__repr__(item)
+        except ValueError:  # more digits than Python writes; no transport here delivers one
+            return json.dumps(f"<integer of {item.bit_length()} bits>")
+    return json.dumps(f"<{type(item).__name__}>")
