@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +59,18 @@ def check_arguments(arguments: Any, max_bytes: int) -> CheckedArguments:
 
     Never raises: anything the walk or canonical JSON refuses becomes a refusal.
     """
-    problem = _first_problem(arguments)
-    if problem is None:
-        try:
-            data = canonical_bytes(arguments)
-        except (ValueError, TypeError, RecursionError) as error:
-            problem = (ARGUMENTS_NOT_CANONICAL, f"not canonical JSON ({type(error).__name__})", None)
-        else:
+    try:
+        data = canonical_bytes(arguments)
+    except (ValueError, TypeError, RecursionError):
+        problem = _first_problem(arguments, values=True) or (
+            ARGUMENTS_NOT_CANONICAL,
+            "not canonical JSON",
+            None,
+        )
+    else:
+        # Canonical, so only the depth is left to check (much cheaper than every value).
+        problem = _first_problem(arguments, values=False)
+        if problem is None:
             digest = "sha256:" + hashlib.sha256(data).hexdigest()
             if len(data) <= max_bytes:
                 return CheckedArguments(digest, None)
@@ -84,34 +89,87 @@ def check_arguments(arguments: Any, max_bytes: int) -> CheckedArguments:
     return CheckedArguments(None, Refusal(code, reason, {"argumentsRefused": refused}))
 
 
-def _first_problem(value: Any) -> tuple[str, str, str | None] | None:
-    """(code, what, JSON Pointer) of the first value canonical JSON can't write, or too deep.
+def _first_problem(value: Any, *, values: bool) -> tuple[str, str, str | None] | None:
+    """(code, what, JSON Pointer) of the first value nested too deep or, with ``values``, that
+    canonical JSON can't write.
 
-    Walks iteratively, so no depth the transports deliver can raise ``RecursionError``.
+    Walks iteratively with one iterator per open container, so no depth the transports deliver
+    can raise ``RecursionError`` and a path is only spelled out for the value to blame.
     """
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
-    while stack:
-        item, path = stack.pop()
-        if len(path) > MAX_DEPTH:
-            return ARGUMENTS_TOO_DEEP, f"nested deeper than {MAX_DEPTH}", _pointer(path)
-        what = _unwritable(item)
-        if what is not None:
-            return ARGUMENTS_NOT_CANONICAL, what, _pointer(path)
-        if isinstance(item, Mapping):
-            for key, child in reversed(list(item.items())):
-                if not isinstance(key, str):
-                    return ARGUMENTS_NOT_CANONICAL, "a key that is not a string", _pointer(path)
-                if not _unicode(key):
-                    return ARGUMENTS_NOT_CANONICAL, "a key with a lone surrogate", _pointer((*path, key))
-                stack.append((child, (*path, key)))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((child, (*path, index)) for index, child in reversed(list(enumerate(item))))
+    what = _unwritable(value) if values else None
+    if what is not None:
+        return ARGUMENTS_NOT_CANONICAL, what, ""
+    if not _container(value):
+        return None
+    path: list[Any] = []
+    problem = _key_problem(value, path) if values else None
+    open_containers = [_members(value)]
+    while problem is None and open_containers:
+        for key, child in open_containers[-1]:
+            kind = type(child)
+            if kind is dict or kind is list or (kind not in _SCALARS and _container(child)):
+                if len(child) == 0:
+                    continue
+                path.append(key)
+                if len(path) >= MAX_DEPTH:  # the child's members would sit deeper than MAX_DEPTH
+                    first = next(_members(child))[0]
+                    return ARGUMENTS_TOO_DEEP, f"nested deeper than {MAX_DEPTH}", _pointer([*path, first])
+                problem = _key_problem(child, path) if values else None
+                open_containers.append(_members(child))
+                break
+            what = _unwritable(child) if values else None
+            if what is not None:
+                return ARGUMENTS_NOT_CANONICAL, what, _pointer([*path, key])
+        else:
+            open_containers.pop()
+            if path:
+                path.pop()
+    return problem
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _container(item: Any) -> bool:
+    return isinstance(item, (dict, list, tuple, Mapping))
+
+
+def _members(container: Any) -> Iterator[tuple[Any, Any]]:
+    """(key, value) of an object's members, (index, value) of an array's items."""
+    if isinstance(container, Mapping):
+        return iter(container.items())
+    return enumerate(container)
+
+
+def _key_problem(container: Any, path: list[Any]) -> tuple[str, str, str | None] | None:
+    """An object key canonical JSON can't write: not a string, or with a lone surrogate."""
+    if not isinstance(container, Mapping):
+        return None
+    for key in container:
+        if not isinstance(key, str):
+            return ARGUMENTS_NOT_CANONICAL, "a key that is not a string", _pointer(path)
+        if not key.isascii() and not _unicode(key):
+            return ARGUMENTS_NOT_CANONICAL, "a key with a lone surrogate", _pointer([*path, key])
     return None
 
 
 def _unwritable(item: Any) -> str | None:
-    """What is wrong with one value for canonical JSON (its children are checked on their own)."""
-    if item is None or isinstance(item, (bool, Mapping, list, tuple)):
+    """What is wrong with one value for canonical JSON (a container's members are walked apart)."""
+    kind = type(item)
+    if kind is str:
+        return None if item.isascii() or _unicode(item) else "a string with a lone surrogate"
+    if kind is int:
+        return None if -SAFE_INTEGER <= item <= SAFE_INTEGER else "an integer beyond ±(2^53 - 1)"
+    if item is None or kind is bool or kind is dict or kind is list:
+        return None
+    if kind is float:
+        return None if item - item == 0 else "a number that is not finite (NaN or Infinity)"
+    return _unwritable_subclass(item)
+
+
+def _unwritable_subclass(item: Any) -> str | None:
+    """The same for subclasses and other types (only possible in-process)."""
+    if isinstance(item, (bool, Mapping, list, tuple)):
         return None
     if isinstance(item, str):
         return None if _unicode(item) else "a string with a lone surrogate"
@@ -122,7 +180,7 @@ def _unwritable(item: Any) -> str | None:
     return f"a value of type {type(item).__name__}, which is not JSON"
 
 
-def _pointer(path: tuple[Any, ...]) -> str:
+def _pointer(path: list[Any]) -> str:
     """The RFC 6901 JSON Pointer of ``path``, itself canonical JSON: long keys are cut and lone
     surrogates written as ``\\udXXX``, so the pointer names the place without holding the bad value."""
     segments = []
@@ -140,9 +198,17 @@ def as_text(value: Any) -> str:
     For anything parsed from JSON this is exactly
     ``json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))``: integers in
     full, ``NaN``/``Infinity`` as Python writes them, lone surrogates as ``\\udXXX`` escapes.
-    Written iteratively, so any depth works; a value that is not JSON (only possible in-process)
-    is written as the string ``"<type name>"``.
+    Values too deep for the standard library's writer, and values that are not JSON (only
+    possible in-process, written as the string ``"<type name>"``), are written iteratively.
     """
+    try:
+        return json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return _iterative_text(value)
+
+
+def _iterative_text(value: Any) -> str:
+    """What :func:`as_text` writes, one value at a time: any depth, anything at all."""
     out: list[str] = []
     stack: list[tuple[bool, Any]] = [(False, value)]  # (already text, item)
     while stack:

@@ -11,6 +11,7 @@ Hypothesis runs derandomized, so every run tries the same inputs.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from arguments_world import opened
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.recorder.arguments import MAX_DEPTH
+from hatp_journal.recorder.arguments import MAX_DEPTH, _iterative_text, as_text, check_arguments
 from hatp_journal.recorder.record import UnknownEntry
 
 LIMIT = 2048
@@ -120,3 +121,36 @@ def test_any_arguments_through_handle_never_raise_and_add_exactly_one_entry(tmp_
 
         assert refused_codes == REFUSALS
         assert world.verifies()
+
+
+JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(st.characters(exclude_categories=()))
+)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(st.characters(exclude_categories=())), inner, max_size=3)
+    ),
+)
+
+
+@settings(max_examples=500, derandomize=True, database=None, deadline=None)
+@given(value=JSON_VALUES)
+def test_the_iterative_writer_writes_what_json_dumps_writes_for_anything_parsed_from_json(value: Any) -> None:
+    # textDigest covers this text; the iterative writer takes over where json.dumps can't go (depth).
+    expected = json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+
+    assert _iterative_text(value) == expected
+    assert as_text(value) == expected
+
+
+def test_arguments_too_deep_for_any_recursive_writer_still_get_a_text_digest() -> None:
+    deep = {"deep": nested(50_000)}
+
+    checked = check_arguments(deep, LIMIT)
+
+    assert checked.refusal is not None
+    assert checked.refusal.code == "ARGUMENTS_TOO_DEEP"
+    text = "[" * 49_999 + "0" + "]" * 49_999
+    assert checked.refusal.kept["argumentsRefused"]["bytes"] == len('{"deep":}') + len(text)
