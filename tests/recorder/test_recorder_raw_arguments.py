@@ -1,22 +1,26 @@
-"""An agent writes JSON-RPC lines to ``hatp-recorder serve`` itself, to send what JSON libraries
-won't: NaN, a number too big for a double (read as Infinity) and an integer beyond 2^53.
+"""An agent writes its JSON-RPC itself to ``hatp-recorder serve``, to send what JSON libraries won't.
 
-Each such call is journaled without its arguments and refused; the tool server is not called;
-the run goes on and its record verifies. A lone surrogate (``"\\ud800"``) never reaches the
-Recorder over stdio: the transport's JSON parser refuses the line and nothing answers it.
+Over stdio: NaN, a number too big for a double (read as Infinity) and an integer beyond 2^53. Over
+HTTP: lone surrogates (``"\\ud800"``) in a value and in a key, which that transport's parser hands
+over as they are. Each such call is journaled without its arguments and refused; the tool server is
+not called; the run goes on and its record verifies. Over stdio a lone surrogate never reaches the
+Recorder: the transport's JSON parser refuses the line and nothing answers it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from test_recorder_over_http import connected, free_port
 
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit import SigningKey
@@ -63,12 +67,29 @@ class RawAgent:
         return result
 
 
-@pytest.fixture
-def recorder(tmp_path: Path) -> Iterator[tuple[RawAgent, subprocess.Popen[bytes]]]:
-    (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
-    (tmp_path / "recorder.toml").write_text(
+def write_config(folder: Path) -> None:
+    """A Recorder in front of the plain server, allowing its calls."""
+    (folder / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
+    (folder / "recorder.toml").write_text(
         f"[servers.plain]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PLAIN))}]\n"
     )
+
+
+def recorded(folder: Path) -> tuple[RunStore, str]:
+    """The Recorder's store in ``folder`` and its one run, once the process has ended."""
+    store = RunStore(folder / "recorder.db", SigningKey.from_file(folder / "recorder.key"))
+    [run] = store.runs()
+    return store, run.id
+
+
+def verifies(store: RunStore, run: str) -> bool:
+    key = store.public_key
+    return verify_record(store.export(run).to_bytes(), recorder_keys={key.kid: key}).ok
+
+
+@pytest.fixture
+def recorder(tmp_path: Path) -> Iterator[tuple[RawAgent, subprocess.Popen[bytes]]]:
+    write_config(tmp_path)
     with (tmp_path / "recorder.log").open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"],
@@ -110,9 +131,8 @@ def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and
     assert [result["structuredContent"]["code"] for result in refusals] == ["ARGUMENTS_NOT_CANONICAL"] * 3
     assert [result["structuredContent"]["entry"] for result in refusals] == ["e2", "e3", "e4"]
     assert after["structuredContent"] == {"result": "BYE"}
-    store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
-    [run] = store.runs()
-    entries = store.entries(run.id)
+    store, run = recorded(tmp_path)
+    entries = store.entries(run)
     assert [(e.kind, e.body.get("code")) for e in entries] == [
         ("call", None),
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
@@ -122,6 +142,61 @@ def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and
     ]
     assert [e.body["argumentsRefused"]["path"] for e in entries[1:4]] == ["/times"] * 3
     assert entries[4].body["arguments"] == {"text": "bye"}
-    assert store.run(run.id).closed_at is not None
-    key = store.public_key
-    assert verify_record(store.export(run.id).to_bytes(), recorder_keys={key.kid: key}).ok
+    assert store.run(run).closed_at is not None
+    assert verifies(store, run)
+
+
+def post(url: str, request_id: int, arguments: str) -> dict[str, Any]:
+    """POST a ``tools/call`` of ``plain_shout`` whose arguments are the JSON text given; its result."""
+    params = f'{{"name":"plain_shout","arguments":{arguments},"_meta":{json.dumps(META)}}}'
+    body = f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{params}}}'
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": META["io.modelcontextprotocol/protocolVersion"],
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "plain_shout",
+    }
+    request = urllib.request.Request(url, data=body.encode("ascii"), headers=headers, method="POST")
+    with urllib.request.urlopen(request) as response:
+        result: dict[str, Any] = json.loads(response.read())["result"]
+        return result
+
+
+@pytest.mark.anyio
+async def test_lone_surrogates_posted_over_http_are_journaled_refused_and_never_forwarded(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path)
+    port = free_port()
+    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"]
+    process = subprocess.Popen(
+        [*command, "--transport", "http", "--port", str(port)],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert await connected(url, seconds=30)
+        answers = [
+            post(url, number, arguments)
+            for number, arguments in enumerate(
+                ['{"text":"a\\ud800b"}', '{"text":"ok","k\\udc00":1}', '{"text":"hi"}'], start=1
+            )
+        ]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=20)
+
+    value, key, fine = answers
+    assert [value["structuredContent"]["code"], key["structuredContent"]["code"]] == [
+        "ARGUMENTS_NOT_CANONICAL"
+    ] * 2
+    assert fine["structuredContent"] == {"result": "HI"}
+    store, run = recorded(tmp_path)
+    entries = store.entries(run)
+    assert [e.kind for e in entries] == ["refused", "refused", "call"], errors.decode()[-2000:]
+    assert [e.body["argumentsRefused"]["path"] for e in entries[:2]] == ["/text", "/k\\udc00"]
+    assert verifies(store, run)
