@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from arguments_world import World, opened
 
+from hatp_journal.recorder.config import ConfigError, load_config
 from hatp_journal.recorder.record import Entry
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 
@@ -247,3 +248,21 @@ async def test_a_refused_call_keeps_the_host_meta_it_came_with(world: World) -> 
 
     assert entry.kind == "refused"
     assert entry.body["host"] == {"uses": ["e7"]}
+
+
+@pytest.mark.parametrize("key", ["max_arguments_bytes", "max_journal_bytes"])
+def test_a_limit_that_is_not_a_positive_number_of_bytes_is_refused_at_start(tmp_path: Path, key: str) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text(f'[recorder]\n{key} = 0\n[servers.plain]\ncommand = "plain"\n')
+
+    with pytest.raises(ConfigError):
+        load_config(config)
+
+
+def test_the_limits_default_to_4_mib_and_are_read_from_the_recorder_table(tmp_path: Path) -> None:
+    config = tmp_path / "recorder.toml"
+    config.write_text('[recorder]\nmax_journal_bytes = 1000\n[servers.plain]\ncommand = "plain"\n')
+
+    section = load_config(config).recorder
+
+    assert (section.max_arguments_bytes, section.max_journal_bytes) == (DEFAULT_MAX_ARGUMENTS_BYTES, 1000)

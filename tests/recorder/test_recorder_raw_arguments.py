@@ -67,10 +67,14 @@ class RawAgent:
         return result
 
 
+MAX_ARGUMENTS_BYTES = 200
+
+
 def write_config(folder: Path) -> None:
-    """A Recorder in front of the plain server, allowing its calls."""
+    """A Recorder in front of the plain server, allowing its calls, with a small arguments limit."""
     (folder / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
     (folder / "recorder.toml").write_text(
+        f"[recorder]\nmax_arguments_bytes = {MAX_ARGUMENTS_BYTES}\n"
         f"[servers.plain]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PLAIN))}]\n"
     )
 
@@ -109,7 +113,7 @@ def recorder(tmp_path: Path) -> Iterator[tuple[RawAgent, subprocess.Popen[bytes]
                 process.wait()
 
 
-def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and_the_run_goes_on(
+def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_and_the_run_goes_on(
     tmp_path: Path, recorder: tuple[RawAgent, subprocess.Popen[bytes]]
 ) -> None:
     agent, process = recorder
@@ -118,6 +122,7 @@ def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and
     nan = agent.call("plain_shout", '{"text":"hi","times":NaN}')
     infinity = agent.call("plain_shout", '{"text":"hi","times":1e400}')
     big = agent.call("plain_shout", '{"text":"hi","times":123456789012345678901234567890}')
+    oversize = agent.call("plain_shout", json.dumps({"text": "x" * MAX_ARGUMENTS_BYTES}))
     agent.send("plain_shout", '{"text":"\\ud800"}')  # never answered: the next answer is the next call's
     after = agent.call("plain_shout", '{"text":"bye"}')
     assert process.stdin is not None
@@ -130,6 +135,7 @@ def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and
     assert all(result["isError"] for result in refusals)
     assert [result["structuredContent"]["code"] for result in refusals] == ["ARGUMENTS_NOT_CANONICAL"] * 3
     assert [result["structuredContent"]["entry"] for result in refusals] == ["e2", "e3", "e4"]
+    assert oversize["structuredContent"]["code"] == "ARGUMENTS_TOO_LARGE"
     assert after["structuredContent"] == {"result": "BYE"}
     store, run = recorded(tmp_path)
     entries = store.entries(run)
@@ -138,10 +144,12 @@ def test_nan_infinity_and_big_integers_sent_over_stdio_are_journaled_refused_and
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
+        ("refused", "ARGUMENTS_TOO_LARGE"),
         ("call", None),
     ]
     assert [e.body["argumentsRefused"]["path"] for e in entries[1:4]] == ["/times"] * 3
-    assert entries[4].body["arguments"] == {"text": "bye"}
+    assert "arguments" not in entries[4].body
+    assert entries[5].body["arguments"] == {"text": "bye"}
     assert store.run(run).closed_at is not None
     assert verifies(store, run)
 
