@@ -62,21 +62,22 @@ def check_arguments(arguments: Any, max_bytes: int) -> CheckedArguments:
     try:
         data = canonical_bytes(arguments)
     except (ValueError, TypeError, RecursionError):
-        problem = _first_problem(arguments, values=True) or (
-            ARGUMENTS_NOT_CANONICAL,
-            "not canonical JSON",
-            None,
-        )
-    else:
-        # Canonical, so only the depth is left to check (much cheaper than every value).
-        problem = _first_problem(arguments, values=False)
-        if problem is None:
-            digest = "sha256:" + hashlib.sha256(data).hexdigest()
-            if len(data) <= max_bytes:
-                return CheckedArguments(digest, None)
-            reason = f"{len(data)} bytes, more than max_arguments_bytes ({max_bytes})"
-            kept = {"argumentsDigest": digest, "argumentsRefused": {"reason": reason, "bytes": len(data)}}
-            return CheckedArguments(digest, Refusal(ARGUMENTS_TOO_LARGE, reason, kept))
+        problem = _first_problem(arguments, values=True)
+        return _refused(arguments, problem or (ARGUMENTS_NOT_CANONICAL, "not canonical JSON", None))
+    # Canonical, so only the depth is left to check (much cheaper than every value).
+    too_deep = _first_problem(arguments, values=False)
+    if too_deep is not None:
+        return _refused(arguments, too_deep)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if len(data) <= max_bytes:
+        return CheckedArguments(digest, None)
+    reason = f"{len(data)} bytes, more than max_arguments_bytes ({max_bytes})"
+    kept = {"argumentsDigest": digest, "argumentsRefused": {"reason": reason, "bytes": len(data)}}
+    return CheckedArguments(digest, Refusal(ARGUMENTS_TOO_LARGE, reason, kept))
+
+
+def _refused(arguments: Any, problem: tuple[str, str, str | None]) -> CheckedArguments:
+    """The refusal of arguments with ``problem``: what, where, and the digest of their text."""
     code, what, path = problem
     reason = what
     if path is not None:
