@@ -8,6 +8,7 @@ The agent learns the outcome by calling again: an approved call is forwarded the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -141,7 +142,12 @@ class Asks:
             "at": wire_time(now),
         }
         receipt = key.sign({"approval": approval}, wire_time(now))
-        body: dict[str, Any] = {"ask": ask.entry.id, "approval": approval, "receipt": receipt.wire()}
+        body: dict[str, Any] = {
+            "ask": ask.entry.id,
+            "approval": approval,
+            "receipt": receipt.wire(),
+            "directory": self.store.keep_directory(directory.snapshot()),
+        }
         if refusal is not None:
             entry = self.store.append(ask.run, "decision", {**body, "counted": False, "why": refusal})
             return DecisionOutcome(False, f"not counted: {refusal}", entry)
@@ -153,9 +159,17 @@ class Asks:
         self.store.checkpoint(ask.run, "approval")
         return DecisionOutcome(True, f"{decision} recorded for {ref}", entry)
 
-    def settle(self, run: str, ask: Ask, kind: str, body: dict[str, Any]) -> Entry:
+    def settle(
+        self,
+        run: str,
+        ask: Ask,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        tokens: Sequence[tuple[str, str, str]] = (),
+    ) -> Entry:
         """Record what became of a decided ask (the forwarded call, or the refusal reported)."""
-        return self.store.append(run, kind, {**body, "ask": ask.entry.id})
+        return self.store.append(run, kind, {**body, "ask": ask.entry.id}, tokens=tokens)
 
 
 def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:

@@ -17,21 +17,22 @@ from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream import DownstreamError
+from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
-from hatp_journal.recorder.record import RunStore, UnknownRun, verify_record
+from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo import commands as undo_commands
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web import commands as web_commands
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey
-from hatp_journal.toolkit.wire import PublicKey
+from hatp_journal.toolkit.signing import SigningKey
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,18 +80,36 @@ def main(argv: list[str] | None = None) -> int:
     export = commands.add_parser("export", help="write a self-contained Run Record file")
     export.add_argument("run")
     export.add_argument("--out", type=Path, required=True)
-    verify = commands.add_parser("verify", help="verify a Run Record file offline")
+    head = commands.add_parser("head", help="print a run's latest signed head (a checkpoint, as JSON)")
+    head.add_argument("run")
+    head.add_argument("--out", type=Path, help="write it to this file instead")
+    verify = commands.add_parser(
+        "verify",
+        help="verify a Run Record file offline (exit 0 ok, 1 the record fails, 2 could not run)",
+        description="Check every hash and signature of an exported Run Record. What you do not pin "
+        "is taken from the file and said so (trust on first use).",
+    )
     verify.add_argument("file", type=Path)
     verify.add_argument(
         "--recorder-key",
         type=Path,
-        required=True,
         help="the Recorder's public key to pin (JSON from `hatp-journal pubkey`) or its key file",
+    )
+    verify.add_argument(
+        "--server-key",
+        action="append",
+        default=[],
+        metavar="NAME=KEY",
+        help="pin a tool server's key (a file as for --recorder-key); repeat for each key",
+    )
+    verify.add_argument("--directory", type=Path, help="the directory file to check decisions against")
+    verify.add_argument(
+        "--head", type=Path, help="the latest signed head, held outside the Recorder (from `head`)"
     )
     args = parser.parse_args(argv)
     try:
         if args.command == "verify":
-            return _verify(args.file, args.recorder_key)
+            return verify_command(args)
         config = load_config(args.config)
         if args.command == "serve":
             anyio.run(_serve, config, args.transport, args.host, args.port)
@@ -117,9 +136,11 @@ def main(argv: list[str] | None = None) -> int:
             for entry in store.entries(args.run):
                 print(entry_line(entry))
         elif args.command == "export":
-            record = store.export(args.run)
+            record = export_run(store, args.run)
             args.out.write_bytes(record.to_bytes())
             print(args.out)
+        elif args.command == "head":
+            return _head(store, args.run, args.out)
     except (ConfigError, PolicyFileError, KeyFileError, StoreError, DirectoryError, KeyError) as error:
         said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"hatp-recorder: error: {said}", file=sys.stderr)
@@ -127,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
-    except DownstreamError as error:  # serve: a tool server that won't start, or offers no pinned key
-        print(f"hatp-recorder: DOWNSTREAM_FAILED: {error}", file=sys.stderr)
+    except DownstreamError as error:  # serve: a tool server that won't start, answers garbage, or changed key
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
         print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
@@ -243,32 +264,15 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
-def _verify(file: Path, key_file: Path) -> int:
-    key = _pinned_key(key_file)
-    try:
-        document = file.read_bytes()
-    except OSError as error:
-        print(f"hatp-recorder: error: cannot read {file}: {error}", file=sys.stderr)
-        return 2
-    report = verify_record(document, recorder_keys={key.kid: key})
-    for problem in report.problems:
-        print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
-    print("ok" if report.ok else "FAILED")
-    return 0 if report.ok else 1
-
-
-def _pinned_key(path: Path) -> VerifyKey:
-    """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise KeyFileError(f"cannot read {path}: {error.strerror}") from None
-    if text.lstrip().startswith("{"):
-        try:
-            return VerifyKey.from_wire(PublicKey.model_validate_json(text))
-        except ValueError as error:
-            raise KeyFileError(f"{path} is not a published public key: {error}") from None
-    return SigningKey.from_file(path).public
+def _head(store: RunStore, run: str, out: Path | None) -> int:
+    head = store.latest_checkpoint(run) or store.checkpoint(run, "manual")
+    text = json.dumps(head.wire(), indent=2)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        print(out)
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -53,6 +54,10 @@ class Directory(BaseModel):
             return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, ValidationError) as error:
             raise DirectoryError(f"{path}: {error}") from None
+
+    def snapshot(self) -> dict[str, Any]:
+        """The directory as a Run Record keeps it at a decision (camelCase, as the file spells it)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def person(self, person_id: str) -> Person | None:
         """The person with ``person_id``, if listed."""

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 from contextlib import AsyncExitStack
+from enum import StrEnum
 from typing import Any
 
 import anyio
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult, TextContent, Tool
+from pydantic import ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
@@ -21,8 +24,24 @@ from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAn
 _TRANSPORT_ERRORS = (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError)
 
 
+class DownstreamCode(StrEnum):
+    """Stable codes for a downstream the Recorder can't use (also the CLI's first word on stderr)."""
+
+    DOWNSTREAM_FAILED = "DOWNSTREAM_FAILED"
+    KEY_CHANGED = "KEY_CHANGED"
+
+
 class DownstreamError(RuntimeError):
-    """The downstream server failed, hung or answered something unusable."""
+    """The downstream server failed, hung or answered something unusable.
+
+    ``code`` is ``KEY_CHANGED`` when it offers none of the keys pinned for it (or lost the race to
+    pin another key first), ``DOWNSTREAM_FAILED`` for everything else.
+    """
+
+    def __init__(self, message: str, code: DownstreamCode = DownstreamCode.DOWNSTREAM_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class Downstream:
@@ -37,6 +56,7 @@ class Downstream:
         self.embedded = embedded  # a server running in this process: reached in memory, not by config
         self.tools: dict[str, Tool] = {}
         self.keys: dict[str, VerifyKey] = {}
+        self.request_meta: dict[str, Any] | None = None  # sent with every call (the Recorder's key)
         self._client: Client[Any] | None = None
 
     async def connect(self, stack: AsyncExitStack) -> None:
@@ -79,7 +99,7 @@ class Downstream:
             raise DownstreamError(f"{self.name} is not connected")
         try:
             with anyio.fail_after(self.config.timeout_seconds):
-                return await self._client.call_tool_mcp(tool, arguments)
+                return await self._client.call_tool_mcp(tool, arguments, meta=self.request_meta)
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
@@ -89,8 +109,10 @@ class Downstream:
 
     async def _pin_keys(self) -> None:
         result = await self.call(KEYS_TOOL, {})
-        published = KeysAnswer.model_validate((result.meta or {}).get(META_KEY, {}))
-        offered = {key.kid: VerifyKey.from_wire(key) for key in published.keys}
+        self.trust(self._published_keys(result))
+
+    def trust(self, offered: dict[str, VerifyKey]) -> None:
+        """Settle which of the ``offered`` keys verify this server's receipts, or refuse it."""
         if self.config.pin:
             # Pinned in the config: only those kids count, whatever else the server offers.
             missing = [kid for kid in self.config.pin if kid not in offered]
@@ -101,15 +123,55 @@ class Downstream:
         if self.pins is None:
             self.keys = offered
             return
-        pinned = self.pins.pinned(self.name)
-        if not pinned:
-            self.pins.pin(self.name, offered)
-            self.keys = offered
-            return
+        pinned = self.pins.pin_first(self.name, offered)
         # Pinned at first contact and then fixed: another key is refused, not trusted.
         if not set(pinned) & set(offered):
             raise DownstreamError(
-                f"{self.name} offers keys {sorted(offered)}, none of them pinned ({sorted(pinned)}); "
-                "if the server really rotated its key, pin the new kid in the config"
+                f"{self.name} offers keys {_kids(offered)}, none of them pinned ({_kids(pinned)}); "
+                "if the server really rotated its key, pin the new kid in the config",
+                DownstreamCode.KEY_CHANGED,
             )
         self.keys = pinned
+
+    def _published_keys(self, result: CallToolResult) -> dict[str, VerifyKey]:
+        """The keys of a ``hatp_journal_keys`` answer; anything malformed is DOWNSTREAM_FAILED."""
+        said = f"{self.name} answered {KEYS_TOOL}"
+        if result.is_error:
+            text = " ".join(part.text for part in result.content if isinstance(part, TextContent))
+            raise DownstreamError(f"{said} with an error: {_short(text)}")
+        raw = (result.meta or {}).get(META_KEY)
+        if raw is None:
+            raise DownstreamError(f"{said} without _meta[{META_KEY!r}]")
+        problem = bounded(raw)  # before parsing: a hostile size or depth costs nothing
+        if problem is not None:
+            raise DownstreamError(f"{said} with {problem}")
+        if not isinstance(raw, dict):
+            raise DownstreamError(f"{said} with a {type(raw).__name__}, not a JSON object")
+        try:
+            published = KeysAnswer.model_validate(raw)
+        except ValidationError as error:
+            fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
+            raise DownstreamError(f"{said} with keys that do not fit the wire format: {fields}") from None
+        if not published.keys:
+            raise DownstreamError(f"{said} with no keys")
+        offered: dict[str, VerifyKey] = {}
+        for key in published.keys:
+            try:
+                offered[key.kid] = VerifyKey.from_wire(key)
+            except ValueError as error:  # bad base64, not 32 bytes, or a kid that is not its key's
+                raise DownstreamError(
+                    f"{said} with an unusable key {_short(key.kid)}: {_short(str(error))}"
+                ) from None
+        return offered
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """A server's own words, quoted and cut short: they end up on one line of stderr."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _kids(keys: dict[str, VerifyKey], shown: int = 3) -> str:
+    """A few key ids, for one line of stderr."""
+    kids = sorted(keys)
+    more = f" and {len(kids) - shown} more" if len(kids) > shown else ""
+    return ", ".join(_short(kid, 40) for kid in kids[:shown]) + more

@@ -27,8 +27,10 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -48,21 +50,28 @@ class Recorder:
         *,
         store: RunStore,
         policy: Policy,
-        ledger: MoneyLedger | None = None,
+        ledger: StoredLedger | None = None,
         clock: Any = utc_now,
         embedded: Mapping[str, FastMCP] | None = None,
     ) -> None:
-        """``embedded`` names servers running in this process, reached in memory (e.g. in tests)."""
+        """``embedded`` names servers running in this process, reached in memory (e.g. in tests).
+
+        The money ledger is the store's own unless ``ledger`` is given: every Recorder on one
+        store shares what was spent, across restarts.
+        """
         self.config = config
         self.store = store
         self.policy = policy
-        self.ledger = ledger or MoneyLedger()
+        self.ledger = ledger or StoredLedger(store.engine)
         self.clock = clock
         pins = PinStore(store.engine)
         self.downstreams = {
             name: Downstream(name, server, pins, (embedded or {}).get(name))
             for name, server in config.servers.items()
         }
+        for downstream in self.downstreams.values():
+            # Tokens minted for our calls are bound to our key: useless to anyone else.
+            downstream.request_meta = recorder_announcement(store.public_key)
         self.run_id: str | None = None
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
@@ -127,8 +136,10 @@ class Recorder:
             assert earlier.decision is not None
             body["ask"] = earlier.entry.id
             body["decision"] = {"action": "approved", "by": earlier.decision.body["approval"]["by"]}
-            return await self._forward(run, downstream, facts, body, now)
-        decision = decide(self.policy, facts, self.ledger)
+            # A person approved it: its amount counts without another look at the caps.
+            return await self._forward(run, downstream, facts, body, self.ledger.hold(facts))
+        # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
+        decision, held = self.ledger.decide(self.policy, facts)
         body["decision"] = decision.wire()
         if decision.action != "allow":
             autonomy = self.policy.autonomy
@@ -142,7 +153,7 @@ class Recorder:
             )
             self._unsettled.add(entry.id)
             return _pending(run, entry.id)
-        return await self._forward(run, downstream, facts, body, now)
+        return await self._forward(run, downstream, facts, body, held)
 
     def _refuse_arguments(
         self, run: str, server: str, tool: str, refusal: Refusal, host: dict[str, Any] | None
@@ -166,12 +177,13 @@ class Recorder:
         return _refusal(refusal.code, refusal.message(), entry.id)
 
     async def _forward(
-        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], now: datetime
+        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], held: Hold | None
     ) -> ToolResult:
         tool, arguments = body["tool"], body["arguments"]
         try:
             result = await downstream.call(tool, arguments)
         except DownstreamError as error:
+            self.ledger.settle(held, moved=False)  # a failed call does not count
             body["outcome"] = {"status": "failed", "error": str(error)}
             body["links"] = self._links.links(body)
             entry = self.store.append(run, "call", body)
@@ -190,12 +202,11 @@ class Recorder:
             # The call happened, so it is journaled: as unknown, with the object's size and digest.
             intake, journal = Intake("unresolved", "unknown", oversize["rejected"]), oversize
         body["intake"] = intake.wire()
-        body["journal"] = journal
+        body["journal"], tokens = redact(downstream.name, journal)
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
-        if facts.amount is not None and not result.is_error:
-            self.ledger.record(run, now, facts.amount)
+        self.ledger.settle(held, moved=not result.is_error)
         body["links"] = self._links.links(body)
-        entry = self.store.append(run, "call", body)
+        entry = self.store.append(run, "call", body, tokens=tokens)
         self._links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
 

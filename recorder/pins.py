@@ -1,8 +1,15 @@
-"""Keys pinned on first contact, kept so that a later restart can't be handed another key."""
+"""Keys pinned on first contact, kept so that a later restart can't be handed another key.
+
+A server's key set is pinned once: ``rec_pin_set`` holds one row per pinned server (its primary
+key makes a second first pin fail on any database) and ``rec_pin`` one row per pinned key. Both
+are written in one transaction, which on a toolkit SQLite engine is ``BEGIN IMMEDIATE``, so two
+Recorders meeting an unpinned server at once end with one key set, not two.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
 from hatp_journal.toolkit.clock import utc_now, wire_time
@@ -20,26 +27,52 @@ class RecPin(SQLModel, table=True):
     pinned_at: str
 
 
+class RecPinSet(SQLModel, table=True):
+    """A server whose key set is pinned: one row each, so only one first pin can succeed."""
+
+    __tablename__ = "rec_pin_set"
+
+    server: str = Field(primary_key=True)
+    pinned_at: str
+
+
 class PinStore:
     """Pins by server name, in the Recorder's store."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        SQLModel.metadata.create_all(engine, tables=[RecPin.__table__])  # type: ignore[attr-defined]
+        tables = [RecPin.__table__, RecPinSet.__table__]  # type: ignore[attr-defined]
+        SQLModel.metadata.create_all(engine, tables=tables)
 
     def pinned(self, server: str) -> dict[str, VerifyKey]:
         """The keys pinned for ``server`` (empty before first contact)."""
         with Session(self.engine) as session:
-            rows = session.exec(select(RecPin).where(RecPin.server == server)).all()
-        return {row.kid: VerifyKey.from_raw(b64url_decode(row.public_key)) for row in rows}
+            return _pinned_in(session, server)
 
-    def pin(self, server: str, keys: dict[str, VerifyKey]) -> None:
-        """Pin ``keys`` for ``server``; done once, at first contact."""
-        with Session(self.engine) as session:
-            for kid, key in keys.items():
-                session.add(
-                    RecPin(
-                        server=server, kid=kid, public_key=b64url(key.raw()), pinned_at=wire_time(utc_now())
-                    )
-                )
-            session.commit()
+    def pin_first(self, server: str, offered: dict[str, VerifyKey]) -> dict[str, VerifyKey]:
+        """Pin ``offered`` for ``server`` unless a key set is pinned already; the keys pinned now.
+
+        Whoever pins first wins; the caller compares its offer with what this returns.
+        """
+        if not offered:
+            raise ValueError(f"no keys to pin for {server}")
+        try:
+            with Session(self.engine) as session:
+                pinned = _pinned_in(session, server)
+                if pinned:
+                    return pinned
+                at = wire_time(utc_now())
+                session.add(RecPinSet(server=server, pinned_at=at))
+                session.flush()  # the claim first: a lost race fails here, before any key row
+                for kid, key in offered.items():
+                    session.add(RecPin(server=server, kid=kid, public_key=b64url(key.raw()), pinned_at=at))
+                session.commit()
+                return dict(offered)
+        except IntegrityError:
+            # Another Recorder pinned this server between our read and our write.
+            return self.pinned(server)
+
+
+def _pinned_in(session: Session, server: str) -> dict[str, VerifyKey]:
+    rows = session.exec(select(RecPin).where(RecPin.server == server)).all()
+    return {row.kid: VerifyKey.from_raw(b64url_decode(row.public_key)) for row in rows}

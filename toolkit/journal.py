@@ -1,7 +1,7 @@
 """The Journal: runs journaled calls, stores their undo, and answers check/compensate.
 
 Everything here is plain synchronous Python so it can be driven without MCP
-(see ``hatp_journal.toolkit.testing``); ``mcp.py`` puts it on a FastMCP server.
+(see ``hatp_journal.toolkit.testing``); ``server.py`` puts it on a FastMCP server.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from hatp_journal.toolkit.durations import format_window
 from hatp_journal.toolkit.effects import Effect, Tx
 from hatp_journal.toolkit.errors import DeclarationError, ToolFailed
 from hatp_journal.toolkit.server import publish
-from hatp_journal.toolkit.signing import SigningKey, call_payload
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, call_payload
 from hatp_journal.toolkit.spec import (
     CompensationSpec,
     OperationSpec,
@@ -36,7 +36,7 @@ from hatp_journal.toolkit.spec import (
     SampleSpec,
     spec_of,
 )
-from hatp_journal.toolkit.store import UndoRecord, create_store_engine, hash_token
+from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_engine, hash_token
 from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
 from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.wire import (
@@ -201,8 +201,15 @@ class Journal:
         """The journal's clock, in UTC."""
         return self.clock().astimezone(UTC)
 
-    def invoke(self, tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
-        """Run a journaled tool: its effect and its undo record commit together."""
+    def invoke(
+        self, tool: str, arguments: Mapping[str, Any] | None, *, recorder: VerifyKey | None = None
+    ) -> Invocation:
+        """Run a journaled tool: its effect and its undo record commit together.
+
+        ``recorder`` is the key of the Recorder the call came through (announced in the request's
+        ``_meta["hatp/recorder"]``): the token is bound to it, and only requests that Recorder
+        signs may compensate it — a token copied from anywhere else is useless.
+        """
         spec = self.operations[tool]
         raw = dict(arguments or {})
         values = validate_arguments(tool, self._argument_models[tool], raw)
@@ -214,6 +221,11 @@ class Journal:
             if record is not None:
                 record.arguments_digest = sha256_digest(raw)
                 session.add(record)
+                if recorder is not None:
+                    binding = UndoBinding(
+                        token_hash=record.token_hash, kid=recorder.kid, public_key=b64url(recorder.raw())
+                    )
+                    session.add(binding)
             session.commit()
         tx.run_after_commit()
         receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))

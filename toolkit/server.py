@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from fastmcp import FastMCP
+from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from mcp import types as mt
@@ -25,6 +26,7 @@ from pydantic_core import to_jsonable_python
 
 from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
 from hatp_journal.toolkit.errors import DeclarationError, ErrorCode, JournalError
+from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.spec import OperationSpec
 from hatp_journal.toolkit.testing_surface import ConformanceSurface
 from hatp_journal.toolkit.wire import (
@@ -34,6 +36,7 @@ from hatp_journal.toolkit.wire import (
     KEYS_TOOL,
     META_KEY,
     PREVIEW_TOOL,
+    RECORDER_META_KEY,
     SAMPLES_TOOL,
     STATE_TOOL,
     TOUCH_TOOL,
@@ -41,6 +44,8 @@ from hatp_journal.toolkit.wire import (
     CompensateRequest,
     ErrorBody,
     Override,
+    PublicKey,
+    Receipt,
     UndoAnswer,
 )
 
@@ -114,7 +119,11 @@ def _runner(journal: Journal, spec: OperationSpec) -> Callable[..., Any]:
         raw = _RAW_ARGUMENTS.get()
         if raw is None:
             raw = to_jsonable_python(arguments)
-        return await _in_thread(partial(_invoke, journal, spec.name, raw))
+        try:
+            recorder = _recorder_key()
+        except ValueError as error:
+            return error_result(ErrorCode.INVALID_ARGUMENTS, str(error), {"tool": spec.name})
+        return await _in_thread(partial(_invoke, journal, spec.name, raw, recorder))
 
     signature = inspect.signature(spec.function)
     parameters = [p for p in signature.parameters.values() if p.name != spec.tx_param]
@@ -128,9 +137,31 @@ def _runner(journal: Journal, spec: OperationSpec) -> Callable[..., Any]:
     return run
 
 
-def _invoke(journal: Journal, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+def _recorder_key() -> VerifyKey | None:
+    """The key a Recorder announced in the request's ``_meta["hatp/recorder"]``, if any.
+
+    Raises ``ValueError`` for an announcement that is not a published key: minting an unbound
+    token for a caller that meant to bind it would hand out a token anyone could use.
+    """
     try:
-        invocation = journal.invoke(tool, arguments)
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = request.meta if request is not None else None
+    announced = meta.get(RECORDER_META_KEY) if isinstance(meta, Mapping) else None
+    if announced is None:
+        return None
+    try:
+        return VerifyKey.from_wire(PublicKey.model_validate(announced["key"]))
+    except (TypeError, KeyError, ValueError) as error:
+        raise ValueError(f"_meta[{RECORDER_META_KEY!r}] does not carry a published Ed25519 key") from error
+
+
+def _invoke(
+    journal: Journal, tool: str, arguments: Mapping[str, Any], recorder: VerifyKey | None = None
+) -> ToolResult:
+    try:
+        invocation = journal.invoke(tool, arguments, recorder=recorder)
     except JournalError as error:
         return error_result(error.code, error.message, {**error.data, "tool": tool})
     except DeclarationError as error:
@@ -165,10 +196,11 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
         ifVersion: str,
         override: Override | None = None,
         requestId: str | None = None,
+        proof: Receipt | None = None,
     ) -> ToolResult:
         """Run the stored undo of a token if the resource is still at ifVersion."""
         request = CompensateRequest(
-            token=token, if_version=ifVersion, override=override, request_id=requestId
+            token=token, if_version=ifVersion, override=override, request_id=requestId, proof=proof
         )
         return answer_result(await anyio.to_thread.run_sync(journal.compensate, request))
 

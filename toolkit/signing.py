@@ -158,8 +158,21 @@ def verify(receipt: Receipt, payload: Any, keys: Mapping[str, VerifyKey]) -> boo
 RECEIPT_FIELDS = frozenset({"alg", "kid", "sig", "issuedAt"})
 
 
-def _strict_receipt(raw: object) -> Receipt | None:
-    """A receipt exactly as the wire spells it (camelCase, every field), or None."""
+def prove_compensate(
+    key: SigningKey,
+    token: str,
+    if_version: str,
+    *,
+    request_id: str | None = None,
+    override: Mapping[str, Any] | None = None,
+    issued_at: str,
+) -> Receipt:
+    """A Recorder's proof for ``hatp_journal_compensate``: its signature over the request."""
+    return key.sign(compensate_payload(token_digest(token), if_version, request_id, override), issued_at)
+
+
+def strict_receipt(raw: object) -> Receipt | None:
+    """A receipt exactly as the wire spells it (camelCase, every field, nothing else), or None."""
     if not isinstance(raw, Mapping) or set(raw) != RECEIPT_FIELDS:
         return None
     try:
@@ -168,10 +181,53 @@ def _strict_receipt(raw: object) -> Receipt | None:
         return None
 
 
+def token_digest(token: str) -> str:
+    """The digest that stands for a compensation token wherever the token itself must not go:
+    lowercase hex SHA-256 of its UTF-8 bytes (the ``tokenDigest`` of every undo answer)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def without_token(journal: Mapping[str, Any]) -> dict[str, Any]:
+    """The journal object as it may be kept and shown: ``compensationToken`` replaced by
+    ``compensationTokenDigest``. A call receipt signs this form, so it verifies without the token.
+
+    Raises ``ValueError`` for an object carrying both (which one would the receipt mean?) or a
+    token that is not a string.
+    """
+    if "compensationToken" not in journal:
+        return dict(journal)
+    token = journal["compensationToken"]
+    if not isinstance(token, str) or "compensationTokenDigest" in journal:
+        raise ValueError("compensationToken must be a string, and not sent with its digest")
+    kept = {k: v for k, v in journal.items() if k != "compensationToken"}
+    kept["compensationTokenDigest"] = token_digest(token)
+    return kept
+
+
 def call_payload(journal: Mapping[str, Any], tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """What a call receipt signs: the journal object (minus receipt), tool and argument digest."""
-    body = {k: v for k, v in journal.items() if k != "receipt"}
-    return {"journal": body, "tool": tool, "argumentsDigest": sha256_digest(dict(arguments))}
+    """What a call receipt signs: the journal object (minus receipt, its token as a digest), the
+    tool and the argument digest."""
+    return digest_call_payload(journal, tool, sha256_digest(dict(arguments)))
+
+
+def digest_call_payload(journal: Mapping[str, Any], tool: str, arguments_digest: str) -> dict[str, Any]:
+    """:func:`call_payload` when only the arguments' digest is at hand (a Run Record entry)."""
+    body = {k: v for k, v in without_token(journal).items() if k != "receipt"}
+    return {"journal": body, "tool": tool, "argumentsDigest": arguments_digest}
+
+
+def compensate_payload(
+    digest: str, if_version: str, request_id: str | None, override: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """What a Recorder's proof on ``hatp_journal_compensate`` signs: the request, its token as a digest."""
+    return {
+        "compensate": {
+            "tokenDigest": digest,
+            "ifVersion": if_version,
+            "requestId": request_id,
+            "override": dict(override) if override is not None else None,
+        }
+    }
 
 
 def answer_payload(answer: Mapping[str, Any]) -> dict[str, Any]:
@@ -186,11 +242,27 @@ def verify_call(
     keys: Mapping[str, VerifyKey],
 ) -> bool:
     """Check a result's journal object (as received, camelCase) against the call that made it."""
-    receipt = _strict_receipt(journal.get("receipt"))
-    return receipt is not None and verify(receipt, call_payload(journal, tool, arguments), keys)
+    receipt = strict_receipt(journal.get("receipt"))
+    try:
+        payload = call_payload(journal, tool, arguments)
+    except ValueError:
+        return False
+    return receipt is not None and verify(receipt, payload, keys)
+
+
+def verify_digest_call(
+    journal: Mapping[str, Any], tool: str, arguments_digest: str, keys: Mapping[str, VerifyKey]
+) -> bool:
+    """:func:`verify_call` for a journal object kept with only its arguments' digest."""
+    receipt = strict_receipt(journal.get("receipt"))
+    try:
+        payload = digest_call_payload(journal, tool, arguments_digest)
+    except ValueError:
+        return False
+    return receipt is not None and verify(receipt, payload, keys)
 
 
 def verify_answer(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> bool:
     """Check a check/compensate answer (as received, camelCase) against its receipt."""
-    receipt = _strict_receipt(answer.get("receipt"))
+    receipt = strict_receipt(answer.get("receipt"))
     return receipt is not None and verify(receipt, answer_payload(answer), keys)

@@ -5,7 +5,6 @@ Tokens are stored hashed: a leaked database does not hand out working tokens.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
 
 from hatp_journal.toolkit.errors import StoreError
+from hatp_journal.toolkit.signing import token_digest
 
 
 class UndoRecord(SQLModel, table=True):
@@ -52,9 +52,19 @@ class UndoAttempt(SQLModel, table=True):
     at: str
 
 
+class UndoBinding(SQLModel, table=True):
+    """The Recorder a token was issued through: only requests proven by its key may compensate."""
+
+    __tablename__ = "hatp_undo_binding"
+
+    token_hash: str = Field(primary_key=True)
+    kid: str
+    public_key: str
+
+
 def hash_token(token: str) -> str:
-    """The store's key for a token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    """The store's key for a token: its :func:`~hatp_journal.toolkit.signing.token_digest`."""
+    return token_digest(token)
 
 
 def create_store_engine(url: str | Path) -> Engine:

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Engine
 
+from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.journal import Invocation, Journal
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey, prove_compensate, verify_answer, verify_call
 from hatp_journal.toolkit.wire import CompensateRequest, Override, UndoAnswer
 
 __all__ = ["FakeClock", "JournalHarness"]
@@ -44,7 +45,12 @@ class FakeClock:
 
 
 class JournalHarness:
-    """Drive journaled functions, their compensations and receipts without MCP."""
+    """Drive journaled functions, their compensations and receipts without MCP.
+
+    The harness plays the Recorder too: its calls' tokens are bound to ``recorder`` (a fresh
+    key unless given) and its undos carry that key's proof, as the Recorder's do; pass
+    ``recorder=None`` to call as a client without one (then overrides are refused).
+    """
 
     def __init__(
         self,
@@ -53,9 +59,11 @@ class JournalHarness:
         server: str = "test://server",
         key: SigningKey | None = None,
         clock: FakeClock | None = None,
+        recorder: SigningKey | Literal["generate"] | None = "generate",
     ) -> None:
         self.clock = clock or FakeClock()
         self.key = key or SigningKey.generate()
+        self.recorder = SigningKey.generate() if recorder == "generate" else recorder
         self.journal = Journal(server, key=self.key, store=store, clock=self.clock)
         self.journal.add(*functions)
 
@@ -65,8 +73,8 @@ class JournalHarness:
         return {self.key.kid: self.key.public}
 
     def call(self, tool: str, **arguments: Any) -> Invocation:
-        """Call a journaled tool with JSON arguments."""
-        return self.journal.invoke(tool, arguments)
+        """Call a journaled tool with JSON arguments (through the harness's Recorder, if any)."""
+        return self.journal.invoke(tool, arguments, recorder=self.recorder.public if self.recorder else None)
 
     def check(self, call: Invocation) -> UndoAnswer:
         """``check`` the call's token."""
@@ -83,8 +91,16 @@ class JournalHarness:
         """``compensate`` the call, expecting the version it left unless told otherwise."""
         effect = call.journal.effect
         expected = if_version or (effect.version if effect else None) or ""
+        token = _token(call)
+        proof = None
+        if self.recorder is not None:
+            shown = override.wire() if override is not None else None
+            stamp = wire_time(self.clock())
+            proof = prove_compensate(
+                self.recorder, token, expected, request_id=request_id, override=shown, issued_at=stamp
+            )
         request = CompensateRequest(
-            token=_token(call), if_version=expected, override=override, request_id=request_id
+            token=token, if_version=expected, override=override, request_id=request_id, proof=proof
         )
         return self.journal.compensate(request)
 

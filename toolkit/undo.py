@@ -6,6 +6,11 @@
 - A compensation that raises, or whose result can't be verified, is rolled back.
 - A state reader that raises a :class:`JournalError` (the resource can't be read now) gives
   ``UNDO_FAILED`` before the compensation runs, ``UNDO_UNVERIFIED`` after it ran.
+- A token issued through a Recorder compensates only with that Recorder's signature over the
+  request (``UNDO_NOT_AUTHORIZED``); an override needs such a signature too
+  (``UNDO_OVERRIDE_REFUSED`` for a token bound to no Recorder) and overwrites only the version
+  the person saw. Refusals change nothing and are not stored, so a forged request can't take
+  the place of the Recorder's later genuine one.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
 from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
-from hatp_journal.toolkit.signing import answer_payload
-from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
+from hatp_journal.toolkit.signing import VerifyKey, answer_payload, b64url_decode, compensate_payload, verify
+from hatp_journal.toolkit.store import UndoAttempt, UndoBinding, UndoRecord, hash_token
 from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
 
 if TYPE_CHECKING:
@@ -77,6 +82,11 @@ class UndoEngine:
             record = session.get(UndoRecord, token_hash)
             if record is None:
                 return self._sign(_unknown(self.journal.server, "compensate", request.token, now))
+            refusal = _refusal(session.get(UndoBinding, token_hash), request, token_hash)
+            if refusal is not None:
+                answer = self._answer(record, "compensate", "refused", now)
+                said = {"code": refusal[0], "message": refusal[1], "version_expected": request.if_version}
+                return self._sign(answer.model_copy(update=said))
             if record.done_answer_json is not None:
                 return UndoAnswer.model_validate_json(record.done_answer_json)
             request_key = _request_key(request)
@@ -129,7 +139,7 @@ class UndoEngine:
         except JournalError as error:
             return self._sign(_unreadable(base, error)), None
         base = base.model_copy(update={"version_found": state.version})
-        if not _matches(record, request.if_version, state) and request.override is None:
+        if not _matches(record, request.if_version, state) and not _overridden(request, state):
             return self._sign(_conflict(base.model_copy(update={"status": "conflict"}), record, state)), None
         compensation = self.journal.compensations[record.tool]
         payload: Any = json.loads(record.payload_json)
@@ -311,6 +321,41 @@ def _unverified(record: UndoRecord, after: ResourceState) -> str | None:
     if record.before_etag is not None and after.etag != record.before_etag:
         return "after the undo the resource does not match its state before the call"
     return None
+
+
+def _refusal(
+    binding: UndoBinding | None, request: CompensateRequest, token_hash: str
+) -> tuple[ErrorCode, str] | None:
+    """Why this request may not compensate the token (code, message); None if it may."""
+    if binding is None:
+        if request.override is not None:
+            return (
+                ErrorCode.UNDO_OVERRIDE_REFUSED,
+                "an override needs the signature of the Recorder the token was issued through, "
+                "and this token was issued through none",
+            )
+        return None
+    override = request.override.wire() if request.override else None
+    payload = compensate_payload(token_hash, request.if_version, request.request_id, override)
+    try:
+        key = VerifyKey.from_raw(b64url_decode(binding.public_key))
+    except ValueError:
+        return ErrorCode.UNDO_NOT_AUTHORIZED, "the Recorder key this token is bound to is unreadable"
+    if request.proof is None or not verify(request.proof, payload, {key.kid: key}):
+        return (
+            ErrorCode.UNDO_NOT_AUTHORIZED,
+            f"this token compensates only with a request signed by the Recorder it was issued through "
+            f"({binding.kid})",
+        )
+    return None
+
+
+def _overridden(request: CompensateRequest, state: ResourceState) -> bool:
+    """Whether a (proven) override covers the resource as it is now: the version the person saw."""
+    override = request.override
+    if override is None:
+        return False
+    return override.version_found is None or override.version_found == state.version
 
 
 def _request_key(request: CompensateRequest) -> str:

@@ -138,11 +138,27 @@ class JournalObject(WireModel):
     receipt: Receipt | None = None
 
 
+RECORDER_META_KEY = "hatp/recorder"
+"""The request ``_meta`` key under which a Recorder announces its key to a tool server, so that the
+tokens minted for that call are bound to it (``docs/binding.md``)."""
+
+
 class Override(WireModel):
-    """A human's explicit choice to undo over a conflict, carrying the approval that chose it."""
+    """A human's explicit choice to undo over a conflict, carrying the approval that chose it.
+
+    A server honours an override only inside a request proven by the Recorder the token was
+    issued through (``CompensateRequest.proof``); ``versionFound`` is the conflict the person saw,
+    so a resource that changed again since is a new conflict, not overwritten.
+    """
 
     approval: str = Field(min_length=1, description="Reference to the signed approval")
     by: str = Field(min_length=1, description="Who chose to override")
+    version_found: str | None = Field(
+        default=None, description="The version the person chose to overwrite (the conflict shown)"
+    )
+    decision: dict[str, Any] | None = Field(
+        default=None, description="The person's own signed override, as the Recorder recorded it"
+    )
 
 
 class CheckRequest(WireModel):
@@ -160,6 +176,11 @@ class CompensateRequest(WireModel):
     request_id: str | None = Field(
         default=None, description="Distinguishes a new attempt from a retry of an earlier one"
     )
+    proof: Receipt | None = Field(
+        default=None,
+        description="The Recorder's signature over the request (see signing.compensate_payload); "
+        "required when the token was issued through a Recorder",
+    )
 
 
 class FieldChange(WireModel):
@@ -171,7 +192,7 @@ class FieldChange(WireModel):
 
 
 CheckStatus = Literal["ok", "conflict", "expired", "done", "unknown_token"]
-UndoStatus = Literal["ok", "conflict", "expired", "done", "unknown_token", "failed", "unverified"]
+UndoStatus = Literal["ok", "conflict", "expired", "done", "unknown_token", "failed", "unverified", "refused"]
 
 
 class UndoAnswer(WireModel):

@@ -14,6 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from hatp_journal.recorder.record.report import Check, Findings
+from hatp_journal.toolkit.canonical import canonical_bytes
+
 ENTRY_KEYS = ("body", "hash", "id", "kind", "prevHash", "run", "seq", "time")
 """An entry's members in RFC 8785 order; ``hash`` is the one not hashed."""
 
@@ -46,7 +49,40 @@ def _refuse_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_int=_number, parse_constant=_refuse_constant)
-_decode = _DECODER.raw_decode
+
+
+class DuplicateKey(ValueError):
+    """An object names one member twice: parsers disagree on which one counts."""
+
+
+class _Marked(dict[str, Any]):
+    """An object that named a member more than once (the last one kept)."""
+
+    duplicates: list[str]
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise DuplicateKey("an object names a member twice")
+    return value
+
+
+def _marking(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    marked = _Marked(value)
+    seen: set[str] = set()
+    marked.duplicates = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+    return marked
+
+
+# Exports are read refusing duplicate members everywhere, since canonical JSON never has any.
+_decode = json.JSONDecoder(
+    parse_int=_number, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicates
+).raw_decode
+_MARKING = json.JSONDecoder(parse_int=_number, parse_constant=_refuse_constant, object_pairs_hook=_marking)
 
 
 @dataclass(frozen=True)
@@ -61,16 +97,87 @@ class Layout:
     """The file with its entries array emptied, to compare with the canonical form of the rest."""
 
 
-def read_export(text: str) -> tuple[Any, Layout | None]:
-    """Parse an export once; with its layout when it is laid out canonically, else ``None``.
+def read_export(file: bytes | str, found: Findings) -> tuple[Any, list[bytes] | None]:
+    """Parse an export once: its JSON value and, when it is laid out canonically, each entry's
+    bytes as written (what the Recorder hashed). ``(None, None)`` when it is not JSON at all.
 
-    Raises ``ValueError`` (or ``RecursionError``) when the text is not JSON at all.
+    Bytes that are not exactly the canonical form the Recorder wrote are ``NOT_CANONICAL``: even a
+    byte that parses to the same value (``e``/``E``, the case of a hex escape) shows, in an entry
+    by changing its hash, elsewhere by this comparison. A member named twice is ``DUPLICATE_KEY``.
     """
     try:
-        return _top(text)
+        text = file.decode("utf-8") if isinstance(file, bytes) else file
+    except UnicodeDecodeError as error:
+        found.add(Check.MALFORMED, None, f"not UTF-8 at byte {error.start}")
+        return None, None
+    try:
+        raw, layout = _top(text)
     except (ValueError, IndexError, RecursionError):
-        # Whitespace, another member order, or anything else the canonical form never produces.
-        return parse_json(text), None
+        # Whitespace, another member order, a duplicate, or anything the canonical form never has.
+        layout = None
+        try:
+            if text.startswith("\ufeff"):
+                raise ValueError("a byte order mark") from None
+            raw = _MARKING.decode(text)
+        except (ValueError, RecursionError) as error:
+            found.add(Check.MALFORMED, None, f"not a JSON Run Record: {type(error).__name__}: {error}")
+            return None, None
+        _report_duplicates(raw, found)
+    return raw, _stored(raw, layout, found)
+
+
+def _report_duplicates(raw: Any, found: Findings) -> None:
+    """Name each entry (or the file) in which a member is named twice."""
+    entries = raw.get("entries") if isinstance(raw, dict) else None
+    top = [*(raw.duplicates if isinstance(raw, _Marked) else [])]
+    rest = {k: v for k, v in raw.items() if k != "entries"} if isinstance(raw, dict) else raw
+    places: list[tuple[str | None, Any]] = [(None, rest)]
+    if top:
+        found.add(Check.DUPLICATE_KEY, None, f"members named twice: {', '.join(sorted(set(top)))}")
+    if isinstance(entries, list):
+        places += [(_entry_label(entry, index), entry) for index, entry in enumerate(entries)]
+    for label, value in places:
+        names = _duplicated(value)
+        if names:
+            found.add(Check.DUPLICATE_KEY, label, f"members named twice: {', '.join(sorted(set(names)))}")
+
+
+def _duplicated(value: Any) -> list[str]:
+    names: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Marked):
+            names += item.duplicates
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return names
+
+
+def _entry_label(entry: Any, index: int) -> str:
+    said = entry.get("id") if isinstance(entry, dict) else None
+    return said if isinstance(said, str) and said else f"e{index + 1}"
+
+
+def _stored(raw: Any, layout: Layout | None, found: Findings) -> list[bytes] | None:
+    """Each entry's stored bytes, or None (and ``NOT_CANONICAL``) if the file is not what was written."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+        return None  # the loader says what is wrong with it
+    try:
+        canonical = canonical_bytes({**raw, "entries": []}).decode("utf-8")
+    except (ValueError, TypeError, RecursionError):
+        canonical = None
+    if layout is None or layout.rest != canonical:
+        found.add(Check.NOT_CANONICAL, None, "the bytes are not the canonical form the Recorder wrote")
+        return None
+    for index, (entry, member) in enumerate(zip(raw["entries"], layout.hash_members, strict=True)):
+        if member != f'"hash":"{entry.get("hash")}"':
+            found.add(
+                Check.NOT_CANONICAL, _entry_label(entry, index), "the hash member is not written canonically"
+            )
+    return layout.hashed
 
 
 def _top(text: str) -> tuple[dict[str, Any], Layout]:
@@ -81,6 +188,8 @@ def _top(text: str) -> tuple[dict[str, Any], Layout]:
     i = _expect(text, 0, "{")
     while True:
         key, i = _key(text, i)
+        if key in document:
+            raise DuplicateKey(f"duplicate member {key!r}")
         if key == "entries":
             start = i
             document[key], hashed, members, i = _entries(text, i)

@@ -12,7 +12,7 @@ from pydantic import Field
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.wire import PublicKey, Receipt, WireModel
 
-RECORD_FORMAT: Final = "hatp-run-record/1"
+RECORD_FORMAT: Final = "hatp-run-record/2"
 """The ``format`` of an exported Run Record file."""
 
 
@@ -71,19 +71,36 @@ def checkpoint_payload(run: str, size: int, head: str, at: str, reason: str) -> 
     return {"checkpoint": {"run": run, "size": size, "head": head, "at": at, "reason": reason}}
 
 
-class RunRecordFile(WireModel):
-    """A self-contained Run Record: the run, its entries as stored, every checkpoint, and keys.
+class PinnedKey(WireModel):
+    """A tool server's receipt key as the Recorder pinned it, and since when."""
 
-    The keys shipped here are informational: a verifier checks signatures against keys it
-    pinned itself, and reports a shipped key that differs from the pinned one.
+    kid: str
+    alg: Literal["Ed25519"] = "Ed25519"
+    public_key: str = Field(description="Raw 32-byte Ed25519 public key, base64url, no padding")
+    pinned_at: str | None = Field(default=None, description="When the Recorder first pinned it")
+
+    def public(self) -> PublicKey:
+        """The key without its pinning time."""
+        return PublicKey(kid=self.kid, alg=self.alg, public_key=self.public_key)
+
+
+class RunRecordFile(WireModel):
+    """A self-contained Run Record: the run, its entries as stored, every checkpoint, the keys
+    that verify it and the directory as it stood at each decision.
+
+    Shipped keys are what the Recorder pinned; a verifier that pinned its own checks against
+    those, and reports a shipped key that differs. ``directories`` maps each decision's
+    ``directory`` digest to the directory it names. It carries no compensation token: entries
+    name tokens by digest only.
     """
 
-    format: Literal["hatp-run-record/1"] = RECORD_FORMAT
+    format: Literal["hatp-run-record/2"] = RECORD_FORMAT
     run: Run
     entries: list[Entry]
     checkpoints: list[Checkpoint]
     recorder_key: PublicKey
-    server_keys: dict[str, list[PublicKey]] = Field(default_factory=dict)
+    server_keys: dict[str, list[PinnedKey]] = Field(default_factory=dict)
+    directories: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """The file as written: RFC 8785 canonical JSON, so any changed byte is detectable."""

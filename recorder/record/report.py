@@ -26,6 +26,20 @@ class Check(StrEnum):
     KEY_SUBSTITUTED = "KEY_SUBSTITUTED"
     RECEIPT_INVALID = "RECEIPT_INVALID"
     REMEDY_UNKNOWN_ENTRY = "REMEDY_UNKNOWN_ENTRY"
+    CHECK_RECEIPT_INVALID = "CHECK_RECEIPT_INVALID"
+    UNDO_RECEIPT_INVALID = "UNDO_RECEIPT_INVALID"
+    PLAN_DIGEST_MISMATCH = "PLAN_DIGEST_MISMATCH"
+    APPROVAL_TARGET_MISMATCH = "APPROVAL_TARGET_MISMATCH"
+    APPROVAL_SIGNATURE_INVALID = "APPROVAL_SIGNATURE_INVALID"
+    APPROVER_NOT_AUTHORIZED = "APPROVER_NOT_AUTHORIZED"
+    OVERRIDE_INVALID = "OVERRIDE_INVALID"
+    DIRECTORY_MISSING = "DIRECTORY_MISSING"
+    DIRECTORY_MISMATCH = "DIRECTORY_MISMATCH"
+    TOKEN_IN_RECORD = "TOKEN_IN_RECORD"
+    UNKNOWN_KIND = "UNKNOWN_KIND"
+    BAD_BODY = "BAD_BODY"
+    BAD_TIME = "BAD_TIME"
+    DUPLICATE_KEY = "DUPLICATE_KEY"
 
 
 class Problem(WireModel):
@@ -43,11 +57,16 @@ class VerifyReport(WireModel):
     problems: list[Problem] = Field(default_factory=list)
     flagged: list[Problem] = Field(
         default_factory=list,
-        description="Receipts that fail but that the Recorder already marked unresolved at intake",
+        description="Signatures that fail where the Recorder already said so: receipts it marked "
+        "unresolved at intake, decisions it recorded as not counted",
     )
     entries: int = 0
     signed_size: int = Field(default=0, description="Entries covered by the last valid checkpoint")
     receipts_checked: int = 0
+    trusted_from_file: list[str] = Field(
+        default_factory=list,
+        description="What the verifier did not pin and took from the file itself (trust on first use)",
+    )
 
     def codes(self) -> set[str]:
         """The distinct problem codes."""
@@ -63,3 +82,6 @@ class Findings:
 
     def add(self, check: Check, entry: str | None, detail: str) -> None:
         self.problems.append(Problem(entry=entry, check=check, detail=detail))
+
+    def flag(self, check: Check, entry: str | None, detail: str) -> None:
+        self.flagged.append(Problem(entry=entry, check=check, detail=detail))

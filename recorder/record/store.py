@@ -12,6 +12,7 @@ read once and kept, since a run's id, agent, principal and opening time never ch
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import sqlite3
@@ -28,8 +29,16 @@ from sqlmodel import Session, SQLModel, col, select
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.errors import BadEntry, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.layout import parse_json
-from hatp_journal.recorder.record.models import Checkpoint, Entry, Run, RunRecordFile, checkpoint_payload
-from hatp_journal.recorder.record.tables import TABLES, RecCheckpoint, RecEntry, RecRun
+from hatp_journal.recorder.record.models import (
+    Checkpoint,
+    Entry,
+    PinnedKey,
+    Run,
+    RunRecordFile,
+    checkpoint_payload,
+)
+from hatp_journal.recorder.record.tables import TABLES, RecCheckpoint, RecDirectory, RecEntry, RecRun
+from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.store import create_store_engine
@@ -42,10 +51,12 @@ _ENTRY_ID = re.compile(r"^e([1-9][0-9]{0,17})$")
 
 _ENTRY_TABLE = SQLModel.metadata.tables["rec_entry"]
 _CHECKPOINT_TABLE = SQLModel.metadata.tables["rec_checkpoint"]
+_TOKEN_TABLE = SQLModel.metadata.tables["rec_token"]
 
 # The append's statements, for the driver (SQLite) and for Core (any other database).
 _HEAD_SQL = "SELECT seq, hash FROM rec_entry WHERE run = ? ORDER BY seq DESC LIMIT 1"
 _INSERT_ENTRY_SQL = "INSERT INTO rec_entry (run, seq, kind, hash, data) VALUES (?, ?, ?, ?, ?)"
+_INSERT_TOKEN_SQL = "INSERT OR IGNORE INTO rec_token (digest, server, token) VALUES (?, ?, ?)"
 _INSERT_CHECKPOINT_SQL = (
     "INSERT INTO rec_checkpoint (run, size, head, at, reason, kid, sig) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
@@ -140,27 +151,35 @@ class RunStore:
 
     # -- entries --------------------------------------------------------------
 
-    def append(self, run_id: str, kind: str, body: dict[str, Any]) -> Entry:
-        """Append one entry after the current head, atomically; sign every N-th head."""
+    def append(
+        self, run_id: str, kind: str, body: dict[str, Any], *, tokens: Sequence[tuple[str, str, str]] = ()
+    ) -> Entry:
+        """Append one entry after the current head, atomically; sign every N-th head.
+
+        ``tokens`` — (digest, server, token) — are kept beside the record in the same
+        transaction: the entry names each by its digest only (``recorder/tokens.py``).
+        """
         if not isinstance(kind, str) or not kind:
             raise BadEntry(f"entry kind must be a non-empty string, got {kind!r}")
         if not isinstance(body, dict):
             raise BadEntry(f"entry body must be a JSON object, got {type(body).__name__}")
         for attempt in range(_APPEND_ATTEMPTS):
             try:
-                return self._append_once(run_id, kind, body)
+                return self._append_once(run_id, kind, body, tokens)
             except IntegrityError:
                 # Another writer took this seq; read the new head and try again.
                 if attempt == _APPEND_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _append_once(self, run_id: str, kind: str, body: dict[str, Any]) -> Entry:
+    def _append_once(
+        self, run_id: str, kind: str, body: dict[str, Any], tokens: Sequence[tuple[str, str, str]]
+    ) -> Entry:
         genesis = self._genesis_of(run_id)
         if self._sqlite_driver:
-            data, digest = self._append_sqlite(run_id, kind, body, genesis)
+            data, digest = self._append_sqlite(run_id, kind, body, genesis, tokens)
         else:
-            data, digest = self._append_core(run_id, kind, body, genesis)
+            data, digest = self._append_core(run_id, kind, body, genesis, tokens)
         return _entry_model(data, digest)
 
     def _genesis_of(self, run_id: str) -> str:
@@ -191,7 +210,14 @@ class RunStore:
             return self._sign(run_id, seq, digest, "every-n")
         return None
 
-    def _append_sqlite(self, run_id: str, kind: str, body: dict[str, Any], genesis: str) -> tuple[bytes, str]:
+    def _append_sqlite(
+        self,
+        run_id: str,
+        kind: str,
+        body: dict[str, Any],
+        genesis: str,
+        tokens: Sequence[tuple[str, str, str]],
+    ) -> tuple[bytes, str]:
         """One ``BEGIN IMMEDIATE`` transaction on the pooled driver connection."""
         connection = self.engine.raw_connection()
         driver = connection.driver_connection
@@ -206,6 +232,9 @@ class RunStore:
                 data, digest = self._sealed(run_id, seq, kind, body, head)
                 statement = _INSERT_ENTRY_SQL
                 driver.execute(statement, (run_id, seq, kind, digest, data))
+                statement = _INSERT_TOKEN_SQL
+                for token in tokens:
+                    driver.execute(statement, token)
                 checkpoint = self._every_n(run_id, seq, digest)
                 if checkpoint is not None:
                     statement = _INSERT_CHECKPOINT_SQL
@@ -222,7 +251,14 @@ class RunStore:
             connection.close()
         return data, digest
 
-    def _append_core(self, run_id: str, kind: str, body: dict[str, Any], genesis: str) -> tuple[bytes, str]:
+    def _append_core(
+        self,
+        run_id: str,
+        kind: str,
+        body: dict[str, Any],
+        genesis: str,
+        tokens: Sequence[tuple[str, str, str]],
+    ) -> tuple[bytes, str]:
         """One transaction through SQLAlchemy Core (immediate on a toolkit SQLite engine)."""
         with self.engine.begin() as connection:
             last = connection.execute(_HEAD, {"run": run_id}).first()
@@ -231,6 +267,15 @@ class RunStore:
             connection.execute(
                 insert(_ENTRY_TABLE), {"run": run_id, "seq": seq, "kind": kind, "hash": digest, "data": data}
             )
+            for token_digest, server, token in tokens:
+                # A retried call's token may be kept already: skip it, don't fail the entry.
+                known = connection.execute(
+                    select(_TOKEN_TABLE.c.digest).where(_TOKEN_TABLE.c.digest == token_digest)
+                ).first()
+                if known is None:
+                    connection.execute(
+                        insert(_TOKEN_TABLE), {"digest": token_digest, "server": server, "token": token}
+                    )
             checkpoint = self._every_n(run_id, seq, digest)
             if checkpoint is not None:
                 connection.execute(insert(_CHECKPOINT_TABLE), checkpoint)
@@ -313,14 +358,43 @@ class RunStore:
 
     # -- export ---------------------------------------------------------------
 
+    # -- directories ----------------------------------------------------------
+
+    def keep_directory(self, snapshot: Mapping[str, Any]) -> str:
+        """Keep the directory as it stands at a decision; returns the digest the decision names.
+
+        Exports carry every snapshot their decisions name, so a verifier checks each signer's key
+        and role against the directory of that moment.
+        """
+        data, digest = _canonical_directory(snapshot)
+        with self._session() as session:
+            if session.get(RecDirectory, digest) is None:
+                session.add(RecDirectory(digest=digest, data=data))
+                try:
+                    session.commit()
+                except IntegrityError:
+                    session.rollback()  # kept by another writer at the same moment
+        return digest
+
+    def directory(self, digest: str) -> dict[str, Any] | None:
+        """The directory snapshot kept under ``digest``."""
+        with self._session() as session:
+            row = session.get(RecDirectory, digest)
+            return parse_json(row.data) if row is not None else None
+
+    # -- export ---------------------------------------------------------------
+
     def export(
-        self, run_id: str, server_keys: Mapping[str, Sequence[PublicKey | VerifyKey]] | None = None
+        self,
+        run_id: str,
+        server_keys: Mapping[str, Sequence[PinnedKey | PublicKey | VerifyKey]] | None = None,
     ) -> RunRecordFile:
         """A self-contained Run Record whose last checkpoint signs its last entry.
 
         Read in one transaction (and a fresh ``export`` checkpoint signed in it when the head
         moved since the last one), so the file is a consistent snapshot even while agents append.
-        ``server_keys`` (server → its keys) is shipped as given, for information only.
+        ``server_keys`` (server → its keys, as the Recorder pinned them) is shipped as given; the
+        directory snapshots the run's decisions name are shipped with it.
         """
         with self._session() as session:
             run = _get_run(session, run_id)
@@ -331,16 +405,39 @@ class RunStore:
                 rows.append(RecCheckpoint(**self._sign(run_id, len(entries), head, "export")))
                 session.add(rows[-1])
                 session.commit()
+            directories: dict[str, dict[str, Any]] = {}
+            for digest in _directory_digests(entries):
+                row = session.get(RecDirectory, digest)
+                if row is not None:
+                    directories[digest] = parse_json(row.data)
             return RunRecordFile(
                 run=_run_model(run),
                 entries=entries,
                 checkpoints=[_checkpoint_model(row) for row in rows],
                 recorder_key=self._public.wire(),
                 server_keys={
-                    server: [k.wire() if isinstance(k, VerifyKey) else k for k in keys]
-                    for server, keys in (server_keys or {}).items()
+                    server: [_pinned(key) for key in keys] for server, keys in (server_keys or {}).items()
                 },
+                directories=directories,
             )
+
+
+def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:
+    if isinstance(key, PinnedKey):
+        return key
+    published = key.wire() if isinstance(key, VerifyKey) else key
+    return PinnedKey(kid=published.kid, public_key=published.public_key)
+
+
+def _canonical_directory(snapshot: Mapping[str, Any]) -> tuple[bytes, str]:
+    data = canonical_bytes(dict(snapshot))
+    return data, "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _directory_digests(entries: Sequence[Entry]) -> list[str]:
+    """The directory snapshots named by decisions, in first-named order."""
+    named = (entry.body.get("directory") for entry in entries if entry.kind == "decision")
+    return list(dict.fromkeys(d for d in named if isinstance(d, str)))
 
 
 def _get_run(session: Session, run_id: str) -> RecRun:

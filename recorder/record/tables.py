@@ -48,5 +48,27 @@ class RecCheckpoint(SQLModel, table=True):
     sig: str
 
 
-TABLES = [SQLModel.metadata.tables[name] for name in ("rec_run", "rec_entry", "rec_checkpoint")]
+class RecToken(SQLModel, table=True):
+    """A compensation token, by its digest: kept beside the record, never in it."""
+
+    __tablename__ = "rec_token"
+
+    digest: str = Field(primary_key=True)
+    server: str
+    token: str
+
+
+class RecDirectory(SQLModel, table=True):
+    """The directory (people, roles, keys) as it stood at a decision, by its digest."""
+
+    __tablename__ = "rec_directory"
+
+    digest: str = Field(primary_key=True)
+    data: bytes
+
+
+TABLES = [
+    SQLModel.metadata.tables[name]
+    for name in ("rec_run", "rec_entry", "rec_checkpoint", "rec_token", "rec_directory")
+]
 """The tables this store creates on an engine it did not create itself."""

@@ -1,144 +1,343 @@
-"""Offline verification of an exported Run Record against keys the verifier pinned (SPEC §8).
+"""Offline verification of an exported Run Record (``docs/run-record.md``).
 
-Every check reports a stable code and the entry it concerns; nothing in a malformed file can
-make verification raise. Keys shipped inside the file are compared with the pinned ones, never
-trusted on their own.
+Every signature in the record is checked: the Recorder's checkpoints (and the latest signed head
+when the verifier holds one), the tool servers' call receipts, check answers and undo answers,
+and every person's approval, denial and override against the directory of that moment. Each
+problem has a stable code and names the entry; nothing in a malformed file makes verification
+raise. What the verifier does not pin itself (the Recorder's key, a server's keys, a directory)
+is taken from the file and listed in ``trusted_from_file``: trust on first use, said out loud.
+
+Entries are checked one at a time, in order, keeping only what later entries refer to.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
-from hatp_journal.recorder.record.layout import Layout, read_export
+from hatp_journal.recorder.record.layout import read_export
 from hatp_journal.recorder.record.models import Checkpoint, Entry, RunRecordFile
-from hatp_journal.recorder.record.receipts import check_receipts
 from hatp_journal.recorder.record.report import Check, Findings, VerifyReport
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
+
+ServerKeys = Mapping[str, Mapping[str, VerifyKey]]
+_UNKNOWN = "unknown: after a malformed entry"
 
 
 def verify_record(
     file: RunRecordFile | Mapping[str, Any] | bytes | str,
     *,
-    recorder_keys: Mapping[str, VerifyKey],
-    server_keys: Mapping[str, Mapping[str, VerifyKey]] | None = None,
+    recorder_keys: Mapping[str, VerifyKey] | None = None,
+    server_keys: ServerKeys | None = None,
+    directory: Directory | Mapping[str, Any] | None = None,
     latest_head: Checkpoint | Mapping[str, Any] | None = None,
 ) -> VerifyReport:
     """Verify a Run Record offline.
 
     ``file`` is the model, its JSON object, or the exported bytes (then they must also be the
-    canonical bytes the Recorder wrote). ``recorder_keys`` and ``server_keys`` (server → kid →
-    key) are the verifier's pinned keys. ``latest_head`` is a signed head held outside the
-    Recorder's store; without it, a rollback to an older genuine checkpoint cannot be detected.
-    Receipts are checked only when ``server_keys`` is given.
+    canonical bytes the Recorder wrote). ``recorder_keys`` (kid → key), ``server_keys`` (server →
+    kid → key) and ``directory`` are what the verifier pinned; whatever is not given is taken
+    from the file and reported in ``trusted_from_file``. ``latest_head`` is a signed head held
+    outside the Recorder's store; without it, a rollback to an older genuine checkpoint cannot
+    be detected.
     """
     found = Findings()
-    loaded = _load(file, found)
+    loaded = load_record(file, found)
     if loaded is None:
         return VerifyReport(ok=False, problems=found.problems)
-    record, stored = loaded
-    heads = _check_entries(record, stored, found)
-    _check_remedies(record, found)
-    _check_recorder_key(record, recorder_keys, found)
-    signed = _check_checkpoints(record, heads, recorder_keys, found) if heads else 0
-    if latest_head is not None and heads:
-        _check_latest(latest_head, record.run.id, heads, recorder_keys, found)
-    checked = 0
-    if server_keys is not None:
-        _check_server_keys(record, server_keys, found)
-        checked = check_receipts(record.entries, server_keys, found)
-    return VerifyReport(
-        ok=not found.problems,
-        problems=found.problems,
-        flagged=found.flagged,
-        entries=len(record.entries),
-        signed_size=signed,
-        receipts_checked=checked,
-    )
+    header, entries = loaded
+    verifier = RecordVerifier(header, found, recorder_keys, server_keys, directory, latest_head)
+    for raw, stored in entries:
+        verifier.entry(raw, stored)
+    return verifier.finish()
 
 
-def _load(file: object, found: Findings) -> tuple[RunRecordFile, list[bytes] | None] | None:
-    """The validated record and, for exported bytes laid out canonically, each entry's stored bytes."""
-    if isinstance(file, RunRecordFile):
-        return file, None
+def load_record(
+    file: object, found: Findings
+) -> tuple[RunRecordFile, Iterable[tuple[Any, bytes | None]]] | None:
+    """The file's header (everything but its entries) and each raw entry with its stored bytes
+    (``None`` when the file is not laid out canonically); None, with the problem, if unreadable."""
     try:
-        if isinstance(file, bytes | str):
-            raw, pieces = read_export(file.decode("utf-8") if isinstance(file, bytes) else file)
-            record = RunRecordFile.model_validate(raw, strict=True)
-            return record, _stored_bytes(pieces, raw, record, found)
-        return RunRecordFile.model_validate(file, strict=True), None
+        if isinstance(file, RunRecordFile):
+            raw: Any = file.wire()
+            raw["entries"] = [entry.wire() for entry in file.entries]
+            stored: list[bytes] | None = None
+        elif isinstance(file, bytes | str):
+            raw, stored = read_export(file, found)
+            if found.problems and raw is None:
+                return None
+        else:
+            raw, stored = file, None
+        if not isinstance(raw, Mapping):
+            found.add(Check.MALFORMED, None, "not a JSON object")
+            return None
+        entries = raw.get("entries")
+        if not isinstance(entries, list):
+            found.add(Check.MALFORMED, None, "entries: not a list")
+            return None
+        header = RunRecordFile.model_validate({**raw, "entries": []}, strict=True)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         found.add(Check.MALFORMED, None, f"{where or 'file'}: {first['msg']}")
-    except (ValueError, RecursionError) as error:
-        found.add(Check.MALFORMED, None, f"not a JSON Run Record: {type(error).__name__}")
-    return None
-
-
-def _stored_bytes(
-    pieces: Layout | None, raw: Any, record: RunRecordFile, found: Findings
-) -> list[bytes] | None:
-    """Each entry's bytes as written; NOT_CANONICAL if the file is not what was exported.
-
-    Exports are canonical, so even a byte that parses to the same value (``e``/``E``, the case
-    of a hex escape) shows: in an entry it changes the hash, elsewhere this comparison.
-    """
-    rest = {**raw, "entries": []}
-    if pieces is None or pieces.rest != canonical_bytes(rest).decode("utf-8"):
-        found.add(Check.NOT_CANONICAL, None, "the bytes are not the canonical form the Recorder wrote")
         return None
-    for entry, member in zip(record.entries, pieces.hash_members, strict=True):
-        if member != f'"hash":"{entry.hash}"':
-            found.add(Check.NOT_CANONICAL, entry.id, "the hash member is not written canonically")
-    return pieces.hashed
+    if stored is None:
+        return header, ((entry, None) for entry in entries)
+    return header, zip(entries, stored, strict=True)
 
 
-def _check_entries(record: RunRecordFile, stored: list[bytes] | None, found: Findings) -> list[str]:
-    """Check every entry; return the recomputed head at each size (index 0: genesis), or []."""
-    run_id = record.run.id
-    try:
-        genesis = genesis_hash(record.run)
-    except (ValueError, TypeError, RecursionError):
-        found.add(Check.MALFORMED, None, "run fields are not canonical JSON")
-        return []
-    heads = [genesis]
-    previous_hash, previous_seq = genesis, 0
-    for index, entry in enumerate(record.entries):
+class RecordVerifier:
+    """One pass over a record's entries, in order, then its checkpoints (see :func:`verify_record`)."""
+
+    def __init__(
+        self,
+        header: RunRecordFile,
+        found: Findings,
+        recorder_keys: Mapping[str, VerifyKey] | None,
+        server_keys: ServerKeys | None,
+        directory: Directory | Mapping[str, Any] | None,
+        latest_head: Checkpoint | Mapping[str, Any] | None,
+    ) -> None:
+        self.header = header
+        self.found = found
+        self.trusted: list[str] = []
+        self.recorder_keys = self._recorder_keys(recorder_keys)
+        self.latest = self._latest(latest_head)
+        self.bodies = BodyChecks(
+            header.run.id, self._server_keys(server_keys), self._directories(directory), found
+        )
+        # Heads are kept only at the sizes a checkpoint (or the latest head) signs.
+        self.wanted = {c.size for c in header.checkpoints} | ({self.latest.size} if self.latest else set())
+        self.heads: dict[int, str] = {}
+        self.size = 0
+        self.previous_hash: str | None = None
+        self.earlier: set[str] = set()
+        self._run_times()
+        try:
+            self.previous_hash = genesis_hash(header.run)
+        except (ValueError, TypeError, RecursionError):
+            found.add(Check.MALFORMED, None, "run fields are not canonical JSON")
+        if 0 in self.wanted and self.previous_hash:
+            self.heads[0] = self.previous_hash
+
+    # -- keys and directories -----------------------------------------------------
+
+    def _recorder_keys(self, pinned: Mapping[str, VerifyKey] | None) -> Mapping[str, VerifyKey]:
+        shipped = self.header.recorder_key
+        if pinned is None:
+            self.trusted.append("the Recorder's key")
+            try:
+                return {shipped.kid: VerifyKey.from_wire(shipped)}
+            except ValueError:
+                self.found.add(Check.MALFORMED, None, "recorderKey is not a published Ed25519 key")
+                return {}
+        key = pinned.get(shipped.kid)
+        if key is None or b64url(key.raw()) != shipped.public_key:
+            self.found.add(
+                Check.KEY_SUBSTITUTED, None, f"recorder key {shipped.kid!r} in the file is not pinned"
+            )
+        return pinned
+
+    def _server_keys(self, pinned: ServerKeys | None) -> dict[str, Mapping[str, VerifyKey]]:
+        """The pinned keys; without any, the file's (trust on first use). A verifier that pins
+        servers pins them all: a shipped key it did not pin is reported, never used."""
+        if pinned is not None:
+            for server, shipped in self.header.server_keys.items():
+                for key in shipped:
+                    mine = pinned.get(server, {}).get(key.kid)
+                    if mine is None or b64url(mine.raw()) != key.public_key:
+                        self.found.add(
+                            Check.KEY_SUBSTITUTED, None, f"key {key.kid!r} of {server!r} is not pinned"
+                        )
+            return dict(pinned)
+        keys: dict[str, Mapping[str, VerifyKey]] = {}
+        for server, shipped in self.header.server_keys.items():
+            self.trusted.append(f"the keys of {server}")
+            try:
+                keys[server] = {key.kid: VerifyKey.from_wire(key.public()) for key in shipped}
+            except ValueError:
+                self.found.add(Check.MALFORMED, None, f"serverKeys.{server}: not published Ed25519 keys")
+        return keys
+
+    def _directories(self, given: Directory | Mapping[str, Any] | None) -> dict[str, Directory | None]:
+        known: dict[str, Directory | None] = {}
+        pinned = None
+        if given is not None:
+            given = given if isinstance(given, Directory) else Directory.model_validate(given)
+            pinned = sha256_digest(given.snapshot())
+            known[pinned] = given
+        for digest, snapshot in self.header.directories.items():
+            try:
+                actual = sha256_digest(snapshot)
+            except (ValueError, TypeError, RecursionError):
+                actual = None
+            if actual != digest:
+                self.found.add(
+                    Check.DIRECTORY_MISMATCH, None, f"the directory under {digest} does not hash to it"
+                )
+                continue
+            if digest != pinned:
+                known[digest] = parse_directory(snapshot)
+                if known[digest] is None:
+                    self.found.add(Check.MALFORMED, None, f"directories.{digest}: not a directory")
+        if len(known) > (1 if pinned else 0):
+            self.trusted.append(
+                "the directory as the file gives it" + (" (not the one pinned)" if pinned else "")
+            )
+        return known
+
+    def _latest(self, latest: Checkpoint | Mapping[str, Any] | None) -> Checkpoint | None:
+        if latest is None:
+            return None
+        try:
+            return (
+                latest if isinstance(latest, Checkpoint) else Checkpoint.model_validate(latest, strict=True)
+            )
+        except ValidationError:
+            self.found.add(Check.MALFORMED, None, "the latest head given is not a checkpoint")
+            return None
+
+    def _run_times(self) -> None:
+        run = self.header.run
+        for name, value in (("openedAt", run.opened_at), ("closedAt", run.closed_at)):
+            if value is not None and not is_wire_time(value):
+                self.found.add(Check.BAD_TIME, None, f"run {name} {value!r}")
+
+    # -- entries ------------------------------------------------------------------
+
+    def entry(self, raw: Any, stored: bytes | None) -> None:
+        """Check the next entry: its place in the chain, then what it says."""
+        self.size += 1
+        label = entry_id(self.size)
+        try:
+            entry = Entry.model_validate(raw, strict=True)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            self.found.add(Check.MALFORMED, label, f"{where or 'entry'}: {first['msg']}")
+            said = raw.get("hash") if isinstance(raw, Mapping) else None
+            # Follow the chain through it by the hash it claims; the next link is not checked against
+            # an entry already reported as malformed.
+            self.previous_hash = said if isinstance(said, str) else _UNKNOWN
+            self._keep_head(None)
+            return
         label = entry.id
+        run_id = self.header.run.id
         if entry.run != run_id:
-            found.add(Check.RUN_MISMATCH, label, f"entry of run {entry.run!r} in run {run_id!r}")
-        if entry.seq != previous_seq + 1:
-            found.add(Check.SEQ_GAP, label, f"seq {entry.seq} follows seq {previous_seq}")
+            self.found.add(Check.RUN_MISMATCH, label, f"entry of run {entry.run!r} in run {run_id!r}")
+        if entry.seq != self.size:
+            self.found.add(Check.SEQ_GAP, label, f"seq {entry.seq} at position {self.size}")
         if entry.id != entry_id(entry.seq):
-            found.add(Check.ID_MISMATCH, label, f"id {entry.id!r} at seq {entry.seq}")
-        recomputed = _rehash(entry, stored[index] if stored is not None else None)
+            self.found.add(Check.ID_MISMATCH, label, f"id {entry.id!r} at seq {entry.seq}")
+        if not is_wire_time(entry.time):
+            self.found.add(Check.BAD_TIME, label, f"entry time {entry.time!r}")
+        recomputed = _rehash(entry, stored)
         if not recomputed:
-            found.add(Check.MALFORMED, label, "entry is not canonical JSON")
+            self.found.add(Check.MALFORMED, label, "entry is not canonical JSON")
         elif recomputed != entry.hash:
-            found.add(Check.HASH_MISMATCH, label, "content does not hash to the recorded hash")
-        if entry.prev_hash != previous_hash:
-            found.add(Check.CHAIN_BROKEN, label, "prevHash is not the previous entry's hash")
-        heads.append(recomputed)
-        previous_hash, previous_seq = entry.hash, entry.seq
-    return heads
+            self.found.add(Check.HASH_MISMATCH, label, "content does not hash to the recorded hash")
+        if entry.prev_hash != self.previous_hash and self.previous_hash is not _UNKNOWN:
+            self.found.add(Check.CHAIN_BROKEN, label, "prevHash is not the previous entry's hash")
+        self._keep_head(recomputed or None)
+        self.previous_hash = entry.hash
+        self._check_remedy(entry)
+        self.earlier.add(entry.id)
+        self.bodies.check(entry)
 
+    def _keep_head(self, head: str | None) -> None:
+        if self.size in self.wanted:
+            self.heads[self.size] = head or ""
 
-def _check_remedies(record: RunRecordFile, found: Findings) -> None:
-    """A remedy names the entry it fixes (`remedies: "e3"`), an earlier entry of this run (SPEC §9)."""
-    earlier: set[str] = set()
-    for entry in record.entries:
+    def _check_remedy(self, entry: Entry) -> None:
+        """A remedy names the entry it fixes (``remedies: "e3"``), an earlier entry of this run."""
         fixes = entry.body.get("remedies")
-        if fixes is not None and (not isinstance(fixes, str) or fixes not in earlier):
-            found.add(
+        if fixes is not None and (not isinstance(fixes, str) or fixes not in self.earlier):
+            self.found.add(
                 Check.REMEDY_UNKNOWN_ENTRY, entry.id, f"remedies {fixes!r}, not an earlier entry of this run"
             )
-        earlier.add(entry.id)
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    def finish(self) -> VerifyReport:
+        """Check the checkpoints against the heads seen, and the latest head if given."""
+        signed = self._checkpoints() if self.previous_hash is not None or self.size else 0
+        if self.latest is not None:
+            self._check_latest(self.latest)
+        found = self.found
+        return VerifyReport(
+            ok=not found.problems,
+            problems=found.problems,
+            flagged=found.flagged,
+            entries=self.size,
+            signed_size=signed,
+            receipts_checked=self.bodies.receipts_checked,
+            trusted_from_file=self.trusted,
+        )
+
+    def _checkpoints(self) -> int:
+        """Check every checkpoint; return the largest size a valid one signs."""
+        run_id, size, found = self.header.run.id, self.size, self.found
+        signed: int | None = None
+        previous = 0
+        for checkpoint in self.header.checkpoints:
+            label = entry_id(checkpoint.size) if checkpoint.size else None
+            valid = True
+            if checkpoint.run != run_id:
+                found.add(Check.RUN_MISMATCH, label, f"checkpoint of run {checkpoint.run!r}")
+                valid = False
+            if not is_wire_time(checkpoint.at):
+                found.add(Check.BAD_TIME, label, f"checkpoint time {checkpoint.at!r}")
+            if not verify(checkpoint.receipt, checkpoint.signed(), self.recorder_keys):
+                found.add(Check.BAD_CHECKPOINT_SIGNATURE, label, f"checkpoint at size {checkpoint.size}")
+                valid = False
+            if checkpoint.size > size:
+                found.add(
+                    Check.CHECKPOINT_MISMATCH, label, f"signs {checkpoint.size} entries, file has {size}"
+                )
+                valid = False
+            elif self.heads.get(checkpoint.size) != checkpoint.head:
+                found.add(Check.CHECKPOINT_MISMATCH, label, f"signed head differs at size {checkpoint.size}")
+                valid = False
+            if checkpoint.size < previous:
+                found.add(Check.CHECKPOINT_MISMATCH, label, f"size {checkpoint.size} signed after {previous}")
+            previous = max(previous, checkpoint.size)
+            if valid:
+                signed = max(signed or 0, checkpoint.size)
+        if signed is None or signed < size:
+            start = (signed or 0) + 1
+            label = entry_id(start) if start <= size else None
+            found.add(Check.UNSIGNED_TAIL, label, f"entries after the last signed checkpoint ({signed})")
+        closes = [c.at for c in self.header.checkpoints if c.reason == "close"]
+        if self.header.run.closed_at != (closes[0] if closes else None):
+            found.add(Check.RUN_MISMATCH, None, "closedAt is not the time of the first close checkpoint")
+        return signed or 0
+
+    def _check_latest(self, head: Checkpoint) -> None:
+        label = entry_id(head.size) if head.size else None
+        if head.run != self.header.run.id:
+            self.found.add(Check.RUN_MISMATCH, None, f"the latest head given is of run {head.run!r}")
+        elif not verify(head.receipt, head.signed(), self.recorder_keys):
+            self.found.add(
+                Check.BAD_CHECKPOINT_SIGNATURE,
+                label,
+                "the latest head given is not signed by the Recorder's key",
+            )
+        elif head.size > self.size:
+            self.found.add(
+                Check.ROLLBACK, label, f"latest signed head covers {head.size} entries, file {self.size}"
+            )
+        elif self.heads.get(head.size) != head.head:
+            self.found.add(
+                Check.ROLLBACK, label, f"the file's head at size {head.size} is not the latest signed one"
+            )
 
 
 def _rehash(entry: Entry, stored: bytes | None) -> str:
@@ -149,84 +348,3 @@ def _rehash(entry: Entry, stored: bytes | None) -> str:
         return seal(entry.hashed())[1]
     except (ValueError, TypeError, RecursionError):
         return ""
-
-
-def _check_recorder_key(record: RunRecordFile, pinned: Mapping[str, VerifyKey], found: Findings) -> None:
-    shipped = record.recorder_key
-    key = pinned.get(shipped.kid)
-    if key is None or b64url(key.raw()) != shipped.public_key:
-        found.add(Check.KEY_SUBSTITUTED, None, f"recorder key {shipped.kid!r} in the file is not pinned")
-
-
-def _check_checkpoints(
-    record: RunRecordFile, heads: list[str], keys: Mapping[str, VerifyKey], found: Findings
-) -> int:
-    """Check every checkpoint; return the largest size a valid one signs."""
-    run_id, size = record.run.id, len(record.entries)
-    signed: int | None = None
-    previous = 0
-    for checkpoint in record.checkpoints:
-        label = entry_id(checkpoint.size) if checkpoint.size else None
-        valid = True
-        if checkpoint.run != run_id:
-            found.add(Check.RUN_MISMATCH, label, f"checkpoint of run {checkpoint.run!r}")
-            valid = False
-        if not verify(checkpoint.receipt, checkpoint.signed(), keys):
-            found.add(Check.BAD_CHECKPOINT_SIGNATURE, label, f"checkpoint at size {checkpoint.size}")
-            valid = False
-        if checkpoint.size > size:
-            found.add(Check.CHECKPOINT_MISMATCH, label, f"signs {checkpoint.size} entries, file has {size}")
-            valid = False
-        elif heads[checkpoint.size] != checkpoint.head:
-            found.add(Check.CHECKPOINT_MISMATCH, label, f"signed head differs at size {checkpoint.size}")
-            valid = False
-        if checkpoint.size < previous:
-            found.add(Check.CHECKPOINT_MISMATCH, label, f"size {checkpoint.size} signed after {previous}")
-        previous = max(previous, checkpoint.size)
-        if valid:
-            signed = max(signed or 0, checkpoint.size)
-    if signed is None or signed < size:
-        start = (signed or 0) + 1
-        label = entry_id(start) if start <= size else None
-        found.add(Check.UNSIGNED_TAIL, label, f"entries after the last signed checkpoint ({signed})")
-    closes = [c.at for c in record.checkpoints if c.reason == "close"]
-    if record.run.closed_at != (closes[0] if closes else None):
-        found.add(Check.RUN_MISMATCH, None, "closedAt is not the time of the first close checkpoint")
-    return signed or 0
-
-
-def _check_latest(
-    latest: Checkpoint | Mapping[str, Any],
-    run_id: str,
-    heads: list[str],
-    keys: Mapping[str, VerifyKey],
-    found: Findings,
-) -> None:
-    try:
-        head = latest if isinstance(latest, Checkpoint) else Checkpoint.model_validate(latest, strict=True)
-    except ValidationError:
-        found.add(Check.MALFORMED, None, "the latest head given is not a checkpoint")
-        return
-    label = entry_id(head.size) if head.size else None
-    if head.run != run_id:
-        found.add(Check.RUN_MISMATCH, None, f"the latest head given is of run {head.run!r}")
-    elif not verify(head.receipt, head.signed(), keys):
-        found.add(
-            Check.BAD_CHECKPOINT_SIGNATURE, label, "the latest head given is not signed by a pinned key"
-        )
-    elif head.size >= len(heads):
-        found.add(
-            Check.ROLLBACK, label, f"latest signed head covers {head.size} entries, file {len(heads) - 1}"
-        )
-    elif heads[head.size] != head.head:
-        found.add(Check.ROLLBACK, label, f"the file's head at size {head.size} is not the latest signed one")
-
-
-def _check_server_keys(
-    record: RunRecordFile, pinned: Mapping[str, Mapping[str, VerifyKey]], found: Findings
-) -> None:
-    for server, keys in record.server_keys.items():
-        for shipped in keys:
-            key = pinned.get(server, {}).get(shipped.kid)
-            if key is None or b64url(key.raw()) != shipped.public_key:
-                found.add(Check.KEY_SUBSTITUTED, None, f"key {shipped.kid!r} of {server!r} is not pinned")

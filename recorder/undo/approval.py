@@ -121,6 +121,7 @@ def decide_plan(
         "plan": ask.entry.id,
         "approval": approval,
         "receipt": key.sign({"approval": approval}, stamp).wire(),
+        "directory": store.keep_directory(directory.snapshot()),
     }
     conflicts = {c.entry: c for c in plan.conflicts}
     wrong = [o for o in overrides if o not in conflicts]

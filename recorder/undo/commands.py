@@ -15,11 +15,11 @@ from typing import Any, Literal
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
+    authority_now,
     decide_on_plan,
     display_name,
     load_directory,
@@ -68,13 +68,13 @@ async def run_command(args: argparse.Namespace, config: RecorderConfig, store: R
     policy = load_policy(Path(config.recorder.policy))
     directory = load_directory(config)
     async with AsyncExitStack() as stack:
-        servers = UndoServers(config, PinStore(store.engine), stack)
+        servers = UndoServers(config, store, stack)
         if args.command == "plan":
             return await _plan(args, store, policy, directory, servers)
         if args.command in ("approve", "deny"):
-            return await _decide(args, store, policy, directory, servers)
+            return await _decide(args, store, policy, directory, servers, config)
         if args.command == "undo":
-            return await _undo(args.plan, store, policy, servers)
+            return await _undo(args.plan, store, servers, config)
         if args.command == "confirm-link":
             return _confirm_link(args, store, policy, directory)
         if args.command == "remedy":
@@ -111,7 +111,12 @@ async def _plan(
 
 
 async def _decide(
-    args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
+    args: argparse.Namespace,
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    servers: UndoServers,
+    config: RecorderConfig,
 ) -> int:
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
     key = SigningKey.from_file(args.key)
@@ -133,12 +138,14 @@ async def _decide(
     if not counted:
         return 1
     if decision == "approve":
-        return await _undo(args.ask, store, policy, servers)
+        return await _undo(args.ask, store, servers, config)
     return 0
 
 
-async def _undo(ref: str, store: RunStore, policy: Policy, servers: UndoServers) -> int:
-    reversal = await run_plan(store, ref, servers, utc_now())
+async def _undo(ref: str, store: RunStore, servers: UndoServers, config: RecorderConfig) -> int:
+    # The directory and policy are read again at the start and before each step, not taken
+    # from when this command started: authority is rechecked at every run and resume.
+    reversal = await run_plan(store, ref, servers, utc_now(), authority_now(config))
     print(reversal_text(reversal))
     head = store.latest_checkpoint(reversal.run)
     if head is not None:
@@ -220,6 +227,7 @@ def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, dir
         **{k: confirmation[k] for k in ("entry", "on", "via", "by")},
         "source": "confirmed",
         "receipt": key.sign({"link": confirmation}, stamp).wire(),
+        "directory": store.keep_directory(directory.snapshot()),
     }
     entry = store.append(args.run, "link", body)
     print(f"{args.run}/{entry.id}: {args.entry} relies on {args.on} (confirmed by {args.person})")

@@ -1,11 +1,14 @@
 """Running an approved Reversal Plan (SPEC §9 step 5) so that a crash can't compensate twice.
 
 Steps run newest first. Before each compensation a durable ``undo-intent`` entry names the exact
-request (token, ``ifVersion``, request id); after it an ``undo-outcome`` entry holds the server's
-signed answer. A run resumed after a crash re-sends only intents without an outcome, with the same
-request, which the tool server answers from its own record: nothing is compensated twice. When a
+request (``ifVersion``, request id, override, and the Recorder's signature over them and the token's
+digest — the token itself stays in the Recorder's token store); after it an ``undo-outcome`` entry
+holds the server's signed answer. A run resumed after a crash re-sends only intents without an
+outcome, with the same request, which the tool server answers from its own record: nothing is
+compensated twice. When a
 step stays (conflict, failure, not reversible, …) nothing it relied on is undone. A ``reversal``
-entry (the Reversal Record) ends it.
+entry (the Reversal Record) ends it. Before the run (or resume) starts and before each
+compensation, the approver's authority is checked again (``authority.py``); without it the undo halts.
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ from typing import Any, Literal
 
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
+from hatp_journal.recorder.undo.authority import AuthorityNow, halt_of, halt_unless_authorized, halted
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
+from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.signing import compensate_payload
 
 StepStatus = Literal["reversed", "conflicted", "failed", "skipped", "notReversible"]
 
@@ -62,8 +68,13 @@ class StepResult:
         return line
 
 
-async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, replan: Replan) -> Entry:
-    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry."""
+async def execute_plan(
+    store: RunStore, ref: str, *, compensate: Compensate, replan: Replan, authority: AuthorityNow
+) -> Entry:
+    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry.
+
+    ``authority`` gives the directory and policy as they are now, to check the approver against.
+    """
     ask = find_plan(store, ref)
     if ask.state == "denied":
         raise UndoError(UndoCode.PLAN_DENIED, f"{ref} was denied; nothing was compensated")
@@ -74,6 +85,10 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
         done = reversal_of(entries, ask.entry.id)
         if done is not None:
             return done
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise halted(ask, halt)
+        halt_unless_authorized(store, ask, authority)
         intents, outcomes = undo_progress(entries, ask.entry.id)
         if not intents and (await replan()).digest() != ask.digest:
             raise UndoError(
@@ -81,7 +96,11 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
                 f"{ref} changed since it was approved (new calls, or a step checks differently now); "
                 "nothing was compensated: plan again",
             )
-        results = await _run(store, ask, entries, intents, outcomes, compensate)
+
+        def recheck(step: str) -> None:
+            halt_unless_authorized(store, ask, authority, before=step)
+
+        results = await _run(store, ask, entries, intents, outcomes, compensate, recheck)
         body = {
             "plan": ask.entry.id,
             "steps": [r.wire() for r in results],
@@ -99,6 +118,7 @@ async def _run(
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     compensate: Compensate,
+    recheck: Callable[[str], None],
 ) -> list[StepResult]:
     plan, overrides = ask.plan, set(ask.overrides)
     steps = {s.id: s for s in steps_of(list(entries))}
@@ -139,6 +159,8 @@ async def _run(
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)
             continue
+        if entry_id not in outcomes:
+            recheck(entry_id)  # a run can be long: authority is checked before each compensation
         result = await _compensate(
             store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
         )
@@ -168,18 +190,20 @@ async def _compensate(
     if outcome is None:
         intent = intents.get(step.id)
         if intent is None:
-            request = _request(ask, step, left, overrides, planned)
+            request = _request(store, ask, step, left, overrides, planned)
             intent = store.append(
-                ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": _shown(request)}
+                ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": request}
             )
         else:
-            request = {**intent.body["request"], "token": step.token}
+            request = dict(intent.body["request"])  # the very same request, proof included
         try:
             body: dict[str, Any] = {"answer": await compensate(step, request)}
         except CompensateUnavailable as error:
             body = {"failed": str(error)}
         outcome = store.append(
-            ask.run, "undo-outcome", {"plan": ask.entry.id, "step": step.id, "intent": intent.id, **body}
+            ask.run,
+            "undo-outcome",
+            {"plan": ask.entry.id, "step": step.id, "intent": intent.id, "server": step.server, **body},
         )
     answer = outcome.body.get("answer")
     if not isinstance(answer, dict):
@@ -194,34 +218,43 @@ async def _compensate(
 
 
 def _request(
-    ask: PlanAsk, step: Step, left: dict[str, str], overrides: set[str], planned: Sequence[Step]
+    store: RunStore,
+    ask: PlanAsk,
+    step: Step,
+    left: dict[str, str],
+    overrides: set[str],
+    planned: Sequence[Step],
 ) -> dict[str, Any]:
-    """The compensate request: ``ifVersion`` is what a later compensation of the same resource left."""
+    """The compensate request, signed by the Recorder (the token is added when it is sent).
+
+    ``ifVersion`` is what a later compensation of the same resource left.
+    """
     # After a later step's undo, this step's resource is at the version that undo left — only
     # if the later call started from this step's version; otherwise someone wrote in between
     # and the server must see the step's own version (and answer a conflict).
     later = later_writers(step, planned)
     chained = bool(later) and later[0].before == step.version
     if_version = left.get(step.resource or "", step.version) if chained else step.version
-    request: dict[str, Any] = {
-        "token": step.token,
-        "ifVersion": if_version,
-        "requestId": f"{ask.ref}#{step.id}",
-    }
+    request: dict[str, Any] = {"ifVersion": if_version, "requestId": f"{ask.ref}#{step.id}"}
+    override = None
     if step.id in overrides:
         conflict = next(c for c in ask.plan.conflicts if c.entry == step.id)
         request["ifVersion"] = conflict.version_found or if_version
         assert ask.decision is not None
-        request["override"] = {
+        signed = next(o for o in ask.decision.body["overrides"] if o["override"]["step"] == step.id)
+        override = {
             "approval": f"{ask.run}/{ask.decision.id}#{step.id}",
             "by": ask.decision.body["approval"]["by"],
+            "versionFound": conflict.version_found,
+            "decision": signed,  # the person's own signature, for the server's record
         }
+        override = {k: v for k, v in override.items() if v is not None}
+        request["override"] = override
+    payload = compensate_payload(
+        step.token_digest or "", request["ifVersion"], request["requestId"], override
+    )
+    request["proof"] = store.key.sign(payload, wire_time(store.clock())).wire()
     return request
-
-
-def _shown(request: dict[str, Any]) -> dict[str, Any]:
-    """The request as recorded: the token stays in the call's entry, not copied around."""
-    return {k: v for k, v in request.items() if k != "token"}
 
 
 def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:

@@ -15,6 +15,7 @@ from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.tokens import redact
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import steps_of
@@ -94,6 +95,6 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
         declared_kind="unknown",
     )
     body["intake"] = intake.wire()
-    body["journal"] = intake.raw
+    body["journal"], tokens = redact(downstream.name, intake.raw)
     body["outcome"] = {"status": "error" if result.is_error else "ok"}
-    return Asks(store).settle(ask.run, ask, "call", body)
+    return Asks(store).settle(ask.run, ask, "call", body, tokens=tokens)

@@ -17,11 +17,12 @@ from mcp.types import CallToolResult
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.tokens import TokenStore, recorder_announcement
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
 from hatp_journal.recorder.undo.planner import CheckUnavailable
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit.signing import verify_answer
-from hatp_journal.toolkit.store import hash_token
 from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY
 
 
@@ -35,25 +36,27 @@ class UndoServers:
     def __init__(
         self,
         config: RecorderConfig,
-        pins: PinStore,
+        store: RunStore,
         stack: AsyncExitStack,
         embedded: Mapping[str, FastMCP] | None = None,
     ) -> None:
         self.embedded = dict(embedded or {})
         self.config = config
-        self.pins = pins
+        self.pins = PinStore(store.engine)
+        self.tokens = TokenStore(store.engine)
+        self.announcement = recorder_announcement(store.public_key)
         self.stack = stack
         self._open: dict[str, Downstream] = {}
 
     async def check(self, step: Step) -> dict[str, Any]:
         """The server's verified ``check`` answer for ``step`` (changes nothing)."""
         try:
-            return await self._ask(step, CHECK_TOOL, {"token": step.token})
+            return await self._ask(step, CHECK_TOOL, {})
         except _Unavailable as error:
             raise CheckUnavailable(str(error)) from None
 
     async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
-        """The server's verified ``compensate`` answer for ``request``."""
+        """The server's verified ``compensate`` answer for ``request`` (the token is added here)."""
         try:
             return await self._ask(step, COMPENSATE_TOOL, request)
         except _Unavailable as error:
@@ -72,8 +75,10 @@ class UndoServers:
         return downstream, await downstream.call(tool, arguments)
 
     async def _ask(self, step: Step, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        if step.token is None:
-            raise _Unavailable(f"{step.id} has no compensation token")
+        token = self.tokens.token(step.token_digest)
+        if token is None:
+            raise _Unavailable(f"the Recorder holds no compensation token for {step.id}")
+        arguments = {**arguments, "token": token}
         downstream = await self._connected(step.server)
         try:
             result = await downstream.call(tool, arguments)
@@ -84,7 +89,7 @@ class UndoServers:
             raise _Unavailable(f"{step.server} answered {tool} without an undo answer")
         if not verify_answer(answer, downstream.keys):
             raise _Unavailable(f"{step.server}'s answer to {tool} does not verify with its pinned key")
-        if answer.get("tokenDigest") != hash_token(step.token):
+        if answer.get("tokenDigest") != step.token_digest:
             raise _Unavailable(f"{step.server} answered {tool} for another token")
         return answer
 
@@ -95,6 +100,7 @@ class UndoServers:
         if server is None:
             raise _Unavailable(f"{name} is not in the Recorder's configuration")
         downstream = Downstream(name, server, self.pins, self.embedded.get(name))
+        downstream.request_meta = self.announcement
         try:
             await downstream.connect(self.stack)
         except Exception as error:  # noqa: BLE001 -- a server that won't start or talk: that step's problem only

@@ -76,9 +76,11 @@ class Step:
         return before if isinstance(before, str) else None
 
     @property
-    def token(self) -> str | None:
-        token = self.journal.get("compensationToken")
-        return token if isinstance(token, str) else None
+    def token_digest(self) -> str | None:
+        """The digest of the call's compensation token (the token itself stays in the Recorder's
+        token store, never in the record)."""
+        digest = self.journal.get("compensationTokenDigest")
+        return digest if isinstance(digest, str) else None
 
     @property
     def undo_by(self) -> str | None:

@@ -26,7 +26,6 @@ from starlette.routing import Route
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
@@ -37,6 +36,7 @@ from hatp_journal.recorder.undo.actions import (
     load_directory,
 )
 from hatp_journal.recorder.undo.approval import find_plan, pending_plans
+from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.execute import reversal_of, undo_progress
 from hatp_journal.recorder.undo.plan import undo_label
@@ -274,7 +274,7 @@ class WebApprover:
         told = f"Your {decision} of {ref} is recorded and signed."
         if decision == "approve" and is_remedy(ask):
             async with AsyncExitStack() as stack:
-                servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+                servers = UndoServers(self.config, self.store, stack)
                 entry = await perform_remedy(self.store, asks.find(ref), servers)
             told += f" The remedy ran: {entry.body['outcome']['status']}."
         elif decision == "approve":
@@ -325,7 +325,7 @@ class WebApprover:
         # The decision re-plans (a plan that changed since it was shown is not approved), which
         # asks the tool servers; the undo itself then runs in the background.
         async with AsyncExitStack() as stack:
-            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            servers = UndoServers(self.config, self.store, stack)
             counted, message, _ = await decide_on_plan(
                 self.store,
                 self._policy(),
@@ -356,6 +356,8 @@ class WebApprover:
         if ask.state != "approved":
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         running = self.undos.running(ask.ref)
+        # A halt is read from the record, so the page says why even after a restart or a CLI resume.
+        halt = halt_of(entries, ask.entry.id)
         return self._render(
             request,
             "undoing.html",
@@ -363,6 +365,7 @@ class WebApprover:
             steps=undo_steps(ask.plan, *undo_progress(entries, ask.entry.id)),
             running=running,
             stopped=self.undos.stopped(ask.ref),
+            halted=None if halt is None or running else halted(ask, halt),
             csrf=session.csrf,
             form=None if running else session.new_form(),
         )
@@ -370,8 +373,12 @@ class WebApprover:
     async def _resume(self, request: Request) -> Response:
         session, fields = await self._form(request)
         ask = find_plan(self.store, _ref(request))
-        if ask.state != "approved" or reversal_of(self.store.entries(ask.run), ask.entry.id) is not None:
+        entries = self.store.entries(ask.run)
+        if ask.state != "approved" or reversal_of(entries, ask.entry.id) is not None:
             raise WebRefusal(WebCode.NOT_RESUMABLE, f"{ask.ref} is {ask.state} and has nothing left to run")
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise WebRefusal(WebCode.NOT_RESUMABLE, halted(ask, halt).message)
         self.signin.use_form(session, _one(fields, "form"))
         self.undos.start(ask.ref)
         return RedirectResponse(f"/plans/{ask.ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
@@ -405,7 +412,7 @@ class WebApprover:
             raise WebRefusal(WebCode.FORM_STALE, "pick a step to undo from") from None
         self.signin.use_form(session, _one(fields, "form"))
         async with AsyncExitStack() as stack:
-            servers = UndoServers(self.config, PinStore(self.store.engine), stack)
+            servers = UndoServers(self.config, self.store, stack)
             ask = await ask_for_plan(
                 self.store,
                 self._policy(),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
+from urllib.parse import quote, unquote
 
 from icalendar import STATUS, Calendar, Event, vCalAddress
 
@@ -35,8 +36,14 @@ PRODID = "-//HATP Journal//Calendar demo//EN"
 METHODS = ("REQUEST", "CANCEL")
 STATUSES = ("TENTATIVE", "CONFIRMED", "CANCELLED")
 
-# Deliberately plain: a bare address with one "@" and no spaces or "mailto:" prefix.
-_EMAIL = re.compile(r"[^@\s<>()\[\],;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+# Deliberately plain: a bare address with one "@" and no spaces, control characters or "mailto:"
+# prefix. The part before "@" may be non-ASCII (zoë@globex.com); the domain is ASCII.
+_EMAIL = re.compile(r"[^@\s\x00-\x1f\x7f<>()\[\],;:\"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
+# Left as they are in a mailto: URI (RFC 6068): unreserved (always) and these; the rest is
+# percent-encoded as UTF-8, so "zoë@globex.com" is written "mailto:zo%C3%AB@globex.com".
+_MAILTO_SAFE = "!$'()*+,:@"
+# RFC 5545 TEXT has no control characters but TAB; a line break is written as an escaped "\n".
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class ItipError(ValueError):
@@ -66,7 +73,8 @@ class InvalidCalendarError(ItipError):
 class EventData:
     """One calendar event. ``start``/``end`` must be timezone-aware; they are stored in UTC.
 
-    Addresses (``organizer``, ``attendees``) are bare emails, without ``mailto:``.
+    Addresses (``organizer``, ``attendees``) are bare emails, without ``mailto:``. ``summary`` may
+    hold line breaks (CR LF and CR are read as LF) and tabs, but no other control characters.
     """
 
     uid: str
@@ -85,13 +93,16 @@ class EventData:
             raise InvalidEventError("sequence", "must be an integer")
         if self.sequence < 0:
             raise InvalidEventError("sequence", f"must not be negative, got {self.sequence}")
+        if control := _CONTROL.search(self.summary):
+            raise InvalidEventError("summary", f"must not hold the control character {control.group()!r}")
+        # frozen: normalise through object.__setattr__, once, at construction.
+        object.__setattr__(self, "summary", self.summary.replace("\r\n", "\n").replace("\r", "\n"))
         for name in ("start", "end"):
             value = getattr(self, name)
             if not isinstance(value, datetime):
                 raise InvalidEventError(name, f"must be a datetime, got {value!r}")
             if value.tzinfo is None or value.utcoffset() is None:
                 raise InvalidEventError(name, f"must be timezone-aware, got naive {value}")
-            # frozen: normalise through object.__setattr__, once, at construction.
             object.__setattr__(self, name, value.astimezone(UTC))
         if self.end <= self.start:
             raise InvalidEventError("end", f"must be after start ({self.start}), got {self.end}")
@@ -137,9 +148,9 @@ def parse_event(ics: str) -> EventData:
     event = events[0]
     try:
         start, end = event.start, event.end
-        organizer = event.organizer
-        attendees = tuple(address.email for address in event.attendees)
-    except ValueError as exc:  # icalendar's parse errors are ValueErrors
+        organizer = _address(event.organizer) if event.organizer is not None else ""
+        attendees = tuple(_address(attendee) for attendee in event.attendees)
+    except ValueError as exc:  # icalendar's parse errors (and bad UTF-8 in a URI) are ValueErrors
         raise InvalidCalendarError(f"unreadable VEVENT: {exc}") from exc
     return EventData(
         uid=str(event.uid or ""),
@@ -147,7 +158,7 @@ def parse_event(ics: str) -> EventData:
         summary=str(event.summary or ""),
         start=_as_datetime("start", start),
         end=_as_datetime("end", end),
-        organizer=vCalAddress(organizer).email if organizer is not None else "",
+        organizer=organizer,
         attendees=attendees,
         status=str(event.status or "CONFIRMED"),
     )
@@ -163,7 +174,9 @@ def invitation_email(ics: str, method: str, sender: str, to: list[str], subject:
 
     ``multipart/alternative`` with a readable ``text/plain`` part and a
     ``text/calendar; method=...; charset=utf-8`` part. ``method`` must match the METHOD inside
-    ``ics``; ``to`` are bare email addresses.
+    ``ics``; ``to`` are bare email addresses. Line breaks and other control characters in
+    ``subject`` become single spaces: a header holds one line. Non-ASCII text is encoded when the
+    message is sent (see :mod:`hatp_journal.servers.smtp`).
     """
     method = method.upper()
     if method not in METHODS:
@@ -178,7 +191,7 @@ def invitation_email(ics: str, method: str, sender: str, to: list[str], subject:
     message = EmailMessage()
     message["From"] = sender
     message["To"] = ", ".join(to)
-    message["Subject"] = subject
+    message["Subject"] = _one_line(subject)
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2])
     message.set_content(_plain_text(method, parse_event(ics)))
@@ -190,7 +203,7 @@ def _calendar(method: str, event: EventData, sequence: int, status: STATUS, stam
     # Only a REQUEST asks for a reply; nobody answers a cancellation.
     rsvp = True if method == "REQUEST" else None
     attendees = [
-        vCalAddress.new(address, role="REQ-PARTICIPANT", partstat="NEEDS-ACTION", rsvp=rsvp)
+        vCalAddress.new(_mailto(address), role="REQ-PARTICIPANT", partstat="NEEDS-ACTION", rsvp=rsvp)
         for address in event.attendees
     ]
     vevent = Event.new(
@@ -200,7 +213,7 @@ def _calendar(method: str, event: EventData, sequence: int, status: STATUS, stam
         start=event.start,
         end=event.end,
         summary=event.summary,
-        organizer=vCalAddress.new(event.organizer),
+        organizer=vCalAddress.new(_mailto(event.organizer)),
         attendees=attendees,
         status=status,
     )
@@ -212,6 +225,19 @@ def _calendar(method: str, event: EventData, sequence: int, status: STATUS, stam
     calendar.add_component(vevent)
     ical: bytes = calendar.to_ical()
     return ical.decode("utf-8")
+
+
+def _mailto(address: str) -> str:
+    """The ``mailto:`` URI of a bare address: ASCII only, as a CAL-ADDRESS must be (RFC 5545)."""
+    return "mailto:" + quote(address, safe=_MAILTO_SAFE)
+
+
+def _address(uri: str) -> str:
+    """The bare address in a ``mailto:`` URI; inverse of :func:`_mailto`.
+
+    A non-ASCII address written raw (``mailto:zoë@...``, as earlier versions stored it) reads as is.
+    """
+    return unquote(vCalAddress(uri).email, errors="strict")
 
 
 def _parse_calendar(ics: str) -> Calendar:
@@ -239,6 +265,11 @@ def _check_email(field: str, value: object) -> None:
 def _require_attendees(event: EventData) -> None:
     if not event.attendees:
         raise InvalidEventError("attendees", "an invitation needs at least one attendee")
+
+
+def _one_line(text: str) -> str:
+    # str.split() also splits at the Unicode line separators (U+2028, U+0085, ...).
+    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def _plain_text(method: str, event: EventData) -> str:

@@ -16,11 +16,16 @@ __all__ = ["Delivery", "Mailer"]
 
 @dataclass
 class Delivery:
-    """Who an iTIP message reached (``delivered``), who refused it and why, who was not tried."""
+    """Who an iTIP message reached (``delivered``), who refused it and why, who was not tried.
+
+    ``codes`` gives each address in ``failed`` the stable code of its failure, e.g.
+    ``MAIL_DELIVERY_FAILED`` or ``SMTPUTF8_NOT_OFFERED`` (a non-ASCII address the server can't take).
+    """
 
     delivered: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    codes: dict[str, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -56,6 +61,7 @@ class Mailer:
                 send_message(message, self.host, self.port)
             except MailDeliveryError as error:
                 delivery.failed[address] = _reason(error, address)
+                delivery.codes[address] = error.code
                 if stop_at_first_failure:
                     delivery.skipped = list(attendees[index + 1 :])
                     break

@@ -237,7 +237,8 @@ def _fail_delivery(mailer: Mailer, delivery: Delivery, withdrawal: str, what: st
         message += f"; could not withdraw it from {', '.join(told.failed)}"
     raise ToolFailed(
         message,
-        cause=MailDeliveryError.code,
+        # The first failure stopped the sending; its code says why (e.g. SMTPUTF8_NOT_OFFERED).
+        cause=next(iter(delivery.codes.values()), MailDeliveryError.code),
         smtp=f"{mailer.host}:{mailer.port}",
         undelivered=delivery.failed,
         notSent=delivery.skipped,

@@ -15,6 +15,7 @@ from fastmcp.tools import Tool, ToolResult
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, verify_record
@@ -67,7 +68,8 @@ class World:
     def verifies(self) -> bool:
         """The exported Run Record verifies against the Recorder's pinned key."""
         key = self.store.public_key
-        return verify_record(self.store.export(self.run).to_bytes(), recorder_keys={key.kid: key}).ok
+        exported = export_run(self.store, self.run).to_bytes()  # with the servers' pinned keys
+        return verify_record(exported, recorder_keys={key.kid: key}).ok
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ from typing import IO, Any
 import pytest
 from test_recorder_over_http import connected, free_port
 
+from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit import SigningKey
 
@@ -88,7 +89,7 @@ def recorded(folder: Path) -> tuple[RunStore, str]:
 
 def verifies(store: RunStore, run: str) -> bool:
     key = store.public_key
-    return verify_record(store.export(run).to_bytes(), recorder_keys={key.kid: key}).ok
+    return verify_record(export_run(store, run).to_bytes(), recorder_keys={key.kid: key}).ok
 
 
 @pytest.fixture

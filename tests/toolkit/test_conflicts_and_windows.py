@@ -11,34 +11,51 @@ import pytest
 from fastmcp import Client
 
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
+from hatp_journal.toolkit.signing import prove_compensate
 from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import RECORDER_META_KEY
 
 pytestmark = pytest.mark.anyio
 
 
 class Deals:
-    """The example server in memory, with its clock and journal at hand."""
+    """The example server in memory, with its clock and journal at hand.
+
+    ``recorder`` plays the Recorder: calls made ``through_recorder`` announce its key, so their
+    tokens are bound to it, and ``undo(..., prove=True)`` signs the request with it.
+    """
 
     def __init__(self, client: Client[Any], journal: Journal, clock: FakeClock) -> None:
         self.client, self.journal, self.clock = client, journal, clock
+        self.recorder = SigningKey.generate()
 
-    async def call(self, tool: str, **arguments: Any) -> tuple[bool, dict[str, Any]]:
-        result = await self.client.call_tool_mcp(tool, arguments)
+    async def call(
+        self, tool: str, meta: dict[str, Any] | None = None, **arguments: Any
+    ) -> tuple[bool, dict[str, Any]]:
+        result = await self.client.call_tool_mcp(tool, arguments, meta=meta)
         assert result.meta is not None
         return bool(result.is_error), result.meta[META_KEY]
 
-    async def set_stage(self, stage: str) -> dict[str, Any]:
-        _, journal = await self.call("set_stage", deal_id="D-881", stage=stage)
+    async def set_stage(self, stage: str, *, through_recorder: bool = False) -> dict[str, Any]:
+        meta = {RECORDER_META_KEY: {"key": self.recorder.public.wire().wire()}} if through_recorder else None
+        _, journal = await self.call("set_stage", meta=meta, deal_id="D-881", stage=stage)
         return journal
 
-    async def undo(self, journal: dict[str, Any], **extra: Any) -> tuple[bool, dict[str, Any]]:
+    async def undo(
+        self, journal: dict[str, Any], *, prove: SigningKey | None = None, **extra: Any
+    ) -> tuple[bool, dict[str, Any]]:
         if_version = extra.pop("ifVersion", journal["effect"]["version"])
-        return await self.call(
-            "hatp_journal_compensate",
-            token=journal["compensationToken"],
-            ifVersion=if_version,
-            **extra,
-        )
+        token = journal["compensationToken"]
+        if prove is not None:
+            extra["proof"] = prove_compensate(
+                prove,
+                token,
+                if_version,
+                request_id=extra.get("requestId"),
+                override=extra.get("override"),
+                issued_at="2026-11-01T09:00:00Z",
+            ).wire()
+        return await self.call("hatp_journal_compensate", token=token, ifVersion=if_version, **extra)
 
     async def stage(self) -> tuple[str, str]:
         result = await self.client.call_tool_mcp("get_deal", {"deal_id": "D-881"})
@@ -72,17 +89,95 @@ async def test_undo_of_a_deal_changed_since_reports_conflict_with_what_changed_a
     assert await deals.stage() == ("Negotiation", "v14")
 
 
-async def test_an_override_carrying_an_approval_undoes_over_the_conflict(deals: Deals) -> None:
-    won = await deals.set_stage("Won")
+async def test_an_override_proven_by_the_recorder_the_token_came_through_undoes_over_the_conflict(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won", through_recorder=True)
     example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
-    await deals.undo(won)
+    await deals.undo(won, prove=deals.recorder)
 
-    override = {"approval": "apr_7f3c", "by": "human://acme.com/dana"}
-    failed, answer = await deals.undo(won, override=override)
+    override = {"approval": "run_1/e7#e1", "by": "human://acme.com/dana", "versionFound": "v14"}
+    failed, answer = await deals.undo(won, prove=deals.recorder, override=override, requestId="2")
 
     assert not failed
     assert answer["status"] == "done"
     assert answer["override"] == override
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_an_override_of_a_token_issued_through_no_recorder_is_refused_and_changes_nothing(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won")
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+
+    failed, answer = await deals.undo(won, override={"approval": "forged", "by": "nobody"})
+
+    assert failed
+    assert (answer["status"], answer["code"]) == ("refused", "UNDO_OVERRIDE_REFUSED")
+    assert await deals.stage() == ("Negotiation", "v14")
+
+
+@pytest.mark.parametrize("proof", ["none", "another key"])
+async def test_a_bound_token_without_the_recorders_proof_is_refused_with_or_without_an_override(
+    deals: Deals, proof: str
+) -> None:
+    won = await deals.set_stage("Won", through_recorder=True)
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+    prove = SigningKey.generate() if proof == "another key" else None
+
+    plain_failed, plain = await deals.undo(won, prove=prove, ifVersion="v14")
+    forged_failed, forged = await deals.undo(
+        won, prove=prove, override={"approval": "forged", "by": "nobody"}
+    )
+
+    assert plain_failed
+    assert forged_failed
+    assert plain["code"] == forged["code"] == "UNDO_NOT_AUTHORIZED"
+    assert await deals.stage() == ("Negotiation", "v14")
+
+
+async def test_a_refused_request_is_not_remembered_so_the_recorders_own_request_still_runs(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won", through_recorder=True)
+
+    await deals.undo(won, requestId="r1")
+    failed, answer = await deals.undo(won, prove=deals.recorder, requestId="r1")
+
+    assert not failed
+    assert answer["status"] == "done"
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_an_override_for_the_version_a_person_saw_does_not_overwrite_a_newer_change(
+    deals: Deals,
+) -> None:
+    won = await deals.set_stage("Won", through_recorder=True)
+    example_server.edit_outside(deals.journal, "D-881", "Negotiation", by="eve@acme.com")
+    example_server.edit_outside(deals.journal, "D-881", "Lost", by="ann@acme.com")
+
+    override = {"approval": "run_1/e7#e1", "by": "human://acme.com/dana", "versionFound": "v14"}
+    failed, answer = await deals.undo(won, prove=deals.recorder, override=override)
+
+    assert failed
+    assert (answer["code"], answer["versionFound"], answer["changedBy"]) == (
+        "UNDO_CONFLICT",
+        "v15",
+        "ann@acme.com",
+    )
+    assert await deals.stage() == ("Lost", "v15")
+
+
+async def test_a_recorder_key_announcement_that_is_not_a_key_is_refused_and_changes_nothing(
+    deals: Deals,
+) -> None:
+    meta = {RECORDER_META_KEY: {"key": {"kid": "ed25519-x", "publicKey": "not-a-key"}}}
+
+    failed, answer = await deals.call("set_stage", meta=meta, deal_id="D-881", stage="Won")
+
+    assert failed
+    assert answer["error"]["code"] == "INVALID_ARGUMENTS"
     assert (await deals.stage())[0] == "Proposal"
 
 

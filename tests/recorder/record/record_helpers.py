@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey, answer_payload, call_payload
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey, answer_payload, call_payload, token_digest
 
 AT = "2026-11-04T10:00:00Z"
 
@@ -30,6 +30,7 @@ def call_body(server_key: SigningKey, n: int, *, server: str = "crm") -> dict[st
     journal: dict[str, Any] = {
         "protocol": "hatp-journal/0.3",
         "server": server,
+        "compensationTokenDigest": token_digest(f"ctk_{n}"),
         "undo": {"kind": "compensate", "undoBy": "2026-11-11T10:00:00Z", "via": "api", "sideEffects": []},
         "effect": {
             "summary": f"Deal D-{n} stage: Proposal → Won",
@@ -49,20 +50,22 @@ def call_body(server_key: SigningKey, n: int, *, server: str = "crm") -> dict[st
     }
 
 
-def answer_body(server_key: SigningKey, *, server: str = "crm") -> dict[str, Any]:
-    """An outcome entry body carrying a signed undo answer."""
+def answer_body(
+    server_key: SigningKey, *, server: str = "crm", step: str = "e1", n: int = 1
+) -> dict[str, Any]:
+    """An undo-outcome entry body carrying a signed undo answer for the token of ``call_body(…, n)``."""
     answer: dict[str, Any] = {
         "protocol": "hatp-journal/0.3",
         "server": server,
         "operation": "compensate",
         "status": "done",
-        "tokenDigest": "sha256:" + "1" * 64,
+        "tokenDigest": token_digest(f"ctk_{n}"),
         "versionFound": "v13",
         "versionLeft": "v14",
         "at": AT,
     }
     answer["receipt"] = server_key.sign(answer_payload(answer), AT).wire()
-    return {"server": server, "step": "e1", "answer": answer}
+    return {"server": server, "step": step, "answer": answer}
 
 
 def fill(store: RunStore, run_id: str, count: int, server_key: SigningKey | None = None) -> None:

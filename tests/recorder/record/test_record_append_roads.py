@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from record_helpers import TickingClock, call_body, pins
+from record_helpers import TickingClock, call_body, pins, server_pins
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import create_engine
@@ -43,7 +43,10 @@ def test_both_roads_write_byte_identical_records(
     driver, core = (store.export("run_same") for store in roads)
     assert driver.to_bytes() == core.to_bytes()
     assert [c.size for c in driver.checkpoints] == [3, 6, 8]
-    assert verify_record(driver.to_bytes(), recorder_keys=pins(roads[0])).ok
+    report = verify_record(
+        driver.to_bytes(), recorder_keys=pins(roads[0]), server_keys=server_pins(server_key)
+    )
+    assert report.ok, report.problems
     for store in roads:
         store.dispose()
 

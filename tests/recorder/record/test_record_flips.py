@@ -20,7 +20,7 @@ def test_ten_thousand_random_byte_flips_are_each_detected(
     store = RunStore(tmp_path / "flips.db", recorder_key, checkpoint_every=10, clock=TickingClock())
     run = store.open_run(agent="sales-bot", principal="dana")
     fill(store, run.id, 19, server_key)
-    store.append(run.id, "outcome", answer_body(server_key))
+    store.append(run.id, "undo-outcome", answer_body(server_key))
     store.close_run(run.id)
     data = store.export(run.id, {"crm": [server_key.public]}).to_bytes()
     recorder, servers = pins(store), server_pins(server_key)

@@ -24,10 +24,10 @@ def test_the_committed_run_record_schema_equals_the_code() -> None:
 def test_the_schema_uses_camel_case_and_names_the_format() -> None:
     schema = record_schema()
 
-    assert {"format", "run", "entries", "checkpoints", "recorderKey", "serverKeys"} == set(
+    assert {"format", "run", "entries", "checkpoints", "recorderKey", "serverKeys", "directories"} == set(
         schema["properties"]
     )
-    assert schema["properties"]["format"]["const"] == "hatp-run-record/1"
+    assert schema["properties"]["format"]["const"] == "hatp-run-record/2"
     assert "prevHash" in schema["$defs"]["Entry"]["properties"]
 
 
@@ -73,6 +73,20 @@ def test_the_check_codes_are_stable() -> None:
         "KEY_SUBSTITUTED",
         "RECEIPT_INVALID",
         "REMEDY_UNKNOWN_ENTRY",
+        "CHECK_RECEIPT_INVALID",
+        "UNDO_RECEIPT_INVALID",
+        "PLAN_DIGEST_MISMATCH",
+        "APPROVAL_TARGET_MISMATCH",
+        "APPROVAL_SIGNATURE_INVALID",
+        "APPROVER_NOT_AUTHORIZED",
+        "OVERRIDE_INVALID",
+        "DIRECTORY_MISSING",
+        "DIRECTORY_MISMATCH",
+        "TOKEN_IN_RECORD",
+        "UNKNOWN_KIND",
+        "BAD_BODY",
+        "BAD_TIME",
+        "DUPLICATE_KEY",
     }
 
 

@@ -62,10 +62,12 @@ def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
         "checkpoint",
         "checkpoints",
         "close_run",
+        "directory",
         "dispose",
         "entries",
         "entry",
         "export",
+        "keep_directory",
         "latest_checkpoint",
         "open_run",
         "public_key",
@@ -102,7 +104,7 @@ def test_closing_a_run_signs_its_head_and_sets_closed_at_once(store: RunStore) -
     fill(store, run.id, 3)
 
     first = store.close_run(run.id)
-    store.append(run.id, "reversal", {"steps": ["e2"]})
+    store.append(run.id, "note", {"after": "close"})
     second = store.close_run(run.id)
 
     assert (first.size, first.reason, second.size) == (3, "close", 4)

@@ -86,8 +86,12 @@ def test_a_duplicated_json_member_is_detected_though_the_parser_keeps_only_one(
     in_entry = data.replace(b'"kind":"note"', b'"kind":"call","kind":"note"', 1)
     at_top = data.replace(b'"format":', b'"format":"x","format":', 1)
 
-    assert check(in_entry, store, server_key) == {Check.NOT_CANONICAL}
-    assert check(at_top, store, server_key) == {Check.NOT_CANONICAL}
+    entry_report = verify_record(in_entry, recorder_keys=pins(store), server_keys=server_pins(server_key))
+    top_report = verify_record(at_top, recorder_keys=pins(store), server_keys=server_pins(server_key))
+
+    assert entry_report.codes() == top_report.codes() == {Check.DUPLICATE_KEY, Check.NOT_CANONICAL}
+    assert [p.entry for p in entry_report.problems if p.check == Check.DUPLICATE_KEY] == ["e2"]
+    assert [p.entry for p in top_report.problems if p.check == Check.DUPLICATE_KEY] == [None]
 
 
 def test_a_truncated_record_is_detected(
@@ -219,15 +223,19 @@ def test_undo_receipts_and_calls_that_keep_only_the_arguments_digest_are_verifie
     forged_answer = answer_body(server_key)
     forged_answer["answer"]["versionLeft"] = "v99"
     store.append(run.id, "call", digest_only)
-    store.append(run.id, "outcome", answer_body(server_key))
-    store.append(run.id, "outcome", forged_answer)
+    store.append(run.id, "undo-outcome", answer_body(server_key))
+    store.append(run.id, "undo-outcome", forged_answer)
+    store.append(run.id, "undo-outcome", answer_body(server_key, n=2))  # about another token
 
     report = verify_record(
         store.export(run.id), recorder_keys=pins(store), server_keys=server_pins(server_key)
     )
 
-    assert [(p.entry, p.check) for p in report.problems] == [("e3", Check.RECEIPT_INVALID)]
-    assert report.receipts_checked == 3
+    assert [(p.entry, p.check) for p in report.problems] == [
+        ("e3", Check.UNDO_RECEIPT_INVALID),
+        ("e4", Check.UNDO_RECEIPT_INVALID),
+    ]
+    assert report.receipts_checked == 4
 
 
 def test_a_substituted_recorder_key_is_detected(
@@ -295,14 +303,18 @@ def test_a_latest_head_that_is_forged_or_of_another_run_is_not_trusted(
     assert check(exported, store, server_key, latest_head={"run": run_id}) == {Check.MALFORMED}
 
 
-def test_pinned_keys_are_required_the_verifier_fails_closed_without_them(
+def test_keys_not_pinned_are_taken_from_the_file_and_said_so_and_wrong_pins_fail_closed(
     store: RunStore, server_key: SigningKey, exported: dict[str, Any]
 ) -> None:
     no_keys: dict[str, VerifyKey] = {}
+    stranger = SigningKey.generate()
 
-    codes = verify_record(exported, recorder_keys=no_keys, server_keys={}).codes()
+    from_file = verify_record(exported)
+    wrong = verify_record(exported, recorder_keys=no_keys, server_keys=server_pins(stranger)).codes()
 
-    assert {Check.KEY_SUBSTITUTED, Check.BAD_CHECKPOINT_SIGNATURE, Check.RECEIPT_INVALID} <= codes
+    assert from_file.ok, from_file.problems
+    assert from_file.trusted_from_file == ["the Recorder's key", "the keys of crm"]
+    assert {Check.KEY_SUBSTITUTED, Check.BAD_CHECKPOINT_SIGNATURE, Check.RECEIPT_INVALID} <= wrong
 
 
 def test_a_remedy_naming_an_earlier_entry_verifies_and_one_naming_no_earlier_entry_is_reported(

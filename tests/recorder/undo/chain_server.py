@@ -2,13 +2,17 @@
 
 ``put`` writes a key; ``attach`` points a key at another one and declares that it used it
 (``effect.uses``); ``publish`` can't be undone; ``get`` reads. A compensation of a key whose
-name starts with ``fail`` raises, and every compensation that commits is counted in ``undo_log``.
+name starts with ``fail`` raises; one whose name starts with ``hang`` never answers: it waits until
+the process that started this server is gone, then this server exits without committing (a Recorder
+killed mid-compensation). Every compensation that commits is counted in ``undo_log``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -122,6 +126,8 @@ def chain_state(resource: str, tx: Tx) -> ResourceState:
 
 
 def _undo(payload: ChainUndo, tx: Tx) -> Undone:
+    if payload.key.startswith("hang"):
+        _exit_once_orphaned()
     item = tx.session.get(ChainItem, payload.key)
     assert item is not None
     if payload.key.startswith("fail"):
@@ -191,6 +197,18 @@ def refuse(key: str, tx: Tx) -> Effect:
 def unrefuse(payload: ChainUndo, tx: Tx) -> Undone:
     """Never needed: a refusal changes nothing."""
     return _undo(payload, tx)
+
+
+_PARENT = os.getppid()  # the Recorder that started this server over stdio
+
+
+def _exit_once_orphaned() -> None:
+    """Wait (a bounded number of polls) until our parent is gone, then exit with nothing committed."""
+    for _ in range(12_000):
+        if os.getppid() != _PARENT:
+            break
+        time.sleep(0.01)
+    os._exit(0)
 
 
 TOOLS = (put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse)

@@ -34,7 +34,6 @@ from undo_org import DANA, LEAD, LEE
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import Recorder
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.recorder.undo import (
@@ -93,9 +92,7 @@ class World:
     async def open(self) -> None:
         mcp = await self.recorder.start(self.stack)
         self.agent = await self.stack.enter_async_context(Client(mcp))
-        self.servers = UndoServers(
-            self.config, PinStore(self.store.engine), self.stack, {"chain": self.server}
-        )
+        self.servers = UndoServers(self.config, self.store, self.stack, {"chain": self.server})
 
     async def close(self) -> None:
         await self.stack.aclose()
@@ -161,10 +158,15 @@ class World:
         async def replan() -> Any:
             return (await plan()).plan
 
+        def authority() -> tuple[Directory, Policy]:
+            return self.directory, self.policy
+
         try:
-            await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan)
+            await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan, authority=authority)
         except Crash:
-            await execute_plan(self.store, ask.ref, compensate=self.servers.compensate, replan=replan)
+            await execute_plan(
+                self.store, ask.ref, compensate=self.servers.compensate, replan=replan, authority=authority
+            )
 
 
 @contextmanager

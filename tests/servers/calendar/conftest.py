@@ -1,7 +1,9 @@
 """Makes the shipped ``mail_sink`` fixture available here: the CANCEL goes through real SMTP.
 
-Also: the calendar server in memory behind a real MCP client (``calendar``), and a real SMTP
-server that refuses chosen recipients (``refusing_smtp``), for half-delivered invitations.
+Also: the calendar server in memory behind a real MCP client (``calendar``, or ``calendar_on`` a
+server of the test's choice), and real SMTP servers that refuse chosen recipients
+(``refusing_smtp``, for half-delivered invitations) or offer chosen extensions (``smtp_server``:
+with or without 8BITMIME and SMTPUTF8), keeping the exact bytes they received.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import asyncio
 import email
 import email.policy
 import socket
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,16 @@ from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock
 
-__all__ = ["calendar", "closed_port", "itip", "kickoff", "mail_sink", "refusing_smtp"]
+__all__ = [
+    "calendar",
+    "calendar_on",
+    "closed_port",
+    "itip",
+    "kickoff",
+    "mail_sink",
+    "refusing_smtp",
+    "smtp_server",
+]
 
 KICKOFF = {
     "summary": "Kickoff with Globex",
@@ -54,7 +67,9 @@ class Answer:
 class CalendarUnderTest:
     """The calendar server in memory, with its client, journal, clock and mail at hand."""
 
-    def __init__(self, client: Client[Any], journal: Journal, clock: FakeClock, smtp: MailSink) -> None:
+    def __init__(
+        self, client: Client[Any], journal: Journal, clock: FakeClock, smtp: MailSink | LoopbackSmtp
+    ) -> None:
         self.client, self.journal, self.clock, self.smtp = client, journal, clock, smtp
 
     async def call(self, tool: str, **arguments: Any) -> Answer:
@@ -119,18 +134,38 @@ def closed_port() -> int:
     return port
 
 
-class RefusingSmtp:
+@dataclass(frozen=True)
+class Received:
+    """One message a :class:`LoopbackSmtp` accepted: envelope, MAIL FROM options, DATA as sent."""
+
+    recipients: tuple[str, ...]
+    mail_options: tuple[str, ...]
+    raw: bytes
+    message: email.message.EmailMessage
+
+
+class LoopbackSmtp:
     """A real SMTP server on loopback that answers 550 to the recipients in :attr:`refuse`.
 
-    Accepted messages are kept in :attr:`accepted` as ``(recipients, parsed message)``.
+    Unlike aiosmtpd's default it offers SMTPUTF8 only if told to; it offers 8BITMIME unless told
+    not to. Accepted messages are kept in :attr:`accepted`, with the exact bytes of their DATA.
     """
 
     host = "127.0.0.1"
 
-    def __init__(self) -> None:
+    def __init__(self, *, eight_bit_mime: bool = True) -> None:
+        self.eight_bit_mime = eight_bit_mime
         self.refuse: set[str] = set()
-        self.accepted: list[tuple[tuple[str, ...], email.message.EmailMessage]] = []
+        self.accepted: list[Received] = []
         self.port = 0
+
+    async def handle_EHLO(
+        self, server: SMTP, session: Session, envelope: Envelope, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        if self.eight_bit_mime:
+            return responses
+        return [line for line in responses if line != "250-8BITMIME"]
 
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: list[str]
@@ -141,18 +176,27 @@ class RefusingSmtp:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        message = email.message_from_bytes(envelope.original_content or b"", policy=email.policy.default)
+        raw = envelope.original_content or b""
+        # With SMTPUTF8, headers are UTF-8 (RFC 6532); the bytes parser would read them as ASCII.
+        if envelope.smtp_utf8:
+            message = email.message_from_string(raw.decode("utf-8"), policy=email.policy.default)
+        else:
+            message = email.message_from_bytes(raw, policy=email.policy.default)
         assert isinstance(message, email.message.EmailMessage)
-        self.accepted.append((tuple(envelope.rcpt_tos), message))
+        options = tuple(envelope.mail_options)
+        self.accepted.append(Received(tuple(envelope.rcpt_tos), options, raw, message))
         return "250 OK"
+
+    def to(self, address: str) -> list[Received]:
+        """The messages ``address`` received, in order."""
+        return [received for received in self.accepted if address in received.recipients]
 
     def methods_to(self, address: str) -> list[str]:
         """The iTIP METHOD of each message ``address`` received, in order."""
         return [
             vevent(part.get_content())[0]
-            for recipients, message in self.accepted
-            if address in recipients
-            for part in message.walk()
+            for received in self.to(address)
+            for part in received.message.walk()
             if part.get_content_type() == "text/calendar"
         ]
 
@@ -169,13 +213,40 @@ class _AnyPortController(Controller):
 
 
 @pytest.fixture
-def refusing_smtp() -> Iterator[RefusingSmtp]:
-    """A running :class:`RefusingSmtp` on a free loopback port."""
-    handler = RefusingSmtp()
-    controller = _AnyPortController(handler, hostname=handler.host, port=0)
-    controller.start()
-    handler.port = int(controller.port)
+def smtp_server() -> Iterator[Callable[..., LoopbackSmtp]]:
+    """``smtp_server(eight_bit_mime=True, smtputf8=False)``: start a :class:`LoopbackSmtp`."""
+    controllers: list[Controller] = []
+
+    def start(*, eight_bit_mime: bool = True, smtputf8: bool = False) -> LoopbackSmtp:
+        handler = LoopbackSmtp(eight_bit_mime=eight_bit_mime)
+        controller = _AnyPortController(handler, hostname=handler.host, port=0, enable_SMTPUTF8=smtputf8)
+        controller.start()
+        controllers.append(controller)
+        handler.port = int(controller.port)
+        return handler
+
     try:
-        yield handler
+        yield start
     finally:
-        controller.stop()
+        for controller in controllers:
+            controller.stop()
+
+
+@pytest.fixture
+def refusing_smtp(smtp_server: Callable[..., LoopbackSmtp]) -> LoopbackSmtp:
+    """A running :class:`LoopbackSmtp` (8BITMIME, no SMTPUTF8) on a free loopback port."""
+    return smtp_server()
+
+
+@pytest.fixture
+def calendar_on(tmp_path: Path) -> Callable[[LoopbackSmtp], AbstractAsyncContextManager[CalendarUnderTest]]:
+    """``async with calendar_on(server) as calendar``: the calendar in memory, mailing through ``server``."""
+
+    @asynccontextmanager
+    async def serve(server: LoopbackSmtp) -> AsyncIterator[CalendarUnderTest]:
+        clock = FakeClock()
+        mcp, journal = build(tmp_path / "calendar.db", SigningKey.generate(), server.host, server.port, clock)
+        async with Client(mcp) as client:
+            yield CalendarUnderTest(client, journal, clock, server)
+
+    return serve

@@ -163,9 +163,7 @@ async def test_an_update_refused_by_one_attendee_is_taken_back_from_the_others_a
         "Kickoff with Globex",
         "v1",
     )
-    to_buyer = [
-        message for recipients, message in refusing_smtp.accepted if recipients == ("buyer@globex.com",)
-    ]
+    to_buyer = [received.message for received in refusing_smtp.to("buyer@globex.com")]
     sent = [
         itip(part.get_content())[1]
         for m in to_buyer

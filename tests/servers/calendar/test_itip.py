@@ -139,6 +139,84 @@ def test_any_summary_text_survives_the_round_trip(summary):
     assert parse_event(build_request(event, stamp=STAMP)).summary == summary
 
 
+def test_a_line_break_in_the_summary_is_escaped_in_the_text_and_read_back_as_a_line_break():
+    ics = build_request(replace(KICKOFF, summary="Kickoff\nBring the numbers"), stamp=STAMP)
+
+    assert "SUMMARY:Kickoff\\nBring the numbers" in ics.splitlines()
+    assert str(Calendar.from_ical(ics).events[0]["SUMMARY"]) == "Kickoff\nBring the numbers"
+
+
+@pytest.mark.parametrize("summary", ["Kickoff\r\nwith Globex", "Kickoff\rwith Globex"])
+def test_cr_lf_and_cr_in_the_summary_are_read_as_a_line_break(summary):
+    event = replace(KICKOFF, summary=summary)
+
+    assert event.summary == "Kickoff\nwith Globex"
+    assert parse_event(build_request(event, stamp=STAMP)) == event
+
+
+def test_a_non_ascii_address_is_written_as_a_percent_encoded_mailto_uri_and_read_back():
+    event = replace(KICKOFF, organizer="rené@acme.com", attendees=("zoë@globex.com", "a%b/c@globex.com"))
+
+    calendar = Calendar.from_ical(build_request(event, stamp=STAMP))
+    [vevent] = calendar.events
+
+    assert str(vevent["ORGANIZER"]) == "mailto:ren%C3%A9@acme.com"
+    assert [str(a) for a in vevent.attendees] == ["mailto:zo%C3%AB@globex.com", "mailto:a%25b%2Fc@globex.com"]
+    assert parse_event(build_request(event, stamp=STAMP)) == event
+
+
+@given(
+    local=st.text(
+        st.characters(exclude_categories=["Cs", "Cc", "Zs", "Zl", "Zp"], exclude_characters='@<>()[],;:"'),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_any_attendee_address_is_an_ascii_uri_that_decodes_to_the_address(local):
+    event = replace(KICKOFF, attendees=(f"{local}@globex.com",))
+    ics = build_request(event, stamp=STAMP)
+
+    [attendee] = Calendar.from_ical(ics).events[0].attendees
+    assert str(attendee).isascii()
+    assert parse_event(ics).attendees == event.attendees
+
+
+def unfolded(ics: str) -> str:
+    """``ics`` with its long lines unfolded (RFC 5545), so a test can edit a value in one piece."""
+    return ics.replace("\r\n ", "")
+
+
+def test_a_raw_non_ascii_address_stored_by_an_earlier_version_still_reads():
+    event = replace(KICKOFF, attendees=("zoë@globex.com",))
+    raw = unfolded(build_request(event, stamp=STAMP)).replace("mailto:zo%C3%AB", "mailto:zoë")
+    assert "mailto:zoë@globex.com" in raw
+
+    assert parse_event(raw).attendees == ("zoë@globex.com",)
+
+
+def test_an_address_whose_percent_encoding_is_not_utf8_is_an_invalid_calendar():
+    event = replace(KICKOFF, attendees=("zoë@globex.com",))
+    broken = unfolded(build_request(event, stamp=STAMP)).replace("mailto:zo%C3%AB", "mailto:zo%C3")
+    assert "mailto:zo%C3@globex.com" in broken
+
+    with pytest.raises(InvalidCalendarError) as refused:
+        parse_event(broken)
+
+    assert refused.value.code == "INVALID_CALENDAR"
+
+
+def test_line_breaks_in_an_email_subject_become_spaces():
+    email = invitation_email(
+        build_request(KICKOFF),
+        "REQUEST",
+        "dana@acme.com",
+        ["buyer@globex.com"],
+        "Kickoff\r\n with\u2028Globex\x00",
+    )
+
+    assert email["Subject"] == "Kickoff with Globex"
+
+
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
@@ -153,6 +231,9 @@ def test_any_summary_text_survives_the_round_trip(summary):
         ({"uid": ""}, "uid"),
         ({"sequence": -1}, "sequence"),
         ({"status": "MAYBE"}, "status"),
+        ({"summary": "Kickoff\x00with Globex"}, "summary"),
+        ({"summary": "Kickoff\x1bwith Globex"}, "summary"),
+        ({"attendees": ("buyer\x07@globex.com",)}, "attendees"),
     ],
     ids=lambda value: value if isinstance(value, str) else None,
 )

@@ -1,0 +1,401 @@
+"""What the entries of a Run Record say, checked against the signatures they carry.
+
+The chain proves the Recorder wrote an entry; the signatures inside prove who else vouched for
+it. This module checks every one of them, entry by entry, keeping only what later entries refer
+to (a call's server and token digest, an ask's call digest, a plan's digest and conflicts), so
+that a record of any length is checked in one pass with little memory:
+
+- ``call`` and ``remedy``: the tool server's call receipt (``RECEIPT_INVALID``);
+- ``plan``: its digest (``PLAN_DIGEST_MISMATCH``) and every check answer (``CHECK_RECEIPT_INVALID``);
+- ``undo-outcome`` and ``reversal``: every undo answer (``UNDO_RECEIPT_INVALID``);
+- ``link`` confirmed by a person: their signature, against the directory of that moment;
+- ``decision``: the person's signature (``APPROVAL_SIGNATURE_INVALID``) over exactly the ask or plan
+  it names (``APPROVAL_TARGET_MISMATCH``), their role in the directory of that moment
+  (``APPROVER_NOT_AUTHORIZED``, ``DIRECTORY_MISSING``) and each override (``OVERRIDE_INVALID``);
+- every entry: no compensation token (``TOKEN_IN_RECORD``) and a known kind (``UNKNOWN_KIND``).
+
+Nothing here raises on a body of the wrong shape: it becomes ``BAD_BODY`` naming the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from hatp_journal.recorder.directory import Directory, DirectoryError
+from hatp_journal.recorder.record.models import Entry
+from hatp_journal.recorder.record.report import Check, Findings
+from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import (
+    VerifyKey,
+    strict_receipt,
+    verify,
+    verify_answer,
+    verify_call,
+    verify_digest_call,
+)
+
+KNOWN_KINDS = frozenset(
+    {
+        "call",
+        "ask",
+        "decision",
+        "refused",
+        "withdrawn",
+        "remedy",
+        "plan",
+        "undo-intent",
+        "undo-outcome",
+        "undo-halted",
+        "reversal",
+        "link",
+        "review",
+        "reminder",
+        "escalation",
+        "lapse",
+        "mail-failed",
+        "seen",
+        "note",
+    }
+)
+"""Every entry kind a Recorder writes (``docs/run-record.md``); any other is ``UNKNOWN_KIND``."""
+
+_MAX_SCAN = 100_000
+"""Values looked at per body when searching for a token (bodies are bounded at intake)."""
+
+
+class BadBody(Exception):
+    """A body (or a signed object inside it) is not of the shape its kind requires."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    server: str | None
+    token_digest: str | None
+
+
+@dataclass(frozen=True)
+class _Ask:
+    call_digest: Any
+    approver: Any
+
+
+@dataclass(frozen=True)
+class _Plan:
+    digest: Any
+    approver: Any
+    conflicts: dict[str, Any]
+
+
+@dataclass
+class BodyChecks:
+    """Checks each entry's body in order; ``run`` is the run id, keys are the verifier's."""
+
+    run: str
+    server_keys: Mapping[str, Mapping[str, VerifyKey]]
+    directories: Mapping[str, Directory | None]
+    found: Findings
+    receipts_checked: int = 0
+    _calls: dict[str, _Call] = field(default_factory=dict)
+    _asks: dict[str, _Ask] = field(default_factory=dict)
+    _plans: dict[str, _Plan] = field(default_factory=dict)
+
+    def check(self, entry: Entry) -> None:
+        """Check one entry (entries come in chain order)."""
+        if entry.kind not in KNOWN_KINDS:
+            self.found.add(Check.UNKNOWN_KIND, entry.id, f"kind {entry.kind!r} is not one a Recorder writes")
+        if _holds_token(entry):
+            self.found.add(Check.TOKEN_IN_RECORD, entry.id, "a compensation token is written in the record")
+        check = _BY_KIND.get(entry.kind)
+        if check is None:
+            return
+        try:
+            check(self, entry)
+        except BadBody as error:
+            self.found.add(Check.BAD_BODY, entry.id, f"{entry.kind} body: {error}")
+
+    # -- calls ----------------------------------------------------------------
+
+    def _call(self, entry: Entry) -> None:
+        body = entry.body
+        server = _optional_str(body, "server")
+        journal = body.get("journal")
+        digest = journal.get("compensationTokenDigest") if isinstance(journal, Mapping) else None
+        self._calls[entry.id] = _Call(server, digest if isinstance(digest, str) else None)
+        tool = body.get("tool")
+        # An error result carries a stable code and no receipt: there is nothing of the server's to verify.
+        if not isinstance(journal, Mapping) or set(journal) == {"error"} or not isinstance(tool, str):
+            return
+        if "rejected" in journal and len(journal) == 1:
+            return  # the Recorder kept no object (too large or not JSON): it said so at intake
+        keys = self._keys(server)
+        arguments, arguments_digest = body.get("arguments"), body.get("argumentsDigest")
+        if isinstance(arguments, Mapping):
+            valid = _safely(lambda: verify_call(journal, tool, arguments, keys))
+        elif isinstance(arguments_digest, str):
+            valid = _safely(lambda: verify_digest_call(journal, tool, arguments_digest, keys))
+        else:
+            raise BadBody("a call with a journal object has neither arguments nor argumentsDigest")
+        self.receipts_checked += 1
+        if not valid:
+            detail = f"call receipt of server {server!r} {_why(keys)}"
+            intake = body.get("intake")
+            if isinstance(intake, Mapping) and intake.get("status") == "unresolved":
+                # The Recorder kept it as unresolved at intake: already reported, not a new failure.
+                self.found.flag(Check.RECEIPT_INVALID, entry.id, detail)
+            else:
+                self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
+
+    def _ask(self, entry: Entry) -> None:
+        self._asks[entry.id] = _Ask(entry.body.get("callDigest"), entry.body.get("approver"))
+
+    # -- plans and undo answers ---------------------------------------------------
+
+    def _plan(self, entry: Entry) -> None:
+        body = entry.body
+        plan = _mapping(body, "plan")
+        conflicts = {}
+        for conflict in _list(plan, "conflicts"):
+            if not isinstance(conflict, Mapping) or not isinstance(conflict.get("entry"), str):
+                raise BadBody("a conflict that names no entry")
+            conflicts[conflict["entry"]] = conflict.get("versionFound")
+        self._plans[entry.id] = _Plan(body.get("planDigest"), body.get("approver"), conflicts)
+        if _safely_digest(plan) != body.get("planDigest"):
+            self.found.add(Check.PLAN_DIGEST_MISMATCH, entry.id, "the plan does not hash to its planDigest")
+        for step, answer in _mapping(body, "checks").items():
+            self._answer(entry, step, answer, Check.CHECK_RECEIPT_INVALID, "check answer")
+
+    def _outcome(self, entry: Entry) -> None:
+        body = entry.body
+        step = body.get("step")
+        if not isinstance(step, str):
+            raise BadBody("names no step")
+        said = body.get("server")
+        known = self._calls.get(step)
+        if said is not None and known is not None and said != known.server:
+            self.found.add(Check.UNDO_RECEIPT_INVALID, entry.id, f"server {said!r} is not {step}'s server")
+        if "answer" in body:
+            self._answer(entry, step, body["answer"], Check.UNDO_RECEIPT_INVALID, "undo answer")
+
+    def _reversal(self, entry: Entry) -> None:
+        for line in _list(entry.body, "steps"):
+            if not isinstance(line, Mapping) or not isinstance(line.get("entry"), str):
+                raise BadBody("a step line that names no entry")
+            if "receipt" in line:
+                self._answer(entry, line["entry"], line["receipt"], Check.UNDO_RECEIPT_INVALID, "undo answer")
+
+    def _answer(self, entry: Entry, step: str, answer: Any, code: Check, what: str) -> None:
+        """A check/compensate answer about ``step``'s token, signed by ``step``'s server."""
+        call = self._calls.get(step)
+        self.receipts_checked += 1
+        if call is None:
+            self.found.add(code, entry.id, f"{what} for {step}, which is not a call of this run")
+            return
+        keys = self._keys(call.server)
+        if not isinstance(answer, Mapping) or not _safely(lambda: verify_answer(answer, keys)):
+            self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
+        elif answer.get("tokenDigest") != call.token_digest:
+            self.found.add(code, entry.id, f"{what} for {step} is about another token")
+
+    # -- decisions ------------------------------------------------------------------
+
+    def _decision(self, entry: Entry) -> None:
+        body = entry.body
+        approval = _mapping(body, "approval")
+        counted = body.get("counted") is True
+        target, role, expected = self._target(body, approval)
+        if target is None:
+            self.found.add(Check.APPROVAL_TARGET_MISMATCH, entry.id, expected)
+        directory = self._directory(body.get("directory"))
+        if directory is None:
+            if counted:
+                self.found.add(
+                    Check.DIRECTORY_MISSING, entry.id, "the directory of this decision is not at hand"
+                )
+            return
+        person = directory.person(str(approval.get("by")))
+        key = _person_key(directory, person.id) if person is not None else None
+        signed = key is not None and _signed(body.get("receipt"), {"approval": dict(approval)}, key)
+        if not signed:
+            detail = f"the approval is not signed by {approval.get('by')!r}'s key in the directory"
+            if counted:
+                self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+            else:
+                self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
+            return
+        if not is_wire_time(approval.get("at")):
+            self.found.add(Check.BAD_TIME, entry.id, f"approval time {approval.get('at')!r}")
+        assert person is not None
+        assert key is not None
+        if counted and (not isinstance(role, str) or not (role in person.roles or person.id == role)):
+            self.found.add(Check.APPROVER_NOT_AUTHORIZED, entry.id, f"{person.id} does not hold {role!r}")
+        for number, override in enumerate(_list(body, "overrides")):
+            problem = self._override(override, approval, body.get("plan"), key)
+            if problem:
+                self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
+
+    def _link(self, entry: Entry) -> None:
+        """A person's confirmation of a link: signed over the link, the run and its time."""
+        body = entry.body
+        if body.get("source") != "confirmed":
+            return
+        receipt = body.get("receipt")
+        stamp = receipt.get("issuedAt") if isinstance(receipt, Mapping) else None
+        confirmation = {
+            "run": self.run,
+            **{name: body.get(name) for name in ("entry", "on", "via", "by")},
+            "at": stamp,
+        }
+        directory = self._directory(body.get("directory"))
+        key = _person_key(directory, str(body.get("by"))) if directory is not None else None
+        if directory is None:
+            self.found.add(
+                Check.DIRECTORY_MISSING, entry.id, "the directory of this confirmation is not at hand"
+            )
+        elif key is None or not _signed(receipt, {"link": confirmation}, key):
+            detail = f"the link confirmation is not signed by {body.get('by')!r}'s key in the directory"
+            self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+
+    def _target(self, body: Mapping[str, Any], approval: Mapping[str, Any]) -> tuple[object, Any, str]:
+        """(the ask or plan decided, the role deciding it needs, why not when it is None)."""
+        if "plan" in body:
+            plan = self._plans.get(str(body["plan"]))
+            ref = f"{self.run}/{body['plan']}"
+            if plan is None:
+                return None, None, f"{body['plan']!r} is not an earlier plan of this run"
+            if approval.get("plan") != ref or approval.get("planDigest") != plan.digest:
+                return None, plan.approver, f"the approval signs another plan than {ref}"
+            return plan, plan.approver, ""
+        ask = self._asks.get(str(body.get("ask")))
+        ref = f"{self.run}/{body.get('ask')}"
+        if ask is None:
+            return None, None, f"{body.get('ask')!r} is not an earlier ask of this run"
+        if approval.get("ask") != ref or approval.get("callDigest") != ask.call_digest:
+            return None, ask.approver, f"the approval signs another call than {ref}'s"
+        return ask, ask.approver, ""
+
+    def _override(
+        self, override: Any, approval: Mapping[str, Any], plan_id: Any, key: VerifyKey
+    ) -> str | None:
+        """Why one signed override does not hold; None if it does."""
+        if not isinstance(override, Mapping) or not isinstance(override.get("override"), Mapping):
+            return "not a signed override"
+        choice = override["override"]
+        plan = self._plans.get(str(plan_id))
+        if plan is None:
+            return "overrides go with a plan's approval"
+        for name in ("plan", "planDigest", "by"):
+            if choice.get(name) != approval.get(name):
+                return f"its {name} is not the approval's"
+        step = choice.get("step")
+        if not isinstance(step, str) or step not in plan.conflicts:
+            return f"{step!r} is not a conflict of the plan"
+        if choice.get("versionFound") != plan.conflicts[step]:
+            return "its versionFound is not the conflict's"
+        if not _signed(override.get("receipt"), {"override": dict(choice)}, key):
+            return "not signed by the approver's key"
+        return None
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _keys(self, server: str | None) -> Mapping[str, VerifyKey]:
+        return self.server_keys.get(server, {}) if server is not None else {}
+
+    def _directory(self, digest: Any) -> Directory | None:
+        return self.directories.get(digest) if isinstance(digest, str) else None
+
+
+_BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
+    "call": BodyChecks._call,
+    "remedy": BodyChecks._call,
+    "ask": BodyChecks._ask,
+    "plan": BodyChecks._plan,
+    "undo-outcome": BodyChecks._outcome,
+    "reversal": BodyChecks._reversal,
+    "decision": BodyChecks._decision,
+    "link": BodyChecks._link,
+}
+
+
+def parse_directory(snapshot: Any) -> Directory | None:
+    """A directory snapshot as a :class:`Directory`, or None when it is not one."""
+    try:
+        return Directory.model_validate(snapshot)
+    except ValidationError:
+        return None
+
+
+def _person_key(directory: Directory, person: str) -> VerifyKey | None:
+    found = directory.person(person)
+    try:
+        return found.verify_key() if found is not None else None
+    except (DirectoryError, KeyFileError):
+        return None
+
+
+def _signed(raw: Any, payload: Any, key: VerifyKey) -> bool:
+    receipt = strict_receipt(raw)
+    return receipt is not None and verify(receipt, payload, {key.kid: key})
+
+
+def _holds_token(entry: Entry) -> bool:
+    """Whether a compensation token is written anywhere in the entry's body."""
+    request = entry.body.get("request")
+    if entry.kind == "undo-intent" and isinstance(request, Mapping) and "token" in request:
+        return True
+    stack: list[Any] = [entry.body]
+    seen = 0
+    while stack and seen < _MAX_SCAN:
+        value = stack.pop()
+        seen += 1
+        if isinstance(value, Mapping):
+            if "compensationToken" in value:
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
+def _mapping(body: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = body.get(name)
+    if not isinstance(value, Mapping):
+        raise BadBody(f"{name} is not an object")
+    return value
+
+
+def _list(body: Mapping[str, Any], name: str) -> list[Any]:
+    value = body.get(name, [])
+    if not isinstance(value, list):
+        raise BadBody(f"{name} is not a list")
+    return value
+
+
+def _optional_str(body: Mapping[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadBody(f"{name} is not a string")
+    return value
+
+
+def _safely(check: Callable[[], bool]) -> bool:
+    try:
+        return check()
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        return False
+
+
+def _safely_digest(value: Any) -> str | None:
+    try:
+        return sha256_digest(value)
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _why(keys: Mapping[str, VerifyKey]) -> str:
+    return "does not verify against its keys" if keys else "has no key to verify it against"

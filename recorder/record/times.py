@@ -1,0 +1,19 @@
+"""The one way a Run Record writes a time: UTC, to the second, ``YYYY-MM-DDTHH:MM:SSZ``."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+_WIRE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+
+def is_wire_time(value: object) -> bool:
+    """Whether ``value`` is a real time written that way (no offsets, fractions or leap seconds)."""
+    if not isinstance(value, str) or not _WIRE_TIME.match(value):
+        return False
+    try:
+        datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True

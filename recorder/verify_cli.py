@@ -1,0 +1,92 @@
+"""``hatp-recorder verify``: check an exported Run Record with the keys you pinned.
+
+Exit codes: 0 the record verifies, 1 it fails (each problem printed with its code and entry),
+2 the command could not run (a key, directory or head file that can't be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from hatp_journal.recorder.directory import Directory, DirectoryError
+from hatp_journal.recorder.record import Checkpoint, verify_record
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+from hatp_journal.toolkit.wire import PublicKey
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """Run ``verify`` for the parsed arguments of the command."""
+    try:
+        recorder = _pinned_key(args.recorder_key) if args.recorder_key else None
+        servers = _server_keys(args.server_key)
+        directory = Directory.load(args.directory) if args.directory else None
+        head = _head(args.head) if args.head else None
+        document = _read(args.file)
+    except (KeyFileError, DirectoryError, OSError) as error:
+        print(f"hatp-recorder: error: {error}", file=sys.stderr)
+        return 2
+    report = verify_record(
+        document,
+        recorder_keys={recorder.kid: recorder} if recorder else None,
+        server_keys=servers or None,
+        directory=directory,
+        latest_head=head,
+    )
+    for problem in report.problems:
+        print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
+    if report.trusted_from_file:
+        print("keys taken from the file: trust on first use (" + "; ".join(report.trusted_from_file) + ")")
+    if head is None:
+        print("no latest head given (--head): a rollback to an older signed head would not show")
+    print(
+        f"{'ok' if report.ok else 'FAILED'}: {report.entries} entries, {report.signed_size} signed, "
+        f"{report.receipts_checked} signatures of tool servers checked"
+    )
+    return 0 if report.ok else 1
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as error:
+        raise OSError(f"cannot read {file}: {error.strerror}") from None
+
+
+def _server_keys(pins: list[str]) -> dict[str, dict[str, VerifyKey]]:
+    """``NAME=KEY`` pins, several keys per server allowed."""
+    keys: dict[str, dict[str, VerifyKey]] = {}
+    for pin in pins:
+        name, equals, path = pin.partition("=")
+        if not equals or not name or not path:
+            raise KeyFileError(f"--server-key wants NAME=KEY-FILE, got {pin!r}")
+        key = _pinned_key(Path(path))
+        keys.setdefault(name, {})[key.kid] = key
+    return keys
+
+
+def _pinned_key(path: Path) -> VerifyKey:
+    """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise KeyFileError(f"cannot read the key {path}: {error}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            return VerifyKey.from_wire(PublicKey.model_validate_json(text))
+        except ValueError as error:
+            raise KeyFileError(f"{path} is not a published public key: {error}") from None
+    return SigningKey.from_file(path).public
+
+
+def _head(path: Path) -> Checkpoint:
+    try:
+        return Checkpoint.model_validate_json(path.read_bytes(), strict=True)
+    except OSError as error:
+        raise OSError(f"cannot read the head {path}: {error.strerror}") from None
+    except ValidationError as error:
+        raise KeyFileError(f"{path} is not a signed head (from `hatp-recorder head`): {error}") from None
