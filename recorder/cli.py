@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+from pydantic import ValidationError
 
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
@@ -30,6 +31,7 @@ from hatp_journal.recorder.web import commands as web_commands
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
+from hatp_journal.toolkit.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import PublicKey
 
@@ -260,15 +262,20 @@ def _verify(file: Path, key_file: Path) -> int:
 def _pinned_key(path: Path) -> VerifyKey:
     """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise KeyFileError(f"cannot read {path}: {error.strerror}") from None
-    if text.lstrip().startswith("{"):
-        try:
-            return VerifyKey.from_wire(PublicKey.model_validate_json(text))
-        except ValueError as error:
-            raise KeyFileError(f"{path} is not a published public key: {error}") from None
-    return SigningKey.from_file(path).public
+        text = read_text(path, limit=MAX_KEY_BYTES)
+        if not text.lstrip().startswith("{"):
+            return SigningKey.from_file(path).public
+        check_nesting(text, path, syntax="json")
+    except FileProblem as problem:
+        raise KeyFileError(str(problem)) from None
+    try:
+        return VerifyKey.from_wire(PublicKey.model_validate_json(text))
+    except ValidationError as error:
+        first = error.errors()[0]
+        at = "".join(f"{part}: " for part in first["loc"])
+        raise KeyFileError(f"{path}: not a published public key: {at}{first['msg']}") from None
+    except ValueError as error:  # the key's bytes, or a kid that does not name them
+        raise KeyFileError(f"{path}: not a published public key: {error}") from None
 
 
 if __name__ == "__main__":
