@@ -261,7 +261,7 @@ def test_asks_without_a_directory_in_the_config_are_refused_saying_so(
     )
 
 
-def test_verify_of_a_file_or_key_it_cannot_read_is_bad_input_not_a_failed_record(
+def test_verify_of_a_record_file_it_cannot_read_is_bad_input_not_a_failed_record(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, _, ask = setup
