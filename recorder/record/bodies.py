@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
 from hatp_journal.recorder.record.times import is_wire_time
@@ -39,6 +38,10 @@ from hatp_journal.toolkit.signing import (
     verify_call,
     verify_digest_call,
 )
+
+if TYPE_CHECKING:
+    # Imported when used: the directory module reaches the policy package, which reaches back here.
+    from hatp_journal.recorder.directory import Directory
 
 KNOWN_KINDS = frozenset(
     {
@@ -324,6 +327,8 @@ _BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
 
 def parse_directory(snapshot: Any) -> Directory | None:
     """A directory snapshot as a :class:`Directory`, or None when it is not one."""
+    from hatp_journal.recorder.directory import Directory
+
     try:
         return Directory.model_validate(snapshot)
     except ValidationError:
@@ -331,6 +336,8 @@ def parse_directory(snapshot: Any) -> Directory | None:
 
 
 def _person_key(directory: Directory, person: str) -> VerifyKey | None:
+    from hatp_journal.recorder.directory import DirectoryError
+
     found = directory.person(person)
     try:
         return found.verify_key() if found is not None else None
