@@ -22,7 +22,7 @@ from undo_org import Org
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.record import Entry, Problem, verify_record
-from hatp_journal.recorder.undo import Step, execute_plan, find_plan
+from hatp_journal.recorder.undo import Step, UndoCode, UndoError, execute_plan, find_plan
 from hatp_journal.recorder.undo.actions import authority_now
 from hatp_journal.recorder.undo.servers import UndoServers
 
@@ -216,3 +216,46 @@ def test_a_retry_rechecks_authority_and_halts_before_resending_when_the_approver
     assert len(outcomes_of(org, run, "e2")) == 1  # not sent again
     assert values(org.db()) == {"a": "1", "gone-b": "1"}
     assert verified(org, run) == []
+
+
+def test_authority_is_rechecked_before_each_retry_and_lost_midway_halts_before_the_next(org: Org) -> None:
+    run = org.agent(three_puts("gone-b"))
+    ref, _ = org.plan(run, "--from", "1")
+    org.approve(ref)  # e2 and e1 got no answer
+    config = load_config(org.config)
+    store = org.store()
+    sent: list[str] = []
+
+    async def resume() -> None:
+        async with AsyncExitStack() as stack:
+            servers = UndoServers(config, store, stack)
+
+            async def retry_then_lee_steps_down(step: Step, request: dict[str, Any]) -> dict[str, Any]:
+                answer = await servers.compensate(step, request)
+                sent.append(step.id)
+                edit_directory(org, without_lees_role)  # while the resume runs
+                return answer
+
+            async def same_plan() -> Any:
+                return find_plan(store, ref).plan
+
+            await execute_plan(
+                store,
+                ref,
+                compensate=retry_then_lee_steps_down,
+                replan=same_plan,
+                authority=authority_now(config),
+            )
+
+    try:
+        with pytest.raises(UndoError) as stopped:
+            anyio.run(resume)
+    finally:
+        store.dispose()
+
+    assert stopped.value.code == UndoCode.APPROVER_NO_LONGER_AUTHORIZED
+    assert sent == ["e2"]
+    [halt] = halts(org, run)
+    assert (halt.body["check"], halt.body["before"]) == ("role", "e1")
+    assert [o.body["attempt"] for o in outcomes_of(org, run, "e1")] == [1]
+    assert values(org.db()) == {"a": "1"}
