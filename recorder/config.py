@@ -45,6 +45,16 @@ class RecorderSection(BaseModel):
     agent: str = "agent"
     principal: str = "principal"
     checkpoint_every: int = Field(default=100, gt=0)
+    max_arguments_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Largest arguments (canonical JSON bytes) a call may have; larger: journaled, refused",
+    )
+    max_journal_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Largest journal object of a result kept in an entry; larger: digest kept, unresolved",
+    )
 
 
 class WebSection(BaseModel):

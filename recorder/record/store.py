@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, bindparam, insert
+from sqlalchemy import Engine, bindparam, insert, inspect, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
@@ -393,8 +393,9 @@ class RunStore:
 
         Read in one transaction (and a fresh ``export`` checkpoint signed in it when the head
         moved since the last one), so the file is a consistent snapshot even while agents append.
-        ``server_keys`` (server → its keys, as the Recorder pinned them) is shipped as given; the
-        directory snapshots the run's decisions name are shipped with it.
+        ``server_keys`` (server → its keys) is shipped as given; by default, the keys this store
+        pinned for every server the run talked to, with when each was pinned. The directory
+        snapshots the run's decisions name are shipped with it.
         """
         with self._session() as session:
             run = _get_run(session, run_id)
@@ -405,6 +406,8 @@ class RunStore:
                 rows.append(RecCheckpoint(**self._sign(run_id, len(entries), head, "export")))
                 session.add(rows[-1])
                 session.commit()
+            if server_keys is None:
+                server_keys = _pinned_keys(session, entries)
             directories: dict[str, dict[str, Any]] = {}
             for digest in _directory_digests(entries):
                 row = session.get(RecDirectory, digest)
@@ -427,6 +430,24 @@ def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:
         return key
     published = key.wire() if isinstance(key, VerifyKey) else key
     return PinnedKey(kid=published.kid, public_key=published.public_key)
+
+
+def _pinned_keys(session: Session, entries: Sequence[Entry]) -> dict[str, list[PinnedKey]]:
+    """The keys pinned in this store (``rec_pin``, kept by the gateway) for the servers ``entries`` name."""
+    named = sorted({e.body["server"] for e in entries if isinstance(e.body.get("server"), str)})
+    if not named or not inspect(session.connection()).has_table("rec_pin"):
+        return {}
+    rows = session.execute(
+        text(
+            "SELECT server, kid, public_key, pinned_at FROM rec_pin"
+            " WHERE server IN :named ORDER BY server, kid"
+        ).bindparams(bindparam("named", expanding=True)),
+        {"named": named},
+    ).all()
+    found: dict[str, list[PinnedKey]] = {}
+    for server, kid, public_key, pinned_at in rows:
+        found.setdefault(server, []).append(PinnedKey(kid=kid, public_key=public_key, pinned_at=pinned_at))
+    return found
 
 
 def _canonical_directory(snapshot: Mapping[str, Any]) -> tuple[bytes, str]:

@@ -30,7 +30,7 @@ from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import plan_text, undo_label
+from hatp_journal.recorder.undo.plan import plan_text, recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -165,7 +165,7 @@ def reversal_text(reversal: Entry) -> str:
     for step in reversal.body["steps"]:
         receipt = step.get("receipt") or {}
         status = _STATUS_WORDS.get(step["status"], step["status"])
-        what = step["summary"] if step["status"] == "notReversible" else undo_label(step["summary"])
+        what = step["summary"] if step["status"] == "notReversible" else recorded_undo(step)
         if step["status"] == "reversed":
             notes = [
                 f"{receipt.get('versionFound')} → {receipt.get('versionLeft')}",

@@ -51,6 +51,7 @@ class StepResult:
     step: int
     entry: str
     summary: str
+    undo: str
     status: StepStatus
     reason: str = ""
     remedy: str | None = None
@@ -64,6 +65,8 @@ class StepResult:
             "summary": self.summary,
             "status": self.status,
         }
+        if self.status != "notReversible":
+            line["undo"] = self.undo  # what undoing it does, in the words the plan showed
         if self.reason:
             line["reason"] = self.reason
         if self.remedy:
@@ -139,7 +142,7 @@ async def _run(
     for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
         number, entry_id, section = item
         step = steps[entry_id]
-        base = (number, entry_id, step.summary)
+        base = (number, entry_id, step.summary, step.undo_text)
         if section == "notReversible":
             remedy = next(n.remedy for n in plan.not_reversible if n.entry == entry_id)
             results.append(StepResult(*base, status="notReversible", reason=step.reason or "", remedy=remedy))
@@ -185,7 +188,7 @@ async def _compensate(
     store: RunStore,
     ask: PlanAsk,
     step: Step,
-    base: tuple[int, str, str],
+    base: tuple[int, str, str, str],
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     left: dict[str, str],

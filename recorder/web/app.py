@@ -39,7 +39,7 @@ from hatp_journal.recorder.undo.approval import find_plan, pending_plans
 from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
-from hatp_journal.recorder.undo.plan import undo_label
+from hatp_journal.recorder.undo.plan import recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -84,7 +84,7 @@ class WebApprover:
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined
         )
-        self.templates.filters["undo_label"] = undo_label
+        self.templates.filters["recorded_undo"] = recorded_undo
         self.templates.filters["clock_time"] = clock_time
         routes = [
             Route("/", self._home),

@@ -9,6 +9,9 @@ server (SIGKILL) before anything commits, and leaves a mark beside the store so 
 again, compensates it normally (a server that went away and came back). A compensation of a key whose
 name starts with ``lost`` commits, then kills this server before it answers (the answer is lost; the
 server's record keeps it). Every compensation that commits is counted in ``undo_log``.
+``reserve`` changes two fields of a shelf at once (available and reserved); ``reserve_by_hand``
+does the same with a summary written by hand and no ``effect.changes``, like a server written
+before them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import secrets
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -73,6 +77,26 @@ class Published(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     key: str
     value: str
+
+
+class Shelf(SQLModel, table=True):
+    """Stock of one item: what can still be reserved and what is reserved."""
+
+    item: str = Field(primary_key=True)
+    available: int
+    reserved: int = 0
+    version: str
+    etag: str
+    changed_by: str = "seed"
+
+    def counts(self) -> dict[str, int]:
+        return {"available": self.available, "reserved": self.reserved}
+
+
+class ShelfUndo(BaseModel):
+    item: str
+    available: int
+    reserved: int
 
 
 class ChainUndo(BaseModel):
@@ -240,7 +264,105 @@ def _killed() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-TOOLS = (put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse)
+def shelf_uri(item: str) -> str:
+    return f"chain://store/shelf/{item}"
+
+
+def _reserve(tx: Tx, item: str, count: int) -> tuple[Shelf, dict[str, int], Effect]:
+    """Move ``count`` from available to reserved; (the shelf, its counts before, the effect)."""
+    shelf = tx.session.get(Shelf, item)
+    if shelf is None or not 0 < count <= shelf.available:
+        raise ToolFailed(f"can't reserve {count} of {item}", field="count")
+    was, before = shelf.counts(), Revision(shelf.version, shelf.etag)
+    shelf.available, shelf.reserved = shelf.available - count, shelf.reserved + count
+    after = before.bump(shelf.counts())
+    shelf.version, shelf.etag, shelf.changed_by = after.version, after.etag, "agent"
+    tx.session.add(shelf)
+    effect = Effect(
+        result=shelf.counts(),
+        summary=summarize(f"Shelf {item}", was, shelf.counts()),
+        resource=shelf_uri(item),
+        before=before.version,
+        before_etag=before.etag,
+        version=after.version,
+        etag=after.etag,
+        fields=shelf.counts(),
+        undo=ShelfUndo(item=item, **was),
+    )
+    return shelf, was, effect
+
+
+@undoable(window="PT1H")
+def reserve(item: str, count: int, tx: Tx) -> Effect:
+    """Reserve ``count`` of an item: fewer available, more reserved."""
+    return _reserve(tx, item, count)[2]
+
+
+@undoable(window="PT1H")
+def reserve_by_hand(item: str, count: int, tx: Tx) -> Effect:
+    """``reserve``, summarized by hand and without ``effect.changes``."""
+    shelf, was, effect = _reserve(tx, item, count)
+    summary = (
+        f"Shelf {item} available: {was['available']} → {shelf.available}; "
+        f"reserved: {was['reserved']} → {shelf.reserved}"
+    )
+    return replace(effect, summary=summary)
+
+
+def shelf_state(resource: str, tx: Tx) -> ResourceState:
+    shelf = tx.session.get(Shelf, resource.rsplit("/", 1)[-1])
+    if shelf is None:
+        return ResourceState(version=None)
+    return ResourceState(shelf.version, shelf.counts(), shelf.etag, shelf.changed_by)
+
+
+def _put_back(payload: ShelfUndo, tx: Tx) -> Undone:
+    shelf = tx.session.get(Shelf, payload.item)
+    assert shelf is not None
+    shelf.available, shelf.reserved = payload.available, payload.reserved
+    after = Revision(shelf.version, shelf.etag).bump(shelf.counts())
+    shelf.version, shelf.etag, shelf.changed_by = after.version, after.etag, "undo"
+    tx.session.add(shelf)
+    return Undone(version=after.version)
+
+
+@compensates(reserve, state=shelf_state)
+def unreserve(payload: ShelfUndo, tx: Tx) -> Undone:
+    """Put the counts back."""
+    return _put_back(payload, tx)
+
+
+@compensates(reserve_by_hand, state=shelf_state)
+def unreserve_by_hand(payload: ShelfUndo, tx: Tx) -> Undone:
+    """Put the counts back."""
+    return _put_back(payload, tx)
+
+
+TOOLS = (
+    *(put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse),
+    *(reserve, unreserve, reserve_by_hand, unreserve_by_hand),
+)
+
+
+def stock(db: Path, item: str, available: int) -> None:
+    """Put ``available`` of ``item`` on the shelf, before any run."""
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            start = Revision.of("v1", {"available": available, "reserved": 0})
+            session.add(Shelf(item=item, available=available, version=start.version, etag=start.etag))
+            session.commit()
+    finally:
+        engine.dispose()
+
+
+def shelves(db: Path) -> dict[str, dict[str, int]]:
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            return {shelf.item: shelf.counts() for shelf in session.exec(select(Shelf))}
+    finally:
+        engine.dispose()
 
 
 def outside_edit(db: Path, key: str, value: str, by: str) -> None:
