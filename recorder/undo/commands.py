@@ -28,6 +28,7 @@ from hatp_journal.recorder.undo.actions import (
 )
 from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
 from hatp_journal.recorder.undo.plan import plan_text, recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -150,6 +151,11 @@ async def _undo(ref: str, store: RunStore, servers: UndoServers, config: Recorde
     head = store.latest_checkpoint(reversal.run)
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
+    if not finished(reversal):
+        print(
+            f"Some steps got no answer from their server: run `hatp-recorder undo {ref}` again to retry "
+            "them under the same approval, with the same requests (nothing is compensated twice)."
+        )
     return 0 if all(s["status"] in ("reversed", "notReversible") for s in reversal.body["steps"]) else 1
 
 
@@ -169,6 +175,8 @@ def reversal_text(reversal: Entry) -> str:
                 notes.append(f"overwrote a newer change, by override of {receipt['override'].get('by')}")
         else:
             notes = [step.get("reason", "")]
+        if step.get("retry"):
+            notes.append("no answer from its server; running `undo` again retries it")
         if step.get("remedy"):
             notes.append(f"suggested remedy: {step['remedy']} (not performed)")
         note = "; ".join(n for n in notes if n)

@@ -3,12 +3,16 @@
 Steps run newest first. Before each compensation a durable ``undo-intent`` entry names the exact
 request (``ifVersion``, request id, override, and the Recorder's signature over them and the token's
 digest — the token itself stays in the Recorder's token store); after it an ``undo-outcome`` entry
-holds the server's signed answer. A run resumed after a crash re-sends only intents without an
-outcome, with the same request, which the tool server answers from its own record: nothing is
-compensated twice. When a
-step stays (conflict, failure, not reversible, …) nothing it relied on is undone. A ``reversal``
-entry (the Reversal Record) ends it. Before the run (or resume) starts and before each
-compensation, the approver's authority is checked again (``authority.py``); without it the undo halts.
+holds the server's signed answer, or ``failed`` when no answer came (the server went away, timed
+out, or its answer did not verify). A run resumed after a crash re-sends intents without an
+outcome, and a resume retries steps whose latest outcome is ``failed`` (a new ``undo-outcome``
+with the next ``attempt``), each with the very same request, which the tool server answers from
+its own record: nothing is compensated twice. Only a server's answer is final. When a step stays
+(conflict, failure, not reversible, …) nothing it relied on is undone. Each run ends with a
+``reversal`` entry (the Reversal Record); one with a step to retry (``retry: true``) is followed,
+after a resume, by a later one, and the latest is the record. Before the run (or resume) starts
+and before each compensation, the approver's authority is checked again (``authority.py``);
+without it the undo halts.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class StepResult:
     reason: str = ""
     remedy: str | None = None
     answer: dict[str, Any] | None = None
+    retry: bool = False  # no answer came from the server: a resume sends the same request again
 
     def wire(self) -> dict[str, Any]:
         line: dict[str, Any] = {
@@ -68,6 +73,8 @@ class StepResult:
             line["remedy"] = self.remedy
         if self.answer is not None:
             line["receipt"] = self.answer  # the server's signed answer, whole, so it verifies on its own
+        if self.retry:
+            line["retry"] = True
         return line
 
 
@@ -77,6 +84,7 @@ async def execute_plan(
     """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry.
 
     ``authority`` gives the directory and policy as they are now, to check the approver against.
+    A finished undo (its latest Reversal Record has no step to retry) is returned as it is.
     """
     ask = find_plan(store, ref)
     if ask.state == "denied":
@@ -86,7 +94,7 @@ async def execute_plan(
     with undo_lease(store.engine, ask.run, ask.entry.id):
         entries = store.entries(ask.run)
         done = reversal_of(entries, ask.entry.id)
-        if done is not None:
+        if done is not None and finished(done):
             return done
         halt = halt_of(entries, ask.entry.id)
         if halt is not None:
@@ -162,8 +170,8 @@ async def _run(
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)
             continue
-        if entry_id not in outcomes:
-            recheck(entry_id)  # a run can be long: authority is checked before each compensation
+        if unanswered(outcomes.get(entry_id)):
+            recheck(entry_id)  # a run can be long: authority is checked before each send, retries too
         result = await _compensate(
             store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
         )
@@ -188,9 +196,10 @@ async def _compensate(
     overrides: set[str],
     planned: Sequence[Step],
 ) -> StepResult:
-    """Compensate one step: intent, request, outcome — or pick up where a crash left it."""
+    """Compensate one step: intent, request, outcome — or pick up where a crash or a lost server left it."""
     outcome = outcomes.get(step.id)
-    if outcome is None:
+    if unanswered(outcome):
+        attempt = 1 if outcome is None else _attempt(outcome) + 1
         intent = intents.get(step.id)
         if intent is None:
             request = _request(store, ask, step, left, overrides, planned)
@@ -206,11 +215,20 @@ async def _compensate(
         outcome = store.append(
             ask.run,
             "undo-outcome",
-            {"plan": ask.entry.id, "step": step.id, "intent": intent.id, "server": step.server, **body},
+            {
+                "plan": ask.entry.id,
+                "step": step.id,
+                "intent": intent.id,
+                "server": step.server,
+                "attempt": attempt,
+                **body,
+            },
         )
+    assert outcome is not None
     answer = outcome.body.get("answer")
     if not isinstance(answer, dict):
-        return StepResult(*base, status="failed", reason=str(outcome.body.get("failed", "no answer")))
+        reason = str(outcome.body.get("failed", "no answer"))
+        return StepResult(*base, status="failed", reason=reason, retry=True)
     status = answer.get("status")
     if status == "done":
         return StepResult(*base, status="reversed", answer=answer)
@@ -273,7 +291,11 @@ def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:
 
 
 def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
-    """The ``undo-intent`` and ``undo-outcome`` entries of ``plan`` so far, by the step's entry id."""
+    """The ``undo-intent`` and latest ``undo-outcome`` entries of ``plan`` so far, by the step's entry id.
+
+    A step has one intent; a retried step has one outcome per attempt, and the latest one counts
+    (entries come in record order, so a later outcome replaces an earlier one here).
+    """
     intents = {
         str(e.body["step"]): e for e in entries if e.kind == "undo-intent" and e.body.get("plan") == plan
     }
@@ -284,5 +306,20 @@ def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry]
 
 
 def reversal_of(entries: Sequence[Entry], plan: str) -> Entry | None:
-    """The Reversal Record of ``plan`` (its id in the run), once the undo has finished."""
-    return next((e for e in entries if e.kind == "reversal" and e.body.get("plan") == plan), None)
+    """The latest Reversal Record of ``plan`` (its id in the run), once the undo has run."""
+    return next((e for e in reversed(entries) if e.kind == "reversal" and e.body.get("plan") == plan), None)
+
+
+def finished(reversal: Entry) -> bool:
+    """Whether the undo a Reversal Record ends is over: no step of it waits for a retry."""
+    return not any(line.get("retry") for line in reversal.body.get("steps", []))
+
+
+def unanswered(outcome: Entry | None) -> bool:
+    """Whether a step still needs its request sent: never sent, or no answer came from its server."""
+    return outcome is None or not isinstance(outcome.body.get("answer"), dict)
+
+
+def _attempt(outcome: Entry) -> int:
+    attempt = outcome.body.get("attempt")
+    return attempt if isinstance(attempt, int) else 1  # outcomes written before retries had no number

@@ -38,7 +38,7 @@ from hatp_journal.recorder.undo.actions import (
 from hatp_journal.recorder.undo.approval import find_plan, pending_plans
 from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
-from hatp_journal.recorder.undo.execute import reversal_of, undo_progress
+from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
 from hatp_journal.recorder.undo.plan import recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
@@ -350,14 +350,25 @@ class WebApprover:
         ask = find_plan(self.store, _ref(request))
         entries = self.store.entries(ask.run)
         reversal = reversal_of(entries, ask.entry.id)
-        if reversal is not None:
-            self.shown_outcomes.add(ask.ref)
-            return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
-        if ask.state != "approved":
-            raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         running = self.undos.running(ask.ref)
         # A halt is read from the record, so the page says why even after a restart or a CLI resume.
         halt = halt_of(entries, ask.entry.id)
+        # A record with steps to retry is shown with Resume, unless a resume runs (or was halted).
+        if reversal is not None and (finished(reversal) or (not running and halt is None)):
+            self.shown_outcomes.add(ask.ref)
+            retry = not finished(reversal)
+            return self._render(
+                request,
+                "outcome.html",
+                ref=ask.ref,
+                reversal=reversal,
+                plan=ask.plan,
+                retry=retry,
+                csrf=session.csrf,
+                form=session.new_form() if retry else None,
+            )
+        if ask.state != "approved":
+            raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         return self._render(
             request,
             "undoing.html",
@@ -374,7 +385,8 @@ class WebApprover:
         session, fields = await self._form(request)
         ask = find_plan(self.store, _ref(request))
         entries = self.store.entries(ask.run)
-        if ask.state != "approved" or reversal_of(entries, ask.entry.id) is not None:
+        done = reversal_of(entries, ask.entry.id)
+        if ask.state != "approved" or (done is not None and finished(done)):
             raise WebRefusal(WebCode.NOT_RESUMABLE, f"{ask.ref} is {ask.state} and has nothing left to run")
         halt = halt_of(entries, ask.entry.id)
         if halt is not None:

@@ -4,7 +4,11 @@
 (``effect.uses``); ``publish`` can't be undone; ``get`` reads. A compensation of a key whose
 name starts with ``fail`` raises; one whose name starts with ``hang`` never answers: it waits until
 the process that started this server is gone, then this server exits without committing (a Recorder
-killed mid-compensation). Every compensation that commits is counted in ``undo_log``.
+killed mid-compensation). The first compensation of a key whose name starts with ``gone`` kills this
+server (SIGKILL) before anything commits, and leaves a mark beside the store so that the server, started
+again, compensates it normally (a server that went away and came back). A compensation of a key whose
+name starts with ``lost`` commits, then kills this server before it answers (the answer is lost; the
+server's record keeps it). Every compensation that commits is counted in ``undo_log``.
 ``reserve`` changes two fields of a shelf at once (available and reserved); ``reserve_by_hand``
 does the same with a summary written by hand and no ``effect.changes``, like a server written
 before them.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -152,6 +157,10 @@ def chain_state(resource: str, tx: Tx) -> ResourceState:
 def _undo(payload: ChainUndo, tx: Tx) -> Undone:
     if payload.key.startswith("hang"):
         _exit_once_orphaned()
+    if payload.key.startswith("gone"):
+        _go_away_once(payload.key)
+    if payload.key.startswith("lost"):
+        tx.after_commit(_killed)  # committed, and the answer is never sent
     item = tx.session.get(ChainItem, payload.key)
     assert item is not None
     if payload.key.startswith("fail"):
@@ -233,6 +242,26 @@ def _exit_once_orphaned() -> None:
             break
         time.sleep(0.01)
     os._exit(0)
+
+
+_STORE: Path | None = None  # this server's store, beside which ``gone`` keys leave their mark
+
+
+def gone_mark(db: Path, key: str) -> Path:
+    """The file saying this server already went away once compensating ``key``."""
+    return db.with_name(f"{db.name}.gone-{key}")
+
+
+def _go_away_once(key: str) -> None:
+    assert _STORE is not None, "gone keys need the server started with --db"
+    mark = gone_mark(_STORE, key)
+    if not mark.exists():
+        mark.touch()
+        _killed()
+
+
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def shelf_uri(item: str) -> str:
@@ -396,6 +425,8 @@ def main() -> None:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--key", type=Path, required=True)
     args = parser.parse_args()
+    global _STORE
+    _STORE = args.db
     mcp, _ = build(args.db, SigningKey.load_or_create(args.key))
     mcp.run(show_banner=False)
 
