@@ -8,6 +8,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hatp_journal.toolkit.files import MAX_NESTING, FileProblem, check_nesting, read_text, too_deep
+
+MAX_CONFIG_BYTES = 1024 * 1024
+"""The largest ``recorder.toml`` read (1 MiB; a real one is a few hundred bytes, and ``tomllib``
+needs seconds for a megabyte of deeply dotted keys)."""
+
 
 class ConfigError(ValueError):
     """The configuration can't be used; the Recorder refuses to start."""
@@ -45,6 +51,16 @@ class RecorderSection(BaseModel):
     agent: str = "agent"
     principal: str = "principal"
     checkpoint_every: int = Field(default=100, gt=0)
+    max_arguments_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Largest arguments (canonical JSON bytes) a call may have; larger: journaled, refused",
+    )
+    max_journal_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Largest journal object of a result kept in an entry; larger: digest kept, unresolved",
+    )
 
 
 class WebSection(BaseModel):
@@ -92,15 +108,23 @@ class RecorderConfig(BaseModel):
 
 
 def load_config(path: Path) -> RecorderConfig:
-    """Read and validate ``path``; relative paths in it are taken from its folder."""
+    """Read and validate ``path``; relative paths in it are taken from its folder.
+
+    The file is read through :mod:`hatp_journal.toolkit.files` (size, UTF-8, nesting limits).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: {error.strerror}") from None
+        text = read_text(path, limit=MAX_CONFIG_BYTES)
+        check_nesting(text, path, syntax="toml")
+    except FileProblem as problem:
+        raise ConfigError(str(problem)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: {error}") from None
+        raise ConfigError(_syntax_error(path, text, error)) from None
+    deep = too_deep(data)
+    if deep is not None:  # a table header's dots and its keys' dots, each within the limit, add up
+        shown = ".".join(str(part) for part in deep[:4])
+        raise ConfigError(f"{path}: {shown}…: nested deeper than {MAX_NESTING} levels")
     try:
         config = RecorderConfig.model_validate(data)
     except ValidationError as error:
@@ -119,6 +143,18 @@ def load_config(path: Path) -> RecorderConfig:
     config.web.keys = _resolve(base, config.web.keys)
     config.web.secret = _resolve(base, config.web.secret)
     return config
+
+
+def _syntax_error(path: Path, text: str, error: tomllib.TOMLDecodeError) -> str:
+    """``path:line:column: what``; the parser says where only in its message: ``(at line 3, column 7)``."""
+    message = str(error)
+    found = re.search(r" \(at line (\d+), column (\d+)\)$", message)
+    if found is not None:
+        return f"{path}:{found[1]}:{found[2]}: {message[: found.start()]}"
+    if message.endswith(" (at end of document)"):
+        last = text.rstrip("\n").count("\n") + 1
+        return f"{path}:{last}: {message.removesuffix(' (at end of document)')} at the end of the file"
+    return f"{path}: {message}"
 
 
 def _resolve(base: Path, value: str) -> str:

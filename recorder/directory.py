@@ -10,10 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from hatp_journal.recorder.policy.load import problems_of
+from hatp_journal.recorder.policy.locate import LocateError, located
 from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.files import FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import VerifyKey, b64url_decode
 
 
@@ -32,6 +35,18 @@ class Person(BaseModel):
     email: str | None = Field(default=None, description="Where reviews, reminders and escalations go")
     public_key: str = Field(description="Raw Ed25519 public key, base64url")
 
+    @field_validator("public_key")
+    @classmethod
+    def _an_ed25519_key(cls, value: str) -> str:
+        # Refused when the file is read, naming its line, not at some later decision.
+        try:
+            raw = b64url_decode(value)
+        except ValueError:
+            raw = b""
+        if len(raw) != 32:  # any 32 bytes are an Ed25519 public key
+            raise ValueError("not an Ed25519 public key (32 bytes, base64url)")
+        return value
+
     def verify_key(self) -> VerifyKey:
         """The person's key; a malformed one is a directory error."""
         try:
@@ -49,11 +64,22 @@ class Directory(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Directory:
-        """Read ``path``; errors name the file and what is wrong."""
+        """Read ``path``; every error names the file and the line, ``path:line:column: what``.
+
+        Read through :mod:`hatp_journal.toolkit.files` (size, UTF-8 and nesting limits). Duplicate
+        JSON keys and public keys that are not Ed25519 keys are refused like the policy file's errors.
+        """
         try:
-            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, ValidationError) as error:
-            raise DirectoryError(f"{path}: {error}") from None
+            text = read_text(path)
+            check_nesting(text, path, syntax="json")
+        except FileProblem as problem:
+            raise DirectoryError(str(problem)) from None
+        try:
+            # Read at every decision: only a file that fails pays for finding the lines.
+            return cls.model_validate(json.loads(text, object_pairs_hook=_no_duplicates), strict=True)
+        except (ValueError, ValidationError):
+            pass
+        raise DirectoryError(_what_is_wrong(path, text))
 
     def snapshot(self) -> dict[str, Any]:
         """The directory as a Run Record keeps it at a decision (camelCase, as the file spells it)."""
@@ -81,3 +107,23 @@ class Directory(BaseModel):
         if listed.kid != key.kid:
             return f"the key used is not {person_id}'s key in the directory"
         return None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("duplicate key")  # located() names it and its line
+    return found
+
+
+def _what_is_wrong(path: Path, text: str) -> str:
+    """Each problem of a directory that did not load, as ``path:line:column: what``, one per line."""
+    try:
+        keys = located(text, str(path))
+        Directory.model_validate_json(text, strict=True)
+    except LocateError as error:
+        return f"{path}:{error.position.line}:{error.position.column}: {error}"
+    except ValidationError as error:
+        problems = sorted(problems_of(keys, error), key=lambda p: (p.line, p.column))
+        return "\n".join(f"{path}:{p.line}:{p.column}: {p.message}" for p in problems)
+    return f"{path}: not a directory of people"  # the fast and the located reading disagree; never seen

@@ -7,6 +7,7 @@ tokens are kept in the Run Record and stripped from what the agent receives.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
@@ -19,21 +20,25 @@ from fastmcp.tools import Tool, ToolResult
 from mcp.types import CallToolResult
 from pydantic import PrivateAttr, ValidationError
 
+from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.intake import bounded, take_in
+from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
-from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
 
 HOST_META_KEY = "hatp/host"
+HOST_META_BYTES = 65_536
+"""Largest ``_meta["hatp/host"]`` kept: it names a few entries, nothing more."""
 
 
 class Recorder:
@@ -45,15 +50,19 @@ class Recorder:
         *,
         store: RunStore,
         policy: Policy,
-        ledger: MoneyLedger | None = None,
+        ledger: StoredLedger | None = None,
         clock: Any = utc_now,
         embedded: Mapping[str, FastMCP] | None = None,
     ) -> None:
-        """``embedded`` names servers running in this process, reached in memory (e.g. in tests)."""
+        """``embedded`` names servers running in this process, reached in memory (e.g. in tests).
+
+        The money ledger is the store's own unless ``ledger`` is given: every Recorder on one
+        store shares what was spent, across restarts.
+        """
         self.config = config
         self.store = store
         self.policy = policy
-        self.ledger = ledger or MoneyLedger()
+        self.ledger = ledger or StoredLedger(store.engine)
         self.clock = clock
         pins = PinStore(store.engine)
         self.downstreams = {
@@ -92,6 +101,10 @@ class Recorder:
         """
         run = self.run_id
         assert run is not None, "start() first"
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        host = _host_meta()
+        if checked.refusal is not None:
+            return self._refuse_arguments(run, server, tool, checked.refusal, host)
         downstream = self.downstreams[server]
         now: datetime = self.clock()
         facts = self._facts(downstream, tool, arguments, now)
@@ -101,10 +114,9 @@ class Recorder:
             "server": server,
             "tool": tool,
             "arguments": arguments,
-            "argumentsDigest": sha256_digest(arguments),
+            "argumentsDigest": checked.digest,
             "declared": facts.kind,
         }
-        host = _host_meta()
         if host is not None:
             body["host"] = host
         earlier = None
@@ -124,8 +136,10 @@ class Recorder:
             assert earlier.decision is not None
             body["ask"] = earlier.entry.id
             body["decision"] = {"action": "approved", "by": earlier.decision.body["approval"]["by"]}
-            return await self._forward(run, downstream, facts, body, now)
-        decision = decide(self.policy, facts, self.ledger)
+            # A person approved it: its amount counts without another look at the caps.
+            return await self._forward(run, downstream, facts, body, self.ledger.hold(facts))
+        # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
+        decision, held = self.ledger.decide(self.policy, facts)
         body["decision"] = decision.wire()
         if decision.action != "allow":
             autonomy = self.policy.autonomy
@@ -139,15 +153,37 @@ class Recorder:
             )
             self._unsettled.add(entry.id)
             return _pending(run, entry.id)
-        return await self._forward(run, downstream, facts, body, now)
+        return await self._forward(run, downstream, facts, body, held)
+
+    def _refuse_arguments(
+        self, run: str, server: str, tool: str, refusal: Refusal, host: dict[str, Any] | None
+    ) -> ToolResult:
+        """Journal a call whose arguments the record can't hold, without them, and refuse it.
+
+        Refused before the policy and never forwarded: the tool server's receipt would sign an
+        arguments digest that can't be computed, and an ask would need one to be approved.
+        """
+        body: dict[str, Any] = {
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "server": server,
+            "tool": tool,
+            "code": refusal.code,
+            **refusal.kept,
+        }
+        if host is not None:
+            body["host"] = host
+        entry = self.store.append(run, "refused", body)
+        return _refusal(refusal.code, refusal.message(), entry.id)
 
     async def _forward(
-        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], now: datetime
+        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], held: Hold | None
     ) -> ToolResult:
         tool, arguments = body["tool"], body["arguments"]
         try:
             result = await downstream.call(tool, arguments)
         except DownstreamError as error:
+            self.ledger.settle(held, moved=False)  # a failed call does not count
             body["outcome"] = {"status": "failed", "error": str(error)}
             body["links"] = self._links.links(body)
             entry = self.store.append(run, "call", body)
@@ -160,12 +196,15 @@ class Recorder:
             server_keys=downstream.keys,
             declared_kind=facts.kind,
         )
-        body["intake"] = intake.wire()
         journal = intake.raw if intake.status == "verified" else _kept(intake.raw)
+        oversize = _oversize(journal, self.config.recorder.max_journal_bytes)
+        if oversize is not None:
+            # The call happened, so it is journaled: as unknown, with the object's size and digest.
+            intake, journal = Intake("unresolved", "unknown", oversize["rejected"]), oversize
+        body["intake"] = intake.wire()
         body["journal"], tokens = redact(downstream.name, journal)
         body["outcome"] = {"status": "error" if result.is_error else "ok"}
-        if facts.amount is not None and not result.is_error:
-            self.ledger.record(run, now, facts.amount)
+        self.ledger.settle(held, moved=not result.is_error)
         body["links"] = self._links.links(body)
         entry = self.store.append(run, "call", body, tokens=tokens)
         self._links.add(entry.id, body)
@@ -237,16 +276,22 @@ def _declaration(downstream: Downstream, tool: str) -> Declaration | None:
 
 
 def _host_meta() -> dict[str, Any] | None:
-    """What the agent's host said about this call (``_meta["hatp/host"]``, e.g. ``{"uses": ["e2"]}``)."""
+    """What the agent's host said about this call (``_meta["hatp/host"]``, e.g. ``{"uses": ["e2"]}``).
+
+    It is agent-sent, so what the record can't hold is replaced by ``{"rejected": why}``.
+    """
     try:
         request = get_context().request_context
     except RuntimeError:
         return None
     meta = request.meta if request is not None else None
     host = meta.get(HOST_META_KEY) if isinstance(meta, dict) else None
-    if not isinstance(host, dict) or bounded(host) is not None:
+    if host is None:
         return None
-    return host
+    problem = "not a JSON object" if not isinstance(host, dict) else bounded(host)
+    if problem is None and len(canonical_bytes(host)) > HOST_META_BYTES:
+        problem = f"more than {HOST_META_BYTES} bytes"
+    return host if problem is None else {"rejected": f"not kept: {problem}"}
 
 
 def _amount(arguments: dict[str, Any]) -> Money | None:
@@ -255,6 +300,18 @@ def _amount(arguments: dict[str, Any]) -> Money | None:
         return Money(amount=str(arguments["amount"]), currency=str(arguments.get("currency", "USD")))
     except (KeyError, ValidationError):
         return None
+
+
+def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:
+    """What an entry keeps of a journal object (bounded at intake) over ``limit`` canonical bytes."""
+    data = canonical_bytes(journal)
+    if len(data) <= limit:
+        return None
+    return {
+        "rejected": f"not kept: {len(data)} bytes, more than max_journal_bytes ({limit})",
+        "bytes": len(data),
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+    }
 
 
 def _kept(raw: Any) -> Any:

@@ -66,6 +66,10 @@ def _reversal(body: dict[str, Any]) -> tuple[str, str, str, str]:
     return f"of plan {body.get('plan')}", "done", counts, ""
 
 
+def _halted(body: dict[str, Any]) -> tuple[str, str, str, str]:
+    return f"of plan {body.get('plan')}", str(body.get("code", "")), str(body.get("reason", "")), ""
+
+
 def _mail_failed(body: dict[str, Any]) -> tuple[str, str, str, str]:
     return f"mail for {body.get('notice')}", "not delivered", str(body.get("error", "")), ""
 
@@ -80,6 +84,7 @@ _DESCRIBE = {
     "undo-intent": _intent,
     "undo-outcome": _outcome,
     "reversal": _reversal,
+    "undo-halted": _halted,
     "withdrawn": _other,
     "link": _other,
     "mail-failed": _mail_failed,

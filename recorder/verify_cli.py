@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record import Checkpoint, verify_record
 from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.wire import PublicKey
 
@@ -73,15 +74,20 @@ def _server_keys(pins: list[str]) -> dict[str, dict[str, VerifyKey]]:
 def _pinned_key(path: Path) -> VerifyKey:
     """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise KeyFileError(f"cannot read the key {path}: {error}") from None
-    if text.lstrip().startswith("{"):
-        try:
-            return VerifyKey.from_wire(PublicKey.model_validate_json(text))
-        except ValueError as error:
-            raise KeyFileError(f"{path} is not a published public key: {error}") from None
-    return SigningKey.from_file(path).public
+        text = read_text(path, limit=MAX_KEY_BYTES)
+        if not text.lstrip().startswith("{"):
+            return SigningKey.from_file(path).public
+        check_nesting(text, path, syntax="json")
+    except FileProblem as problem:
+        raise KeyFileError(str(problem)) from None
+    try:
+        return VerifyKey.from_wire(PublicKey.model_validate_json(text))
+    except ValidationError as error:
+        first = error.errors()[0]
+        at = "".join(f"{part}: " for part in first["loc"])
+        raise KeyFileError(f"{path}: not a published public key: {at}{first['msg']}") from None
+    except ValueError as error:  # the key's bytes, or a kid that does not name them
+        raise KeyFileError(f"{path}: not a published public key: {error}") from None
 
 
 def _head(path: Path) -> Checkpoint:

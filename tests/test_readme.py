@@ -43,6 +43,7 @@ async def test_the_readme_decorator_example_serves_a_tool_whose_undo_works(
         assert result.meta is not None
         journal = result.meta["hatp/journal"]
         assert journal["effect"]["summary"] == "Deal D-881 stage: Proposal → Won"
+        assert journal["effect"]["changes"] == [{"field": "stage", "before": "Proposal", "after": "Won"}]
         undo = await client.call_tool_mcp(
             "hatp_journal_compensate",
             {"token": journal["compensationToken"], "ifVersion": journal["effect"]["version"]},

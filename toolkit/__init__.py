@@ -11,7 +11,7 @@ app's user interface fingerprint the record they change with :func:`read_record`
 from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.durations import format_window, parse_window
-from hatp_journal.toolkit.effects import Effect, ResourceState, Tx, Undone
+from hatp_journal.toolkit.effects import Effect, ResourceState, Summary, Tx, Undone
 from hatp_journal.toolkit.errors import (
     DeclarationError,
     ErrorCode,
@@ -28,11 +28,12 @@ from hatp_journal.toolkit.samples import outside_edit_for, sample_for
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
 from hatp_journal.toolkit.store import create_store_engine
-from hatp_journal.toolkit.versions import Revision, Versioned, next_revision, summarize
+from hatp_journal.toolkit.versions import Revision, Versioned, field_changes, next_revision, summarize
 from hatp_journal.toolkit.wire import (
     META_KEY,
     CompensateRequest,
     Declaration,
+    EffectChange,
     EffectInfo,
     JournalObject,
     Money,
@@ -48,6 +49,7 @@ __all__ = [
     "Declaration",
     "DeclarationError",
     "Effect",
+    "EffectChange",
     "EffectInfo",
     "ErrorCode",
     "Invocation",
@@ -64,6 +66,7 @@ __all__ = [
     "Sample",
     "SigningKey",
     "StoreError",
+    "Summary",
     "ToolFailed",
     "Tx",
     "UndoAnswer",
@@ -77,6 +80,7 @@ __all__ = [
     "compensates",
     "content_etag",
     "create_store_engine",
+    "field_changes",
     "format_window",
     "irreversible",
     "next_revision",

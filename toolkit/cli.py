@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # schema into a folder that is a file, or not writable
+        print(f"error: {error.filename}: {error.strerror or error}", file=sys.stderr)
+        return 2
     return 0
 
 

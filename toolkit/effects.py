@@ -1,9 +1,9 @@
 """What server authors' functions receive and return.
 
-A journaled tool returns an :class:`Effect`; a state reader returns a
-:class:`ResourceState`; a compensation returns an :class:`Undone`. Each function
-gets a :class:`Tx`: the store session of the current transaction, in which the
-toolkit also writes its undo records, so an effect and its undo commit together.
+A journaled tool returns an :class:`Effect` (whose summary :func:`summarize` writes as a
+:class:`Summary`); a state reader returns a :class:`ResourceState`; a compensation returns an
+:class:`Undone`. Each function gets a :class:`Tx`: the store session of the current transaction,
+in which the toolkit also writes its undo records, so an effect and its undo commit together.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from sqlmodel import Session
 
 from hatp_journal.toolkit.errors import JournalError
-from hatp_journal.toolkit.wire import Money, Override, Use
+from hatp_journal.toolkit.wire import EffectChange, Money, Override, Use
 
 
 @dataclass
@@ -53,6 +53,21 @@ class Tx:
         return errors
 
 
+class Summary(str):
+    """A summary that knows the field changes it shows (what :func:`summarize` returns).
+
+    It is the summary text everywhere; the toolkit also sends its ``changes`` as
+    ``effect.changes``, from which the Recorder writes what undoing the call does.
+    """
+
+    changes: tuple[EffectChange, ...]
+
+    def __new__(cls, text: str, changes: Sequence[EffectChange]) -> Summary:
+        summary = super().__new__(cls, text)
+        summary.changes = tuple(changes)
+        return summary
+
+
 @dataclass(frozen=True)
 class Effect:
     """What a journaled call did, read from the server's own store (SPEC §3).
@@ -61,7 +76,10 @@ class Effect:
     the agent's arguments. ``undo`` is the compensation payload that the toolkit
     stores behind the token. ``etag``/``before_etag`` are content tags (see
     :func:`content_etag`) that let the toolkit recognise a resource brought back
-    to the same content and verify a compensation afterwards.
+    to the same content and verify a compensation afterwards. ``changes`` lists the fields the
+    call changed (see :func:`field_changes`) when the summary is not a :class:`Summary` that
+    knows them already; leave it out when the undo does not put those values back (a refund
+    leaves an order "refunded", not as it was): the Recorder shows the undo as them reversed.
     """
 
     result: Any
@@ -75,6 +93,15 @@ class Effect:
     etag: str | None = None
     before_etag: str | None = None
     amount: Money | None = None
+    changes: Sequence[EffectChange] | None = None
+
+    def field_changes(self) -> list[EffectChange] | None:
+        """``effect.changes`` as sent: those given, else those the summary shows, else none."""
+        if self.changes is not None:
+            return list(self.changes)
+        if isinstance(self.summary, Summary):
+            return list(self.summary.changes)
+        return None
 
 
 @dataclass(frozen=True)

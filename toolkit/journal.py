@@ -337,6 +337,7 @@ def _effect_info(effect: Effect) -> EffectInfo:
         uses=list(effect.uses),
         amount=effect.amount,
         fields=None if effect.fields is None else dict(effect.fields),
+        changes=effect.field_changes(),
     )
 
 

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.files import BOM, MAX_KEY_BYTES, FileCode, FileProblem, read_bytes
 from hatp_journal.toolkit.wire import PublicKey, Receipt
 
 
@@ -81,18 +82,19 @@ class SigningKey:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> SigningKey:
-        """Load a PKCS#8 PEM private key written by :meth:`save`."""
+        """Load a PKCS#8 PEM private key written by :meth:`save`; errors name the file."""
         file = Path(path)
         try:
-            loaded = serialization.load_pem_private_key(file.read_bytes(), password=None)
-        except FileNotFoundError as error:
-            raise KeyFileError(f"no key file at {file}; create one with `hatp-journal keygen`") from error
-        except OSError as error:  # a folder, no permission, …
-            raise KeyFileError(f"cannot read the key file {file}: {error.strerror}") from error
+            pem = read_bytes(file, limit=MAX_KEY_BYTES).removeprefix(BOM)
+        except FileProblem as problem:
+            hint = "; create one with `hatp-journal keygen`" if problem.code is FileCode.MISSING else ""
+            raise KeyFileError(f"{problem}{hint}") from None
+        try:
+            loaded = serialization.load_pem_private_key(pem, password=None)
         except ValueError as error:
-            raise KeyFileError(f"{file} is not a PEM private key: {error}") from error
+            raise KeyFileError(f"{file}: not a PEM private key: {error}") from None
         if not isinstance(loaded, Ed25519PrivateKey):
-            raise KeyFileError(f"{file} holds a {type(loaded).__name__}, not an Ed25519 key")
+            raise KeyFileError(f"{file}: holds a {type(loaded).__name__}, not an Ed25519 key")
         return cls(loaded)
 
     @classmethod
@@ -104,15 +106,21 @@ class SigningKey:
         return cls.from_file(file)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the key as PKCS#8 PEM, readable by its owner only."""
+        """Write the key as PKCS#8 PEM, readable by its owner only; never over an existing file.
+
+        Raises :class:`KeyFileError` if it can't be written (it exists, its folder is a file, …).
+        """
         pem = self.key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
         file = Path(path)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as error:
+            raise KeyFileError(f"{file}: cannot create the key file: {error.strerror or error}") from None
         with os.fdopen(fd, "wb") as out:
             out.write(pem)
 

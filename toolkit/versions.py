@@ -8,16 +8,18 @@ earlier step left, the tags match and the earlier undo sees no false conflict.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from sqlmodel import SQLModel
 
-from hatp_journal.toolkit.canonical import content_etag
+from hatp_journal.toolkit.canonical import canonical_bytes, content_etag
 from hatp_journal.toolkit.clock import wire_time
-from hatp_journal.toolkit.effects import ResourceState
+from hatp_journal.toolkit.effects import ResourceState, Summary
+from hatp_journal.toolkit.wire import EffectChange
 
 _REVISION = re.compile(r"^(?P<prefix>.*?)(?P<number>\d+)$")
 
@@ -48,14 +50,49 @@ class Revision:
         return Revision.of(next_revision(self.version), fields)
 
 
-def summarize(subject: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """A summary written from stored values: ``"Deal D-881 stage: Proposal → Won"``."""
-    changed = [
-        f"{name}: {before.get(name)} → {after.get(name)}"
+def summarize(subject: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> Summary:
+    """A summary written from stored values: ``"Deal D-881 stage: Proposal → Won"``.
+
+    It carries the changes it shows, which the toolkit sends as ``effect.changes``.
+    """
+    changes = field_changes(before, after)
+    return Summary(f"{subject} " + (changes_text(changes) if changes else "unchanged"), changes)
+
+
+def field_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[EffectChange]:
+    """The fields of ``after`` whose stored value differs from ``before``, as JSON values."""
+    return [
+        EffectChange(field=name, before=_json(before.get(name)), after=_json(after.get(name)))
         for name in after
         if before.get(name) != after.get(name)
     ]
-    return f"{subject} " + ("; ".join(changed) if changed else "unchanged")
+
+
+def changes_text(changes: Sequence[EffectChange], *, undone: bool = False) -> str:
+    """``"available: 10 → 6; reserved: 0 → 4"``; ``undone`` turns every pair round."""
+    return "; ".join(
+        f"{change.field}: {value_text(change.after if undone else change.before)} → "
+        f"{value_text(change.before if undone else change.after)}"
+        for change in changes
+    )
+
+
+def value_text(value: Any) -> str:
+    """A stored value as summaries show it: text as it is, anything else as its RFC 8785 JSON.
+
+    JSON because that is what a summary's reader (the Recorder) holds: its record keeps the
+    journal object canonical, so ``1.0`` comes back as ``1`` and objects with sorted keys.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return canonical_bytes(value).decode("utf-8")
+    except (TypeError, ValueError, OverflowError):
+        return str(value)  # not JSON (NaN, a huge number): shown as Python writes it
+
+
+def _json(value: Any) -> Any:
+    return to_jsonable_python(value, fallback=str)
 
 
 class Versioned(SQLModel):

@@ -91,6 +91,14 @@ class Use(WireModel):
     version: str | None = None
 
 
+class EffectChange(WireModel):
+    """One field a call changed: its stored value before and after (``effect.changes``)."""
+
+    field: str
+    before: Any = None
+    after: Any = None
+
+
 class EffectInfo(WireModel):
     """What a call changed, written by the server from its store (SPEC §3)."""
 
@@ -102,6 +110,11 @@ class EffectInfo(WireModel):
     amount: Money | None = None
     fields: dict[str, Any] | None = Field(
         default=None, description="Field values the call left (for previews and comparisons)"
+    )
+    changes: list[EffectChange] | None = Field(
+        default=None,
+        description="The fields the call changed, each with its stored value before and after, in the "
+        "order the summary shows them; the Recorder shows the undo as these changes reversed",
     )
 
 

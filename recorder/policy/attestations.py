@@ -27,6 +27,7 @@ from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.files import FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import PublicKey, WireModel
 
@@ -110,11 +111,13 @@ class Attestations:
         for index, name in enumerate(trust.files):
             path = base / name
             try:
-                raw = json.loads(path.read_bytes())
+                text = read_text(path)
+                check_nesting(text, path, syntax="json")  # json.loads recurses once per level
+                raw = json.loads(text)
                 attestation = Attestation.model_validate(raw)
                 issued_at = parse_wire_time(attestation.issued_at)
-            except OSError as error:
-                raise AttestationFileError(index, f"cannot read {path}: {error.strerror}") from None
+            except FileProblem as problem:  # missing, a folder, empty, too large, not UTF-8, too deep
+                raise AttestationFileError(index, str(problem)) from None
             except (ValueError, ValidationError) as error:
                 raise AttestationFileError(
                     index, f"{path} is not a conformance attestation: {error}"

@@ -11,27 +11,22 @@ from pydantic_core import ErrorDetails
 
 from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
-from hatp_journal.recorder.policy.locate import KeyMap, LocateError, locate
+from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
 from hatp_journal.recorder.policy.model import Policy
+from hatp_journal.toolkit.files import FileProblem, read_text
 
 
 def load_policy(path: str | Path) -> Policy:
     """Load and validate the policy file at ``path``.
 
-    Raises :class:`PolicyFileError` naming the line for unreadable files, JSON syntax errors,
-    duplicate keys, unknown keys, wrong types and unknown actions.
+    Raises :class:`PolicyFileError` naming the line for unreadable, empty, too large, not UTF-8 or
+    too deeply nested files, JSON syntax errors, duplicate keys, unknown keys, wrong types and
+    unknown actions.
     """
     try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        problem = Problem(1, 1, f"cannot read the policy file: {error.strerror}")
-        raise PolicyFileError(path, [problem]) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
-        raise PolicyFileError(path, [Problem(line, column, "not UTF-8 text")]) from None
+        text = read_text(path)
+    except FileProblem as problem:
+        raise PolicyFileError(path, [Problem(problem.line or 1, problem.column, problem.message)]) from None
     return parse_policy(text, source=str(path), base=Path(path).parent)
 
 
@@ -39,12 +34,7 @@ def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = Non
     """Validate policy JSON given as text; ``source`` names it in errors. The attestation files it
     names are read now, relative to ``base`` (default: the working directory)."""
     try:
-        json.loads(text)  # the standard parser's syntax errors carry the best messages
-    except json.JSONDecodeError as error:
-        problem = Problem(error.lineno, error.colno, f"JSON syntax: {error.msg}")
-        raise PolicyFileError(source, [problem]) from None
-    try:
-        keys = locate(text)
+        keys = located(text, source)
     except LocateError as error:
         problem = Problem(error.position.line, error.position.column, error.message)
         raise PolicyFileError(source, [problem]) from None
@@ -52,7 +42,7 @@ def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = Non
         # Strict, and by alias only: the file is exactly the documented shape, no coercion, no snake_case.
         policy = Policy.model_validate_json(text, strict=True, by_alias=True, by_name=False)
     except ValidationError as error:
-        raise PolicyFileError(source, [_problem(keys, detail) for detail in error.errors()]) from None
+        raise PolicyFileError(source, problems_of(keys, error)) from None
     try:
         policy.attested(base)
     except AttestationFileError as error:
@@ -60,6 +50,11 @@ def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = Non
         position = keys.position_of(("autonomy", "attestations", *at))
         raise PolicyFileError(source, [Problem(position.line, position.column, str(error))]) from None
     return policy
+
+
+def problems_of(keys: KeyMap, error: ValidationError) -> list[Problem]:
+    """Each of a validation's errors at the line of the key it is about (the directory uses it too)."""
+    return [_problem(keys, detail) for detail in error.errors()]
 
 
 def _problem(keys: KeyMap, detail: ErrorDetails) -> Problem:
@@ -70,7 +65,8 @@ def _problem(keys: KeyMap, detail: ErrorDetails) -> Problem:
     elif detail["type"] == "missing":
         message = f"{dotted}: required key is missing"
     else:
-        message = f"{dotted}: {detail['msg']}{_got(detail['input'])}"
+        said = detail["msg"].removeprefix("Value error, ")  # pydantic's prefix to a validator's own words
+        message = f"{dotted}: {said}{_got(detail['input'])}"
     return Problem(where.line, where.column, message)
 
 

@@ -2,7 +2,8 @@
 
 The standard ``json`` module keeps no positions, so this walks the text once, reusing the
 standard decoder for strings and scalars. It also refuses what ``json`` silently accepts:
-duplicate keys (the last would win) and ``NaN``/``Infinity``.
+duplicate keys (the last would win) and ``NaN``/``Infinity``. :func:`located` is the way in for
+a file: it bounds the nesting and checks the syntax first.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import bisect
 import json
 import math
 from dataclasses import dataclass, field
+
+from hatp_journal.toolkit.files import FileProblem, check_nesting
 
 Path = tuple[str | int, ...]
 _WHITESPACE = " \t\n\r"
@@ -57,6 +60,23 @@ class KeyMap:
         """The position of a character offset."""
         line = bisect.bisect_right(self._line_starts, index)
         return Position(line, index - self._line_starts[line - 1] + 1)
+
+
+def located(text: str, source: str) -> KeyMap:
+    """Check that ``text`` is one acceptable JSON document and map its keys; ``source`` names it.
+
+    Nesting is bounded first (:func:`~hatp_journal.toolkit.files.check_nesting`): both the standard
+    parser and :func:`locate` recurse once per level. Raises :class:`LocateError` for anything wrong.
+    """
+    try:
+        check_nesting(text, source, syntax="json")
+    except FileProblem as problem:
+        raise LocateError(problem.message, Position(problem.line or 1, problem.column)) from None
+    try:
+        json.loads(text)  # the standard parser's syntax errors carry the best messages
+    except json.JSONDecodeError as error:
+        raise LocateError(f"JSON syntax: {error.msg}", Position(error.lineno, error.colno)) from None
+    return locate(text)
 
 
 def locate(text: str) -> KeyMap:

@@ -31,14 +31,19 @@ def show(amount: Decimal) -> str:
 
 
 class MoneySpent(Protocol):
-    """What the policy asks of a spending ledger; the gateway backs it with the run store."""
+    """What the policy asks of a spending ledger; the gateway's is in the store (:mod:`.stored_ledger`)."""
 
     def spent_in_run(self, run: str, currency: str) -> Decimal:
         """Money in ``currency`` moved by calls of ``run`` so far."""
         ...
 
     def spent_in_period(self, at: datetime, period: timedelta, currency: str) -> Decimal:
-        """Money in ``currency`` moved in the rolling window ``(at - period, at]``, across runs."""
+        """Money in ``currency`` moved after ``at - period``, across runs.
+
+        The rolling window is ``(at - period, at]``; a spend stamped after ``at`` counts too,
+        since spends are recorded as they happen: a later stamp is a call decided while this one
+        waited, or by a Recorder whose clock runs ahead, and it has happened all the same.
+        """
         ...
 
 
@@ -51,7 +56,7 @@ class _Spend:
 
 
 class MoneyLedger:
-    """An in-memory :class:`MoneySpent`, for tests and for a Recorder without a durable store."""
+    """An in-memory :class:`MoneySpent`, for the policy's unit tests (the gateway's is durable)."""
 
     def __init__(self) -> None:
         self._spends: list[_Spend] = []
@@ -69,9 +74,9 @@ class MoneyLedger:
         return self._sum(lambda spend: spend.run == run, currency)
 
     def spent_in_period(self, at: datetime, period: timedelta, currency: str) -> Decimal:
-        """Money in ``currency`` moved in the rolling window ``(at - period, at]``, across runs."""
+        """Money in ``currency`` moved after ``at - period``, across runs (see :class:`MoneySpent`)."""
         start = at - period
-        return self._sum(lambda spend: start < spend.at <= at, currency)
+        return self._sum(lambda spend: start < spend.at, currency)
 
     def _sum(self, keep: Callable[[_Spend], bool], currency: str) -> Decimal:
         total = Decimal(0)

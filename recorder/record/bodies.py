@@ -8,6 +8,7 @@ that a record of any length is checked in one pass with little memory:
 - ``call`` and ``remedy``: the tool server's call receipt (``RECEIPT_INVALID``);
 - ``plan``: its digest (``PLAN_DIGEST_MISMATCH``) and every check answer (``CHECK_RECEIPT_INVALID``);
 - ``undo-outcome`` and ``reversal``: every undo answer (``UNDO_RECEIPT_INVALID``);
+- ``link`` confirmed by a person: their signature, against the directory of that moment;
 - ``decision``: the person's signature (``APPROVAL_SIGNATURE_INVALID``) over exactly the ask or plan
   it names (``APPROVAL_TARGET_MISMATCH``), their role in the directory of that moment
   (``APPROVER_NOT_AUTHORIZED``, ``DIRECTORY_MISSING``) and each override (``OVERRIDE_INVALID``);
@@ -20,11 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
 from hatp_journal.recorder.record.times import is_wire_time
@@ -38,6 +38,10 @@ from hatp_journal.toolkit.signing import (
     verify_call,
     verify_digest_call,
 )
+
+if TYPE_CHECKING:
+    # Imported when used: the directory module reaches the policy package, which reaches back here.
+    from hatp_journal.recorder.directory import Directory
 
 KNOWN_KINDS = frozenset(
     {
@@ -238,6 +242,28 @@ class BodyChecks:
             if problem:
                 self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
 
+    def _link(self, entry: Entry) -> None:
+        """A person's confirmation of a link: signed over the link, the run and its time."""
+        body = entry.body
+        if body.get("source") != "confirmed":
+            return
+        receipt = body.get("receipt")
+        stamp = receipt.get("issuedAt") if isinstance(receipt, Mapping) else None
+        confirmation = {
+            "run": self.run,
+            **{name: body.get(name) for name in ("entry", "on", "via", "by")},
+            "at": stamp,
+        }
+        directory = self._directory(body.get("directory"))
+        key = _person_key(directory, str(body.get("by"))) if directory is not None else None
+        if directory is None:
+            self.found.add(
+                Check.DIRECTORY_MISSING, entry.id, "the directory of this confirmation is not at hand"
+            )
+        elif key is None or not _signed(receipt, {"link": confirmation}, key):
+            detail = f"the link confirmation is not signed by {body.get('by')!r}'s key in the directory"
+            self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+
     def _target(self, body: Mapping[str, Any], approval: Mapping[str, Any]) -> tuple[object, Any, str]:
         """(the ask or plan decided, the role deciding it needs, why not when it is None)."""
         if "plan" in body:
@@ -295,11 +321,14 @@ _BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
     "undo-outcome": BodyChecks._outcome,
     "reversal": BodyChecks._reversal,
     "decision": BodyChecks._decision,
+    "link": BodyChecks._link,
 }
 
 
 def parse_directory(snapshot: Any) -> Directory | None:
     """A directory snapshot as a :class:`Directory`, or None when it is not one."""
+    from hatp_journal.recorder.directory import Directory
+
     try:
         return Directory.model_validate(snapshot)
     except ValidationError:
@@ -307,6 +336,8 @@ def parse_directory(snapshot: Any) -> Directory | None:
 
 
 def _person_key(directory: Directory, person: str) -> VerifyKey | None:
+    from hatp_journal.recorder.directory import DirectoryError
+
     found = directory.person(person)
     try:
         return found.verify_key() if found is not None else None

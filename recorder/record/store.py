@@ -16,14 +16,14 @@ import hashlib
 import re
 import secrets
 import sqlite3
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, bindparam, insert
+from sqlalchemy import Engine, bindparam, insert, inspect, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
@@ -396,8 +396,9 @@ class RunStore:
 
         Read in one transaction (and a fresh ``export`` checkpoint signed in it when the head
         moved since the last one), so the file is a consistent snapshot even while agents append.
-        ``server_keys`` (server → its keys, as the Recorder pinned them) is shipped as given; the
-        directory snapshots the run's decisions name are shipped with it.
+        ``server_keys`` (server → its keys) is shipped as given; by default, the keys this store
+        pinned for every server the run talked to, with when each was pinned. The directory
+        snapshots the run's decisions name are shipped with it.
         """
         with self._session() as session:
             run = _get_run(session, run_id)
@@ -408,6 +409,8 @@ class RunStore:
                 rows.append(RecCheckpoint(**self._sign(run_id, len(entries), head, "export")))
                 session.add(rows[-1])
                 session.commit()
+            if server_keys is None:
+                server_keys = _pinned_keys(session, (entry.body.get("server") for entry in entries))
             directories: dict[str, dict[str, Any]] = {}
             for digest in _directory_digests(entries):
                 row = session.get(RecDirectory, digest)
@@ -418,7 +421,7 @@ class RunStore:
                 entries=entries,
                 checkpoints=[_checkpoint_model(row) for row in rows],
                 recorder_key=self._public.wire(),
-                server_keys=_pinned_keys(server_keys),
+                server_keys=_shipped(server_keys),
                 directories=directories,
             )
 
@@ -426,14 +429,14 @@ class RunStore:
         self,
         run_id: str,
         out: BinaryIO,
-        server_keys: ServerKeys | Callable[[set[str]], ServerKeys] | None = None,
+        server_keys: ServerKeys | None = None,
     ) -> Checkpoint:
         """Write what ``export(run_id).to_bytes()`` would, entry by entry; return its last checkpoint.
 
         Memory does not grow with the run (only with its checkpoints and directories): each entry
-        goes out as the bytes stored, its ``"hash"`` member put in its canonical place, unparsed.
-        ``server_keys`` may also be a function of the servers the entries name (``body.server``),
-        called after the entries are written (``serverKeys`` comes after them in the file).
+        goes out as the bytes stored, its ``"hash"`` member put in its canonical place. Without
+        ``server_keys``, the servers the entries name are gathered as they go (``serverKeys`` comes
+        after the entries in the file) and the keys this store pinned for them are shipped.
 
         The head is read and, if it moved, signed in one short transaction, then the entries up to
         it are read in another: entries never change once written, so this is the snapshot
@@ -443,7 +446,7 @@ class RunStore:
         header, size, head = self._export_header(run_id)
         before, _ = _around_entries(header)
         out.write(before)
-        servers: set[str] = set()
+        servers: set[Any] = set()
         count, last = 0, head if size == 0 else ""
         with closing(self._entry_rows_to(run_id, size)) as rows:
             for seq, digest, data in rows:
@@ -456,14 +459,14 @@ class RunStore:
                 comma = b"," if count > 1 else b""
                 out.write(b"".join((comma, data[:cut], b',"hash":"', digest.encode(), b'"', data[cut:])))
                 last = digest
-                if callable(server_keys):
-                    server = parse_json(data)["body"].get("server")
-                    if isinstance(server, str):
-                        servers.add(server)
+                if server_keys is None:
+                    servers.add(parse_json(data)["body"].get("server"))
         if (count, last) != (size, head):
             raise RecordError(f"run {run_id!r}: the stored entries are not the {size} its head was read at")
-        keys = server_keys(servers) if callable(server_keys) else server_keys
-        _, after = _around_entries(header.model_copy(update={"server_keys": _pinned_keys(keys)}))
+        if server_keys is None:
+            with self._session() as session:
+                server_keys = _pinned_keys(session, servers)
+        _, after = _around_entries(header.model_copy(update={"server_keys": _shipped(server_keys)}))
         out.write(after)
         return header.checkpoints[-1]
 
@@ -544,8 +547,8 @@ def _around_entries(header: RunRecordFile) -> tuple[bytes, bytes]:
     )
 
 
-def _pinned_keys(server_keys: ServerKeys | None) -> dict[str, list[PinnedKey]]:
-    return {server: [_pinned(key) for key in keys] for server, keys in (server_keys or {}).items()}
+def _shipped(server_keys: ServerKeys) -> dict[str, list[PinnedKey]]:
+    return {server: [_pinned(key) for key in keys] for server, keys in server_keys.items()}
 
 
 def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:
@@ -553,6 +556,25 @@ def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:
         return key
     published = key.wire() if isinstance(key, VerifyKey) else key
     return PinnedKey(kid=published.kid, public_key=published.public_key)
+
+
+def _pinned_keys(session: Session, servers: Iterable[Any]) -> dict[str, list[PinnedKey]]:
+    """The keys pinned in this store (``rec_pin``, kept by the gateway) for ``servers`` (entries'
+    ``body.server``: what is not a string names none)."""
+    named = sorted({server for server in servers if isinstance(server, str)})
+    if not named or not inspect(session.connection()).has_table("rec_pin"):
+        return {}
+    rows = session.execute(
+        text(
+            "SELECT server, kid, public_key, pinned_at FROM rec_pin"
+            " WHERE server IN :named ORDER BY server, kid"
+        ).bindparams(bindparam("named", expanding=True)),
+        {"named": named},
+    ).all()
+    found: dict[str, list[PinnedKey]] = {}
+    for server, kid, public_key, pinned_at in rows:
+        found.setdefault(server, []).append(PinnedKey(kid=kid, public_key=public_key, pinned_at=pinned_at))
+    return found
 
 
 def _canonical_directory(snapshot: Mapping[str, Any]) -> tuple[bytes, str]:

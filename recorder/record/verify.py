@@ -19,11 +19,10 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.layout import read_export
@@ -33,6 +32,10 @@ from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLon
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
+
+if TYPE_CHECKING:
+    # Imported when used: the directory module reaches the policy package, which reaches back here.
+    from hatp_journal.recorder.directory import Directory
 
 ServerKeys = Mapping[str, Mapping[str, VerifyKey]]
 _UNKNOWN = "unknown: after a malformed entry"
@@ -253,6 +256,8 @@ class RecordVerifier:
         return keys
 
     def _directories(self, given: Directory | Mapping[str, Any] | None) -> dict[str, Directory | None]:
+        from hatp_journal.recorder.directory import Directory
+
         known: dict[str, Directory | None] = {}
         pinned = None
         if given is not None:

@@ -13,9 +13,10 @@ from typing import Literal
 
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
+from hatp_journal.recorder.undo.authority import AuthorityNow
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import execute_plan
 from hatp_journal.recorder.undo.plan import ReversalPlan
@@ -82,14 +83,16 @@ async def decide_on_plan(
     )
 
 
-async def run_plan(store: RunStore, ref: str, servers: UndoServers, now: datetime) -> Entry:
-    """Run (or resume) the approved plan ``ref``; returns its Reversal Record."""
+async def run_plan(
+    store: RunStore, ref: str, servers: UndoServers, now: datetime, authority: AuthorityNow
+) -> Entry:
+    """Run (or resume) the approved plan ``ref``, its approver checked against ``authority``."""
     ask = find_plan(store, ref)
 
     async def again() -> ReversalPlan:
         return await replan(store, ask.plan, servers, now)
 
-    return await execute_plan(store, ref, compensate=servers.compensate, replan=again)
+    return await execute_plan(store, ref, compensate=servers.compensate, replan=again, authority=authority)
 
 
 async def replan(store: RunStore, shown: ReversalPlan, servers: UndoServers, now: datetime) -> ReversalPlan:
@@ -131,6 +134,15 @@ def load_directory(config: RecorderConfig) -> Directory:
     if config.recorder.directory is None:
         raise ConfigError("[recorder] directory is not set: nobody can ask for or approve an undo")
     return Directory.load(Path(config.recorder.directory))
+
+
+def authority_now(config: RecorderConfig) -> AuthorityNow:
+    """The directory and policy of ``config``, read from their files again at every call."""
+
+    def now() -> tuple[Directory, Policy]:
+        return load_directory(config), load_policy(Path(config.recorder.policy))
+
+    return now
 
 
 def display_name(directory: Directory, person_id: str) -> str:

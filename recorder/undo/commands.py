@@ -19,6 +19,7 @@ from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
+    authority_now,
     decide_on_plan,
     display_name,
     load_directory,
@@ -27,8 +28,9 @@ from hatp_journal.recorder.undo.actions import (
 )
 from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import plan_text, undo_label
+from hatp_journal.recorder.undo.plan import plan_text, recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -71,9 +73,9 @@ async def run_command(args: argparse.Namespace, config: RecorderConfig, store: R
         if args.command == "plan":
             return await _plan(args, store, policy, directory, servers)
         if args.command in ("approve", "deny"):
-            return await _decide(args, store, policy, directory, servers)
+            return await _decide(args, store, policy, directory, servers, config)
         if args.command == "undo":
-            return await _undo(args.plan, store, policy, servers)
+            return await _undo(args.plan, store, servers, config)
         if args.command == "confirm-link":
             return _confirm_link(args, store, policy, directory)
         if args.command == "remedy":
@@ -110,7 +112,12 @@ async def _plan(
 
 
 async def _decide(
-    args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
+    args: argparse.Namespace,
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    servers: UndoServers,
+    config: RecorderConfig,
 ) -> int:
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
     key = SigningKey.from_file(args.key)
@@ -132,16 +139,23 @@ async def _decide(
     if not counted:
         return 1
     if decision == "approve":
-        return await _undo(args.ask, store, policy, servers)
+        return await _undo(args.ask, store, servers, config)
     return 0
 
 
-async def _undo(ref: str, store: RunStore, policy: Policy, servers: UndoServers) -> int:
-    reversal = await run_plan(store, ref, servers, utc_now())
+async def _undo(ref: str, store: RunStore, servers: UndoServers, config: RecorderConfig) -> int:
+    # The directory and policy are read again at the start and before each step, not taken
+    # from when this command started: authority is rechecked at every run and resume.
+    reversal = await run_plan(store, ref, servers, utc_now(), authority_now(config))
     print(reversal_text(reversal))
     head = store.latest_checkpoint(reversal.run)
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
+    if not finished(reversal):
+        print(
+            f"Some steps got no answer from their server: run `hatp-recorder undo {ref}` again to retry "
+            "them under the same approval, with the same requests (nothing is compensated twice)."
+        )
     return 0 if all(s["status"] in ("reversed", "notReversible") for s in reversal.body["steps"]) else 1
 
 
@@ -151,7 +165,7 @@ def reversal_text(reversal: Entry) -> str:
     for step in reversal.body["steps"]:
         receipt = step.get("receipt") or {}
         status = _STATUS_WORDS.get(step["status"], step["status"])
-        what = step["summary"] if step["status"] == "notReversible" else undo_label(step["summary"])
+        what = step["summary"] if step["status"] == "notReversible" else recorded_undo(step)
         if step["status"] == "reversed":
             notes = [
                 f"{receipt.get('versionFound')} → {receipt.get('versionLeft')}",
@@ -161,6 +175,8 @@ def reversal_text(reversal: Entry) -> str:
                 notes.append(f"overwrote a newer change, by override of {receipt['override'].get('by')}")
         else:
             notes = [step.get("reason", "")]
+        if step.get("retry"):
+            notes.append("no answer from its server; running `undo` again retries it")
         if step.get("remedy"):
             notes.append(f"suggested remedy: {step['remedy']} (not performed)")
         note = "; ".join(n for n in notes if n)
@@ -219,6 +235,7 @@ def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, dir
         **{k: confirmation[k] for k in ("entry", "on", "via", "by")},
         "source": "confirmed",
         "receipt": key.sign({"link": confirmation}, stamp).wire(),
+        "directory": store.keep_directory(directory.snapshot()),
     }
     entry = store.append(args.run, "link", body)
     print(f"{args.run}/{entry.id}: {args.entry} relies on {args.on} (confirmed by {args.person})")

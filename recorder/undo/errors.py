@@ -20,10 +20,11 @@ class UndoCode(StrEnum):
     BAD_OVERRIDE = "BAD_OVERRIDE"
     UNDO_BUSY = "UNDO_BUSY"
     NOT_A_REMEDY = "NOT_A_REMEDY"
+    APPROVER_NO_LONGER_AUTHORIZED = "APPROVER_NO_LONGER_AUTHORIZED"
 
 
 class UndoError(Exception):
-    """An undo request that was refused before anything was compensated."""
+    """An undo request that was refused before anything (more) was compensated."""
 
     def __init__(self, code: UndoCode, message: str) -> None:
         super().__init__(f"{code}: {message}")

@@ -3,11 +3,16 @@
 Steps run newest first. Before each compensation a durable ``undo-intent`` entry names the exact
 request (``ifVersion``, request id, override, and the Recorder's signature over them and the token's
 digest — the token itself stays in the Recorder's token store); after it an ``undo-outcome`` entry
-holds the server's signed answer. A run resumed after a crash re-sends only intents without an
-outcome, with the same request, which the tool server answers from its own record: nothing is
-compensated twice. When a
-step stays (conflict, failure, not reversible, …) nothing it relied on is undone. A ``reversal``
-entry (the Reversal Record) ends it.
+holds the server's signed answer, or ``failed`` when no answer came (the server went away, timed
+out, or its answer did not verify). A run resumed after a crash re-sends intents without an
+outcome, and a resume retries steps whose latest outcome is ``failed`` (a new ``undo-outcome``
+with the next ``attempt``), each with the very same request, which the tool server answers from
+its own record: nothing is compensated twice. Only a server's answer is final. When a step stays
+(conflict, failure, not reversible, …) nothing it relied on is undone. Each run ends with a
+``reversal`` entry (the Reversal Record); one with a step to retry (``retry: true``) is followed,
+after a resume, by a later one, and the latest is the record. Before the run (or resume) starts
+and before each compensation, the approver's authority is checked again (``authority.py``);
+without it the undo halts.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Literal
 
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
+from hatp_journal.recorder.undo.authority import AuthorityNow, halt_of, halt_unless_authorized, halted
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
@@ -45,10 +51,12 @@ class StepResult:
     step: int
     entry: str
     summary: str
+    undo: str
     status: StepStatus
     reason: str = ""
     remedy: str | None = None
     answer: dict[str, Any] | None = None
+    retry: bool = False  # no answer came from the server: a resume sends the same request again
 
     def wire(self) -> dict[str, Any]:
         line: dict[str, Any] = {
@@ -57,17 +65,27 @@ class StepResult:
             "summary": self.summary,
             "status": self.status,
         }
+        if self.status != "notReversible":
+            line["undo"] = self.undo  # what undoing it does, in the words the plan showed
         if self.reason:
             line["reason"] = self.reason
         if self.remedy:
             line["remedy"] = self.remedy
         if self.answer is not None:
             line["receipt"] = self.answer  # the server's signed answer, whole, so it verifies on its own
+        if self.retry:
+            line["retry"] = True
         return line
 
 
-async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, replan: Replan) -> Entry:
-    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry."""
+async def execute_plan(
+    store: RunStore, ref: str, *, compensate: Compensate, replan: Replan, authority: AuthorityNow
+) -> Entry:
+    """Run (or resume) the approved plan ``ref``; returns the ``reversal`` entry.
+
+    ``authority`` gives the directory and policy as they are now, to check the approver against.
+    A finished undo (its latest Reversal Record has no step to retry) is returned as it is.
+    """
     ask = find_plan(store, ref)
     if ask.state == "denied":
         raise UndoError(UndoCode.PLAN_DENIED, f"{ref} was denied; nothing was compensated")
@@ -76,8 +94,12 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
     with undo_lease(store.engine, ask.run, ask.entry.id):
         entries = store.entries(ask.run)
         done = reversal_of(entries, ask.entry.id)
-        if done is not None:
+        if done is not None and finished(done):
             return done
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise halted(ask, halt)
+        halt_unless_authorized(store, ask, authority)
         intents, outcomes = undo_progress(entries, ask.entry.id)
         if not intents and (await replan()).digest() != ask.digest:
             raise UndoError(
@@ -85,7 +107,11 @@ async def execute_plan(store: RunStore, ref: str, *, compensate: Compensate, rep
                 f"{ref} changed since it was approved (new calls, or a step checks differently now); "
                 "nothing was compensated: plan again",
             )
-        results = await _run(store, ask, entries, intents, outcomes, compensate)
+
+        def recheck(step: str) -> None:
+            halt_unless_authorized(store, ask, authority, before=step)
+
+        results = await _run(store, ask, entries, intents, outcomes, compensate, recheck)
         body = {
             "plan": ask.entry.id,
             "steps": [r.wire() for r in results],
@@ -103,6 +129,7 @@ async def _run(
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     compensate: Compensate,
+    recheck: Callable[[str], None],
 ) -> list[StepResult]:
     plan, overrides = ask.plan, set(ask.overrides)
     steps = {s.id: s for s in steps_of(list(entries))}
@@ -115,7 +142,7 @@ async def _run(
     for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
         number, entry_id, section = item
         step = steps[entry_id]
-        base = (number, entry_id, step.summary)
+        base = (number, entry_id, step.summary, step.undo_text)
         if section == "notReversible":
             remedy = next(n.remedy for n in plan.not_reversible if n.entry == entry_id)
             results.append(StepResult(*base, status="notReversible", reason=step.reason or "", remedy=remedy))
@@ -143,6 +170,8 @@ async def _run(
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)
             continue
+        if unanswered(outcomes.get(entry_id)):
+            recheck(entry_id)  # a run can be long: authority is checked before each send, retries too
         result = await _compensate(
             store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
         )
@@ -159,7 +188,7 @@ async def _compensate(
     store: RunStore,
     ask: PlanAsk,
     step: Step,
-    base: tuple[int, str, str],
+    base: tuple[int, str, str, str],
     intents: dict[str, Entry],
     outcomes: dict[str, Entry],
     left: dict[str, str],
@@ -167,9 +196,10 @@ async def _compensate(
     overrides: set[str],
     planned: Sequence[Step],
 ) -> StepResult:
-    """Compensate one step: intent, request, outcome — or pick up where a crash left it."""
+    """Compensate one step: intent, request, outcome — or pick up where a crash or a lost server left it."""
     outcome = outcomes.get(step.id)
-    if outcome is None:
+    if unanswered(outcome):
+        attempt = 1 if outcome is None else _attempt(outcome) + 1
         intent = intents.get(step.id)
         if intent is None:
             request = _request(store, ask, step, left, overrides, planned)
@@ -185,11 +215,20 @@ async def _compensate(
         outcome = store.append(
             ask.run,
             "undo-outcome",
-            {"plan": ask.entry.id, "step": step.id, "intent": intent.id, "server": step.server, **body},
+            {
+                "plan": ask.entry.id,
+                "step": step.id,
+                "intent": intent.id,
+                "server": step.server,
+                "attempt": attempt,
+                **body,
+            },
         )
+    assert outcome is not None
     answer = outcome.body.get("answer")
     if not isinstance(answer, dict):
-        return StepResult(*base, status="failed", reason=str(outcome.body.get("failed", "no answer")))
+        reason = str(outcome.body.get("failed", "no answer"))
+        return StepResult(*base, status="failed", reason=reason, retry=True)
     status = answer.get("status")
     if status == "done":
         return StepResult(*base, status="reversed", answer=answer)
@@ -252,7 +291,11 @@ def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:
 
 
 def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry], dict[str, Entry]]:
-    """The ``undo-intent`` and ``undo-outcome`` entries of ``plan`` so far, by the step's entry id."""
+    """The ``undo-intent`` and latest ``undo-outcome`` entries of ``plan`` so far, by the step's entry id.
+
+    A step has one intent; a retried step has one outcome per attempt, and the latest one counts
+    (entries come in record order, so a later outcome replaces an earlier one here).
+    """
     intents = {
         str(e.body["step"]): e for e in entries if e.kind == "undo-intent" and e.body.get("plan") == plan
     }
@@ -263,5 +306,20 @@ def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry]
 
 
 def reversal_of(entries: Sequence[Entry], plan: str) -> Entry | None:
-    """The Reversal Record of ``plan`` (its id in the run), once the undo has finished."""
-    return next((e for e in entries if e.kind == "reversal" and e.body.get("plan") == plan), None)
+    """The latest Reversal Record of ``plan`` (its id in the run), once the undo has run."""
+    return next((e for e in reversed(entries) if e.kind == "reversal" and e.body.get("plan") == plan), None)
+
+
+def finished(reversal: Entry) -> bool:
+    """Whether the undo a Reversal Record ends is over: no step of it waits for a retry."""
+    return not any(line.get("retry") for line in reversal.body.get("steps", []))
+
+
+def unanswered(outcome: Entry | None) -> bool:
+    """Whether a step still needs its request sent: never sent, or no answer came from its server."""
+    return outcome is None or not isinstance(outcome.body.get("answer"), dict)
+
+
+def _attempt(outcome: Entry) -> int:
+    attempt = outcome.body.get("attempt")
+    return attempt if isinstance(attempt, int) else 1  # outcomes written before retries had no number

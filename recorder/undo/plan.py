@@ -6,12 +6,14 @@ what the approval signs, by its digest; :func:`plan_text` is what people read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.wire import FieldChange, Money, WireModel
+from hatp_journal.toolkit.versions import changes_text
+from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, WireModel
 
 PLAN_FORMAT: Final = "hatp-reversal-plan/1"
 
@@ -136,15 +138,40 @@ class ReversalPlan(WireModel):
         return [item.entry for section in sections for item in section]
 
 
-def undo_label(summary: str) -> str:
-    """How undoing a call reads: ``A → B`` becomes ``B → A``; ``Create X`` becomes ``Cancel X``."""
-    head, arrow, tail = summary.rpartition(" → ")
-    if arrow:
+def undo_label(summary: str, changes: Sequence[EffectChange] | None = None) -> str:
+    """How undoing a call reads, for the plan and the Reversal Record.
+
+    With ``effect.changes`` every field is turned round: ``Item X available: 10 → 6; reserved:
+    0 → 4`` becomes ``Item X available: 6 → 10; reserved: 4 → 0``. Without them only a summary
+    with a single change can be turned round (``A → B`` becomes ``B → A``); ``Create X`` becomes
+    ``Cancel X``; anything else, several changes included, reads ``Undo: <summary>``.
+    """
+    if changes:
+        return _undo_of_changes(summary, changes)
+    if summary.count(" → ") == 1 and ";" not in summary:
+        head, _, tail = summary.partition(" → ")
         prefix, colon, old = head.rpartition(": ")
         return f"{prefix}: {tail} → {old}" if colon else f"{tail} → {head}"
     if summary.startswith("Create "):
         return "Cancel " + summary.removeprefix("Create ")
     return f"Undo: {summary}"
+
+
+def _undo_of_changes(summary: str, changes: Sequence[EffectChange]) -> str:
+    """The summary with its changes turned round, when it ends with them as ``summarize`` writes
+    them; else the summary as the server wrote it, followed by the changes turned round."""
+    done, undone = changes_text(changes), changes_text(changes, undone=True)
+    subject = summary.removesuffix(done)
+    if subject != summary and (not subject or subject.endswith(" ")):
+        return subject + undone
+    return f"Undo: {summary} ({undone})"
+
+
+def recorded_undo(line: Mapping[str, Any]) -> str:
+    """What a Reversal Record line says undoing its step did; a record written before lines said
+    so gets the words from the summary alone."""
+    undo = line.get("undo")
+    return undo if isinstance(undo, str) else undo_label(str(line.get("summary", "")))
 
 
 def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:

@@ -25,7 +25,6 @@ from hatp_journal.recorder.undo.plan import (
     ReversalPlan,
     UndoStep,
     Unresolved,
-    undo_label,
 )
 from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
@@ -177,7 +176,7 @@ async def _place(
         return
     checks[step.id] = answer
     status = answer.get("status")
-    undo = undo_label(step.summary)
+    undo = step.undo_text
     later = later_writers(step, planned)
     # Later steps of this plan changed the same resource: their undo comes first and leaves the
     # version this one expects, so a "conflict" with the latest of them is our own doing — but

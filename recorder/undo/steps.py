@@ -10,8 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.undo.plan import undo_label
 from hatp_journal.toolkit.errors import ErrorCode
+from hatp_journal.toolkit.wire import EffectChange
 
 StepKind = Literal["compensate", "none", "unknown", "read", "unresolved", "no-effect"]
 
@@ -58,6 +62,22 @@ class Step:
     def summary(self) -> str:
         """The server's summary, or ``server.tool`` for a call without one."""
         return str(self.effect.get("summary") or f"{self.server}.{self.tool}")
+
+    @property
+    def changes(self) -> list[EffectChange] | None:
+        """The fields the call changed (``effect.changes``), if the server said."""
+        changes = self.effect.get("changes")
+        if not isinstance(changes, list):
+            return None
+        try:
+            return [EffectChange.model_validate(change) for change in changes]
+        except ValidationError:
+            return None  # intake verified it; a record written otherwise gets the summary's words
+
+    @property
+    def undo_text(self) -> str:
+        """What undoing the call does, for people (see :func:`undo_label`)."""
+        return undo_label(self.summary, self.changes)
 
     @property
     def resource(self) -> str | None:

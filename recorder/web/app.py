@@ -36,9 +36,10 @@ from hatp_journal.recorder.undo.actions import (
     load_directory,
 )
 from hatp_journal.recorder.undo.approval import find_plan, pending_plans
+from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
-from hatp_journal.recorder.undo.execute import reversal_of, undo_progress
-from hatp_journal.recorder.undo.plan import undo_label
+from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
+from hatp_journal.recorder.undo.plan import recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -83,7 +84,7 @@ class WebApprover:
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined
         )
-        self.templates.filters["undo_label"] = undo_label
+        self.templates.filters["recorded_undo"] = recorded_undo
         self.templates.filters["clock_time"] = clock_time
         routes = [
             Route("/", self._home),
@@ -349,12 +350,25 @@ class WebApprover:
         ask = find_plan(self.store, _ref(request))
         entries = self.store.entries(ask.run)
         reversal = reversal_of(entries, ask.entry.id)
-        if reversal is not None:
+        running = self.undos.running(ask.ref)
+        # A halt is read from the record, so the page says why even after a restart or a CLI resume.
+        halt = halt_of(entries, ask.entry.id)
+        # A record with steps to retry is shown with Resume, unless a resume runs (or was halted).
+        if reversal is not None and (finished(reversal) or (not running and halt is None)):
             self.shown_outcomes.add(ask.ref)
-            return self._render(request, "outcome.html", ref=ask.ref, reversal=reversal, plan=ask.plan)
+            retry = not finished(reversal)
+            return self._render(
+                request,
+                "outcome.html",
+                ref=ask.ref,
+                reversal=reversal,
+                plan=ask.plan,
+                retry=retry,
+                csrf=session.csrf,
+                form=session.new_form() if retry else None,
+            )
         if ask.state != "approved":
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
-        running = self.undos.running(ask.ref)
         return self._render(
             request,
             "undoing.html",
@@ -362,6 +376,7 @@ class WebApprover:
             steps=undo_steps(ask.plan, *undo_progress(entries, ask.entry.id)),
             running=running,
             stopped=self.undos.stopped(ask.ref),
+            halted=None if halt is None or running else halted(ask, halt),
             csrf=session.csrf,
             form=None if running else session.new_form(),
         )
@@ -369,8 +384,13 @@ class WebApprover:
     async def _resume(self, request: Request) -> Response:
         session, fields = await self._form(request)
         ask = find_plan(self.store, _ref(request))
-        if ask.state != "approved" or reversal_of(self.store.entries(ask.run), ask.entry.id) is not None:
+        entries = self.store.entries(ask.run)
+        done = reversal_of(entries, ask.entry.id)
+        if ask.state != "approved" or (done is not None and finished(done)):
             raise WebRefusal(WebCode.NOT_RESUMABLE, f"{ask.ref} is {ask.state} and has nothing left to run")
+        halt = halt_of(entries, ask.entry.id)
+        if halt is not None:
+            raise WebRefusal(WebCode.NOT_RESUMABLE, halted(ask, halt).message)
         self.signin.use_form(session, _one(fields, "form"))
         self.undos.start(ask.ref)
         return RedirectResponse(f"/plans/{ask.ref}/outcome", status_code=303, headers=SECURITY_HEADERS)

@@ -5,7 +5,9 @@ approve form answers at once with the outcome page, which shows the steps as the
 records them and reloads until the Reversal Record is there. Each undo runs on its own thread
 with its own event loop, store and server connections. If it stops early (the process died, a
 server was unreachable), the record says where: the outcome page offers to resume, which runs the
-same plan again, and the executor compensates nothing twice.
+same plan again, and the executor compensates nothing twice. Each run and resume checks the
+approver's authority again (the directory and policy as they are then): an undo whose approver lost
+it halts for good, and the record says why.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import anyio
 
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.undo.actions import run_plan
+from hatp_journal.recorder.undo.actions import authority_now, run_plan
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit.signing import SigningKey
@@ -73,6 +75,6 @@ class UndoRunner:
         try:
             async with AsyncExitStack() as stack:
                 servers = UndoServers(self.config, store, stack)
-                await run_plan(store, ref, servers, self.clock())
+                await run_plan(store, ref, servers, self.clock(), authority_now(self.config))
         finally:
             store.dispose()

@@ -259,7 +259,13 @@ def _report(world: World, config: list[str], run_id: str, say: Any) -> None:
     say(f"  deal D-881: {deal['stage']} ({deal['version']})")
     exported = world.root / "run-record.json"
     command(*config, "export", run_id, "--out", str(exported))
-    verdict = command("verify", str(exported), "--recorder-key", str(world.root / "recorder.key"), ok=(0, 1))
+    pins = [
+        "--recorder-key",
+        str(world.root / "recorder.key"),
+        "--directory",
+        str(world.root / "directory.json"),
+    ]
+    verdict = command("verify", str(exported), *pins, ok=(0, 1))
     say(f"  run record {exported.name}: verify says {verdict.strip().splitlines()[-1]}")
 
 

@@ -163,8 +163,9 @@ def charge_order(order_id: str, amount: str, currency: str, tx: Tx) -> Effect:
         resource=order_uri(order.id),
         before=before.version,
         version=after.version,
-        # No before_etag: a refund leaves the order "refunded", not as it was, so the toolkit
-        # must not verify the undo against the pre-charge content.
+        # No before_etag and no changes: a refund leaves the order "refunded", not as it was, so
+        # the toolkit must not verify the undo against the pre-charge content, nor the Recorder
+        # show the undo as the status turned back.
         etag=after.etag,
         fields=order_fields(order),
         amount=Money(amount=charge.amount, currency=charge.currency),

@@ -33,6 +33,7 @@ from hatp_journal.toolkit import (
     Use,
     compensates,
     create_store_engine,
+    field_changes,
     irreversible,
     read_only,
     undoable,
@@ -184,10 +185,12 @@ def discard_draft(payload: DraftRef, tx: Tx) -> Undone:
 def delete_draft(draft_id: str, tx: Tx) -> Effect:
     """Delete a draft. Undo brings it back unchanged."""
     draft = live_draft(tx.session, draft_id)
+    was = draft_fields(draft)
     before, after = set_draft_status(tx.session, draft, "deleted", AGENT, tx.now)
     return Effect(
         result=draft_view(draft),
         summary=f"Deleted draft {draft.id} to {', '.join(recipients_of(draft))}: {draft.subject}",
+        changes=field_changes(was, draft_fields(draft)),
         resource=draft_uri(draft.id),
         before=before.version,
         version=after.version,

@@ -190,7 +190,7 @@ FIELD_NAMES = [
     *("protocol", "server", "read", "undo", "compensationToken", "effect", "reason", "remedy", "receipt"),
     *("kind", "undoBy", "via", "sideEffects", "cost", "summary", "resource", "version", "before"),
     *("uses", "amount", "fields", "alg", "kid", "sig", "issuedAt", "currency", "compensation_token"),
-    *("issued_at", "undo_by", "side_effects", META_KEY),
+    *("issued_at", "undo_by", "side_effects", "changes", "field", "after", META_KEY),
 ]
 ODD_NUMBERS: list[int | float] = [
     *(2**53 - 1, 2**53, 2**53 + 1, -(2**53) + 1, -(2**53), -(2**53) - 1, 2**63, 2**64 + 1, 10**400),
@@ -311,7 +311,18 @@ def journal_like(kid: str, sig: str, issued_at: str) -> st.SearchStrategy[dict[s
     )
     effect = st.fixed_dictionaries(
         {"summary": texts, "resource": texts},
-        optional={"version": texts, "before": texts, "uses": field_values, "fields": field_values},
+        optional={
+            "version": texts,
+            "before": texts,
+            "uses": field_values,
+            "fields": field_values,
+            "changes": st.one_of(
+                st.lists(
+                    st.fixed_dictionaries({"field": texts}, optional={"before": leaves, "after": leaves})
+                ),
+                field_values,
+            ),
+        },
     )
     return st.fixed_dictionaries(
         {"server": st.one_of(st.just("kv://store"), field_values)},

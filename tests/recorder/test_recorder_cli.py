@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,8 +12,10 @@ import pytest
 
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.config import MAX_CONFIG_BYTES
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.files import MAX_KEY_BYTES, MAX_TEXT_BYTES
 from hatp_journal.toolkit.signing import b64url
 
 LEAD = "human://acme.com/role/team-lead"
@@ -70,15 +73,6 @@ def test_a_run_record_store_that_is_not_a_database_is_bad_input_naming_it(
     assert status == 2
     assert "cannot open the store" in capsys.readouterr().err
     assert (tmp_path / "recorder.db").read_text().startswith("these are notes")
-
-
-def test_a_config_with_an_error_is_refused_naming_the_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "bad.toml").write_text('[recorder]\nagent = "bot"\n\n[servers.crm]\nargs = ["serve"]\n')
-
-    assert main(["--config", str(tmp_path / "bad.toml"), "runs"]) == 2
-    assert "bad.toml:4" in capsys.readouterr().err
 
 
 def test_a_pending_ask_is_listed_and_approved_with_the_persons_key(
@@ -187,17 +181,72 @@ def test_deciding_an_ask_that_does_not_exist_is_refused_and_records_nothing(
     assert [e.kind for e in store.entries(run)] == ["ask"]
 
 
-def test_a_config_file_that_is_missing_or_not_toml_is_refused_naming_it(
+DEEP = 100_000  # deeper than any parser can recurse
+
+CONFIG_SERVERS = b'[servers.crm]\ncommand = "hatp-crm"\n'
+
+
+def told_error(capsys: pytest.CaptureFixture[str], path: Path, line: int | None) -> None:
+    """The one line on stderr names ``path`` and, where given, the line, as ``path:line:``."""
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(
+        f"hatp-recorder: error: {path}:{line}:" if line else f"hatp-recorder: error: {path}: "
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        (b'[recorder]\nagent = "caf\xe9"\n' + CONFIG_SERVERS, 2),
+        (b"# \n" * (MAX_CONFIG_BYTES // 3 + 1), None),
+        (CONFIG_SERVERS + b"args = " + b"[" * DEEP + b"]" * DEEP + b"\n", 3),
+        (CONFIG_SERVERS + b"env." + b".".join([b"b"] * DEEP) + b' = "x"\n', 3),
+        (CONFIG_SERVERS + b"[" + b".".join([b"b"] * 40) + b"]\n" + b".".join([b"c"] * 40) + b" = 1\n", None),
+        (None, None),
+        (b"", None),
+        (b"\n[recorder\n", 2),
+        (b"[recorder]\n" + CONFIG_SERVERS + b'args = ["serve"\n', 4),
+        (b'[recorder]\nagent = "bot"\n\n[servers.crm]\nargs = ["serve"]\n', 4),
+    ],
+    ids=[
+        "not-utf8",
+        "too-large",
+        "arrays-too-deep",
+        "dotted-keys-too-deep",
+        "header-and-keys-too-deep",
+        "folder",
+        "empty",
+        "toml-syntax",
+        "unclosed-at-the-end",
+        "wrong-shape",
+    ],
+)
+def test_a_config_file_that_cannot_be_used_exits_2_naming_the_file_and_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, line: int | None
+) -> None:
+    config = tmp_path / "recorder.toml"
+    if content is None:
+        config.mkdir()
+    else:
+        config.write_bytes(content)
+
+    assert main(["--config", str(config), "runs"]) == 2
+    told_error(capsys, config, line)
+    assert not (tmp_path / "recorder.db").exists()
+
+
+def test_a_missing_config_file_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--config", str(tmp_path / "missing.toml"), "runs"]) == 2
+    told_error(capsys, tmp_path / "missing.toml", None)
+
+
+def test_a_config_file_that_starts_with_a_byte_order_mark_is_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "broken.toml").write_text("[recorder\n")
+    (tmp_path / "recorder.toml").write_bytes(b"\xef\xbb\xbf" + CONFIG_SERVERS)
 
-    assert main(["--config", str(tmp_path / "missing.toml"), "runs"]) == 2
-    assert main(["--config", str(tmp_path / "broken.toml"), "runs"]) == 2
-
-    missing, broken = capsys.readouterr().err.splitlines()
-    assert missing.startswith(f"hatp-recorder: error: {tmp_path / 'missing.toml'}: ")
-    assert broken.startswith(f"hatp-recorder: error: {tmp_path / 'broken.toml'}: ")
+    assert main(["--config", str(tmp_path / "recorder.toml"), "runs"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_asks_without_a_directory_in_the_config_are_refused_saying_so(
@@ -212,7 +261,7 @@ def test_asks_without_a_directory_in_the_config_are_refused_saying_so(
     )
 
 
-def test_verify_of_a_file_or_key_it_cannot_read_is_bad_input_not_a_failed_record(
+def test_verify_of_a_record_file_it_cannot_read_is_bad_input_not_a_failed_record(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, _, ask = setup
@@ -232,47 +281,148 @@ def test_verify_of_a_file_or_key_it_cannot_read_is_bad_input_not_a_failed_record
     capsys.readouterr()
 
     no_file = main(["verify", str(folder / "missing.json"), "--recorder-key", str(folder / "recorder.key")])
-    no_key = main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "missing.pub")])
-    (folder / "garbled.pub").write_text('{"kty": "OKP"')
-    bad_key = main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "garbled.pub")])
 
-    assert (no_file, no_key, bad_key) == (2, 2, 2)
-    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hatp-recorder")]
-    assert [line.split(": ")[:2] for line in err] == [["hatp-recorder", "error"]] * 3
-    assert ["missing.json" in err[0], "missing.pub" in err[1], "garbled.pub" in err[2]] == [True] * 3
+    assert no_file == 2
+    [said] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("hatp-recorder")]
+    assert said.startswith(f"hatp-recorder: error: cannot read {folder / 'missing.json'}: ")
+
+
+def published_key(folder: Path) -> dict[str, str]:
+    return SigningKey.from_file(folder / "recorder.key").public.wire().model_dump(by_alias=True)
 
 
 @pytest.mark.parametrize(
-    "directory",
-    ['{"people": [', '{"people": [{"id": "lee"}]}', '{"people": [], "admins": []}'],
-    ids=["not-json", "no-public-key", "unknown-field"],
+    ("content", "line"),
+    [
+        (None, None),
+        (b"", None),
+        (b" " * (MAX_KEY_BYTES + 1), None),
+        (b'{\n"kid": "caf\xe9"}', 2),
+        (b'{\n"kid": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", 2),  # within the size limit
+        (b'{"kty": "OKP"', None),
+        (b'{"kid": "ed25519-somebody-else", "publicKey": "%s"}', None),
+        (b"-----BEGIN PRIVATE KEY-----\nnot base64\n-----END PRIVATE KEY-----\n", None),
+    ],
+    ids=["folder", "empty", "too-large", "not-utf8", "too-deep", "not-json", "kid-not-its-key", "not-pem"],
 )
-def test_a_directory_that_cannot_be_used_is_refused_naming_the_file_and_the_ask_stays_pending(
-    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str], directory: str
+def test_verify_with_a_recorder_key_file_that_cannot_be_used_exits_2_naming_it(
+    setup: tuple[Path, RunStore, str],
+    capsys: pytest.CaptureFixture[str],
+    content: bytes | None,
+    line: int | None,
+) -> None:
+    folder, _, ask = setup
+    export = ["--config", str(folder / "recorder.toml"), "export", ask.rpartition("/")[0]]
+    assert main([*export, "--out", str(folder / "r.json")]) == 0
+    capsys.readouterr()
+    pinned = folder / "recorder.pub"
+    if content is None:
+        pinned.mkdir()
+    else:
+        pinned.write_bytes(content.replace(b"%s", published_key(folder)["publicKey"].encode()))
+
+    assert main(["verify", str(folder / "r.json"), "--recorder-key", str(pinned)]) == 2
+    told_error(capsys, pinned, line)
+
+
+def test_verify_reads_a_published_key_saved_with_a_byte_order_mark(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, ask = setup
+    export = ["--config", str(folder / "recorder.toml"), "export", ask.rpartition("/")[0]]
+    assert main([*export, "--out", str(folder / "r.json")]) == 0
+    (folder / "recorder.pub").write_bytes(b"\xef\xbb\xbf" + json.dumps(published_key(folder)).encode())
+
+    assert main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "recorder.pub")]) == 0
+
+
+LEE_KEY = "%LEE%"  # replaced by Lee's real public key
+
+
+@pytest.mark.parametrize(
+    ("directory", "line"),
+    [
+        (b'{"people": [\n', 2),
+        (b'{"people": [\n  {"id": "lee"}\n]}', 2),
+        (b'{"people": [],\n "admins": []}', 2),
+        (b'{"people": [\n  {"id": "lee",\n   "roles": [],\n   "publicKey": "not-a-key"}\n]}', 4),
+        (b'{"people": [\n  {"id": "lee", "id": "eve", "publicKey": "%LEE%"}\n]}', 2),
+        (b'{"people": [\n  {"id": "l\xe9e", "publicKey": "%LEE%"}\n]}', 2),
+        (b'{"people":\n' + b"[" * DEEP + b"]" * DEEP + b"}", 2),
+        (b" " * (MAX_TEXT_BYTES + 1), None),
+        (None, None),
+        (b"\n", None),
+    ],
+    ids=[
+        "not-json",
+        "no-public-key",
+        "unknown-field",
+        "malformed-public-key",
+        "duplicate-key",
+        "not-utf8",
+        "too-deep",
+        "too-large",
+        "folder",
+        "empty",
+    ],
+)
+def test_a_directory_that_cannot_be_used_is_refused_naming_the_file_and_line_and_the_ask_stays_pending(
+    setup: tuple[Path, RunStore, str],
+    capsys: pytest.CaptureFixture[str],
+    directory: bytes | None,
+    line: int | None,
 ) -> None:
     folder, store, ask = setup
-    (folder / "directory.json").write_text(directory)
+    path = folder / "directory.json"
+    lee = json.loads(path.read_text())["people"][0]["publicKey"]
+    path.unlink()
+    if directory is None:
+        path.mkdir()
+    else:
+        path.write_bytes(directory.replace(LEE_KEY.encode(), lee.encode()))
 
     code = approve_as_lee(folder, ask)
 
     assert code == 2
-    assert capsys.readouterr().err.startswith(f"hatp-recorder: error: {folder / 'directory.json'}: ")
+    told_error(capsys, path, line)
     assert [e.kind for e in store.entries(ask.rpartition("/")[0])] == ["ask"]
 
 
-def test_an_approval_by_a_person_whose_listed_key_is_malformed_is_not_counted(
+def test_a_directory_that_starts_with_a_byte_order_mark_is_read(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, store, ask = setup
-    people = [{"id": "lee", "roles": [LEAD], "publicKey": "not-a-key"}]
-    (folder / "directory.json").write_text(json.dumps({"people": people}))
+    path = folder / "directory.json"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
 
-    code = approve_as_lee(folder, ask)
+    assert approve_as_lee(folder, ask) == 0
+    assert [e.kind for e in store.entries(ask.rpartition("/")[0])] == ["ask", "decision"]
 
-    assert code == 1
-    assert "publicKey is not an Ed25519 key" in capsys.readouterr().out
-    decision = store.entries(ask.rpartition("/")[0])[-1]
-    assert (decision.kind, decision.body["counted"]) == ("decision", False)
+
+def test_hatp_recorder_refuses_a_config_that_is_not_utf8_in_its_own_process_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "recorder.toml").write_bytes(b'[recorder]\nagent = "caf\xe9"\n' + CONFIG_SERVERS)
+    (tmp_path / "policy.json").write_bytes(b'{"autonomy":\n' + b"[" * DEEP + b"]" * DEEP + b"}")
+    (tmp_path / "deep.toml").write_bytes(b'[recorder]\npolicy = "policy.json"\n' + CONFIG_SERVERS)
+    recorder = Path(sys.executable).parent / "hatp-recorder"
+
+    runs = [
+        subprocess.run(
+            [recorder, "--config", str(tmp_path / name), command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        for name, command in (("recorder.toml", "runs"), ("deep.toml", "serve"))
+    ]
+
+    assert [run.returncode for run in runs] == [2, 2]
+    assert [run.stderr.splitlines()[0].split(": ")[:2] for run in runs] == [["hatp-recorder", "error"]] * 2
+    assert [len(run.stderr.splitlines()) for run in runs] == [1, 1]  # no traceback
+    assert runs[0].stderr.startswith(f"hatp-recorder: error: {tmp_path / 'recorder.toml'}:2:")
+    assert runs[1].stderr.startswith(f"hatp-recorder: error: {tmp_path / 'policy.json'}:2:")
 
 
 @pytest.mark.parametrize(

@@ -59,8 +59,8 @@ def change_results(changes: dict[str, Change]) -> Callable[[Journal], None]:
     def defect(journal: Journal) -> None:
         invoke = journal.invoke
 
-        def changed(tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
-            done = invoke(tool, arguments)
+        def changed(tool: str, arguments: Mapping[str, Any] | None, **bound: Any) -> Invocation:
+            done = invoke(tool, arguments, **bound)
             receipt = done.journal.receipt
             if tool not in changes or receipt is None:
                 return done

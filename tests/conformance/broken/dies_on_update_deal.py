@@ -12,10 +12,10 @@ from hatp_journal.toolkit import Invocation, Journal
 def die_on_update_deal(journal: Journal) -> None:
     invoke = journal.invoke
 
-    def dying(tool: str, arguments: Mapping[str, Any] | None) -> Invocation:
+    def dying(tool: str, arguments: Mapping[str, Any] | None, **bound: Any) -> Invocation:
         if tool == "update_deal":
             os._exit(3)
-        return invoke(tool, arguments)
+        return invoke(tool, arguments, **bound)
 
     journal.invoke = dying  # type: ignore[method-assign]
 

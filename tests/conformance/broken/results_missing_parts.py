@@ -60,8 +60,8 @@ def lack(journal: Journal) -> None:
         return
     invoke = toolkit_server._invoke
 
-    def replied(journal: Journal, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        result = invoke(journal, tool, arguments)
+    def replied(journal: Journal, tool: str, arguments: Mapping[str, Any], *bound: Any) -> ToolResult:
+        result = invoke(journal, tool, arguments, *bound)
         return REPLIES[part](result) if tool == TOOL else result
 
     toolkit_server._invoke = replied  # type: ignore[attr-defined]

@@ -24,7 +24,6 @@ from hatp_journal.toolkit.signing import answer_payload
 from hatp_journal.toolkit.store import UndoRecord
 from hatp_journal.toolkit.testing_surface import ConformanceSurface
 from hatp_journal.toolkit.undo import UndoEngine
-from hatp_journal.toolkit.wire import Override
 
 STRANGER = SigningKey.generate()
 HANG_SECONDS = 12.0
@@ -65,15 +64,15 @@ class LyingUndo(UndoEngine):
         return answer
 
     def compensate(self, request: CompensateRequest) -> UndoAnswer:
-        if self.lie == "override_conflicts":
-            request = request.model_copy(update={"override": Override(approval="none", by="the server")})
-        expired = toolkit_undo._expired
+        expired, matches = toolkit_undo._expired, toolkit_undo._matches
         if self.lie == "compensate_ignores_window":  # check still tells the truth
             toolkit_undo._expired = lambda record, now: False  # type: ignore[attr-defined]
+        if self.lie == "override_conflicts":  # writes over whatever changed, as if overridden
+            toolkit_undo._matches = lambda record, if_version, state: True  # type: ignore[attr-defined]
         try:
             answer = super().compensate(request)
         finally:
-            toolkit_undo._expired = expired  # type: ignore[attr-defined]
+            toolkit_undo._expired, toolkit_undo._matches = expired, matches  # type: ignore[attr-defined]
         edits = {"edit_on_refusal": answer.status in REFUSALS, "edit_on_repeat": self._repeated(answer)}
         if edits.get(self.lie) and answer.tool and answer.resource:
             ConformanceSurface(self.journal).touch(answer.tool, answer.resource)

@@ -248,28 +248,27 @@ def test_without_require_verified_attestations_change_nothing(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(
-    ("content", "problem"),
-    [
-        (None, "cannot read"),
-        ("{}", "is not a conformance attestation"),
-        ("not json", "is not a conformance attestation"),
-    ],
+    "content",
+    [None, "folder", b"{}", b"not json", b"", b'{"issuedAt": "\xff"}', b"[" * 100_000 + b"]" * 100_000],
+    ids=["missing", "folder", "not-an-attestation", "not-json", "empty", "not-utf8", "too-deep"],
 )
 def test_an_attestation_file_that_cannot_be_read_stops_the_policy_loading_at_its_line(
-    tmp_path: Path, content: str | None, problem: str
+    tmp_path: Path, content: bytes | str | None
 ) -> None:
     path = policy_with(tmp_path, attestation({"update_deal": "compensate"}), {})
     target = tmp_path / "attestations" / "a1.json"
-    if content is None:
-        target.unlink()
-    else:
-        target.write_text(content)
+    target.unlink()
+    if content == "folder":
+        target.mkdir()
+    elif isinstance(content, bytes):
+        target.write_bytes(content)
 
-    with pytest.raises(PolicyFileError, match=problem) as refused:
+    with pytest.raises(PolicyFileError) as refused:
         load_policy(path)
 
     line = path.read_text().splitlines()[refused.value.line - 1]
     assert "attestations/a1.json" in line
+    assert refused.value.message.startswith(str(target))
 
 
 def test_a_signer_key_whose_kid_does_not_name_it_is_refused_at_load(tmp_path: Path) -> None:

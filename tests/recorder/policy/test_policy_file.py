@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hatp_journal.recorder.cli import main
 from hatp_journal.recorder.policy import Policy, PolicyFileError, load_policy, parse_policy
+from hatp_journal.toolkit.files import MAX_TEXT_BYTES
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "policy.json"
 GOOD = """{
@@ -121,15 +123,64 @@ def test_every_problem_is_listed_earliest_first(tmp_path: Path) -> None:
     assert len(str(error).splitlines()) == 2
 
 
+def run_tick(folder: Path, policy: bytes | None) -> int:
+    """``hatp-recorder tick`` with ``policy`` as its policy file (None: a folder in its place)."""
+    (folder / "recorder.toml").write_text(
+        '[recorder]\npolicy = "policy.json"\ndirectory = "directory.json"\n'
+        '[servers.crm]\ncommand = "hatp-crm"\n'
+    )
+    (folder / "directory.json").write_text('{"people": []}')
+    if policy is None:
+        (folder / "policy.json").mkdir()
+    else:
+        (folder / "policy.json").write_bytes(policy)
+    return main(["--config", str(folder / "recorder.toml"), "tick"])
+
+
+DEEP = 100_000  # deeper than the standard parser can recurse
+
+
+@pytest.mark.parametrize(
+    ("policy", "line"),
+    [
+        (b'{\n"undoAuthority": "\xff"}', 2),
+        (b" " * (MAX_TEXT_BYTES + 1), 1),
+        (b'{\n"autonomy":\n' + b"[" * DEEP + b"]" * DEEP + b"}", 3),
+        (b'{\n"autonomy":\n' + b'{"a": ' * DEEP + b"1" + b"}" * DEEP + b"}", 3),
+        (None, 1),
+        (b"\n\n", 1),
+        (GOOD.replace('"allow",', '"allow"').encode(), 4),
+        (GOOD.replace('"amount": "500"', '"amount": 500').encode(), 7),
+    ],
+    ids=[
+        "not-utf8",
+        "too-large",
+        "arrays-too-deep",
+        "objects-too-deep",
+        "folder",
+        "empty",
+        "syntax",
+        "shape",
+    ],
+)
+def test_a_policy_file_that_cannot_be_used_stops_the_recorder_with_exit_2_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: bytes | None, line: int
+) -> None:
+    assert run_tick(tmp_path, policy) == 2
+
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"hatp-recorder: error: {tmp_path / 'policy.json'}:{line}:")
+
+
+def test_a_policy_file_that_starts_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    assert run_tick(tmp_path, b"\xef\xbb\xbf" + GOOD.encode()) == 0
+
+
 def test_a_missing_file_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(PolicyFileError) as caught:
         load_policy(tmp_path / "absent.json")
 
     assert caught.value.path == str(tmp_path / "absent.json")
-
-
-def test_a_file_that_is_not_utf8_names_the_line_of_the_bad_byte(tmp_path: Path) -> None:
-    assert refused(tmp_path, b'{\n"undoAuthority": "\xff"}').line == 2
 
 
 def test_a_top_level_that_is_not_an_object_is_refused(tmp_path: Path) -> None:

@@ -163,18 +163,19 @@ def test_amounts_with_many_decimals_add_exactly_and_print_without_exponents() ->
     assert decision.totals["perRun"]["total"] == "0.0000004"
 
 
-def test_the_ledger_sums_per_run_per_currency_and_per_rolling_window() -> None:
+def test_the_ledger_sums_per_run_per_currency_and_since_the_rolling_window_began() -> None:
     ledger = MoneyLedger()
     ledger.record("a", NOV_3 - timedelta(days=3), usd("1.10"))
     ledger.record("a", NOV_3 - timedelta(days=1), Money(amount="5", currency="EUR"))
     ledger.record("b", NOV_3, usd("2.20"))
-    ledger.record("b", NOV_3 + timedelta(seconds=1), usd("100"))  # after `at`: not yet spent
+    # Stamped after `at`: decided while this call waited, or by a clock ahead; spent all the same.
+    ledger.record("b", NOV_3 + timedelta(seconds=1), usd("100"))
 
     assert ledger.spent_in_run("a", "USD") == Decimal("1.10")
     assert ledger.spent_in_run("a", "EUR") == Decimal("5")
     assert ledger.spent_in_run("c", "USD") == Decimal("0")
-    assert ledger.spent_in_period(NOV_3, timedelta(days=2), "USD") == Decimal("2.20")
-    assert ledger.spent_in_period(NOV_3, timedelta(days=4), "USD") == Decimal("3.30")
+    assert ledger.spent_in_period(NOV_3, timedelta(days=2), "USD") == Decimal("102.20")
+    assert ledger.spent_in_period(NOV_3, timedelta(days=4), "USD") == Decimal("103.30")
 
 
 def test_the_ledger_refuses_naive_times() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -126,3 +128,69 @@ def test_any_value_put_anywhere_in_a_record_is_reported_and_never_raises(
         return  # NaN, an integer beyond 2^53: no file holds it
     streamed = verify_record(io.BytesIO(data), recorder_keys=pins(store), server_keys=server_pins(server_key))
     assert streamed == verify_record(data, recorder_keys=pins(store), server_keys=server_pins(server_key))
+
+
+D881 = json.loads(
+    (Path(__file__).resolve().parents[3] / "docs" / "examples" / "d881" / "run-record.json").read_bytes()
+)
+
+
+def paths(value: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path to a value inside ``value``."""
+    found = [here]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            found += paths(child, (*here, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            found += paths(child, (*here, index))
+    return found
+
+
+BODY_PATHS = [(n, path) for n, entry in enumerate(D881["entries"]) for path in paths(entry["body"]) if path]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(where=st.sampled_from(BODY_PATHS), value=JSON)
+def test_any_value_put_anywhere_in_a_real_d881_body_is_reported_naming_an_entry_and_never_raises(
+    where: tuple[int, tuple[Any, ...]], value: Any
+) -> None:
+    n, path = where
+    record = copy.deepcopy(D881)
+    target: Any = record["entries"][n]["body"]
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+
+    report = verify_record(record)
+
+    assert all(problem.entry is not None for problem in report.problems if problem.check != Check.MALFORMED)
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda e: e.pop("time"), Check.MALFORMED),
+        (lambda e: e.update(extra=1), Check.MALFORMED),
+        (lambda e: e.update(seq="6"), Check.MALFORMED),
+        (lambda e: e.update(kind="plan-of-attack"), Check.UNKNOWN_KIND),
+        (lambda e: e["body"].update(checks=[]), Check.BAD_BODY),
+        (lambda e: e["body"].update(plan="all of it"), Check.BAD_BODY),
+    ],
+    ids=[
+        "missing member",
+        "extra member",
+        "wrong type",
+        "unknown kind",
+        "checks not an object",
+        "plan not an object",
+    ],
+)
+def test_an_entry_of_the_wrong_shape_gets_a_code_naming_it(change: Any, code: Check) -> None:
+    record = copy.deepcopy(D881)
+    plan = next(e for e in record["entries"] if e["kind"] == "plan")
+    change(plan)
+
+    report = verify_record(record)
+
+    assert (plan.get("id", "e6"), code) in {(p.entry, p.check) for p in report.problems}

@@ -18,7 +18,7 @@ from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import Check, RunStore, UnknownRun, VerifyReport, verify_record
 from hatp_journal.recorder.record import stream as stream_module
 from hatp_journal.recorder.record import verify as verify_module
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+from hatp_journal.toolkit.signing import SigningKey
 
 # -- exporting ------------------------------------------------------------------------------------
 
@@ -112,23 +112,22 @@ def test_a_streamed_export_ships_the_directories_its_decisions_name_and_no_other
     ]
 
 
-def test_a_streamed_export_asks_for_the_keys_of_exactly_the_servers_its_entries_name(
+def test_a_streamed_export_ships_the_keys_pinned_for_exactly_the_servers_its_entries_name(
     store: RunStore, server_key: SigningKey
 ) -> None:
     run = store.open_run(agent="sales-bot", principal="dana")
     store.append(run.id, "call", call_body(server_key, 1))
     store.append(run.id, "call", call_body(server_key, 2, server="calendar"))
     store.append(run.id, "note", {"server": 3, "about": {"server": "nested"}})
-    asked: list[set[str]] = []
+    pins_kept = PinStore(store.engine)
+    for server in ("crm", "calendar", "nested", "email"):
+        pins_kept.pin_first(server, {server_key.kid: server_key.public})
 
-    def keys_of(servers: set[str]) -> dict[str, list[VerifyKey]]:
-        asked.append(servers)
-        return {name: [server_key.public] for name in sorted(servers)}
+    data = streamed(store, run.id)
 
-    data = streamed(store, run.id, keys_of)
-
-    assert asked == [{"crm", "calendar"}]
-    assert data == store.export(run.id, keys_of({"crm", "calendar"})).to_bytes()
+    assert sorted(json.loads(data)["serverKeys"]) == ["calendar", "crm"]
+    assert data == store.export(run.id).to_bytes()
+    assert json.loads(streamed(store, run.id, {}))["serverKeys"] == {}
 
 
 def test_the_core_road_streams_the_same_bytes_as_the_sqlite_driver(

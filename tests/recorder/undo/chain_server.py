@@ -2,14 +2,27 @@
 
 ``put`` writes a key; ``attach`` points a key at another one and declares that it used it
 (``effect.uses``); ``publish`` can't be undone; ``get`` reads. A compensation of a key whose
-name starts with ``fail`` raises, and every compensation that commits is counted in ``undo_log``.
+name starts with ``fail`` raises; one whose name starts with ``hang`` never answers: it waits until
+the process that started this server is gone, then this server exits without committing (a Recorder
+killed mid-compensation). The first compensation of a key whose name starts with ``gone`` kills this
+server (SIGKILL) before anything commits, and leaves a mark beside the store so that the server, started
+again, compensates it normally (a server that went away and came back). A compensation of a key whose
+name starts with ``lost`` commits, then kills this server before it answers (the answer is lost; the
+server's record keeps it). Every compensation that commits is counted in ``undo_log``.
+``reserve`` changes two fields of a shelf at once (available and reserved); ``reserve_by_hand``
+does the same with a summary written by hand and no ``effect.changes``, like a server written
+before them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
+import signal
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -64,6 +77,26 @@ class Published(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     key: str
     value: str
+
+
+class Shelf(SQLModel, table=True):
+    """Stock of one item: what can still be reserved and what is reserved."""
+
+    item: str = Field(primary_key=True)
+    available: int
+    reserved: int = 0
+    version: str
+    etag: str
+    changed_by: str = "seed"
+
+    def counts(self) -> dict[str, int]:
+        return {"available": self.available, "reserved": self.reserved}
+
+
+class ShelfUndo(BaseModel):
+    item: str
+    available: int
+    reserved: int
 
 
 class ChainUndo(BaseModel):
@@ -122,6 +155,12 @@ def chain_state(resource: str, tx: Tx) -> ResourceState:
 
 
 def _undo(payload: ChainUndo, tx: Tx) -> Undone:
+    if payload.key.startswith("hang"):
+        _exit_once_orphaned()
+    if payload.key.startswith("gone"):
+        _go_away_once(payload.key)
+    if payload.key.startswith("lost"):
+        tx.after_commit(_killed)  # committed, and the answer is never sent
     item = tx.session.get(ChainItem, payload.key)
     assert item is not None
     if payload.key.startswith("fail"):
@@ -193,7 +232,137 @@ def unrefuse(payload: ChainUndo, tx: Tx) -> Undone:
     return _undo(payload, tx)
 
 
-TOOLS = (put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse)
+_PARENT = os.getppid()  # the Recorder that started this server over stdio
+
+
+def _exit_once_orphaned() -> None:
+    """Wait (a bounded number of polls) until our parent is gone, then exit with nothing committed."""
+    for _ in range(12_000):
+        if os.getppid() != _PARENT:
+            break
+        time.sleep(0.01)
+    os._exit(0)
+
+
+_STORE: Path | None = None  # this server's store, beside which ``gone`` keys leave their mark
+
+
+def gone_mark(db: Path, key: str) -> Path:
+    """The file saying this server already went away once compensating ``key``."""
+    return db.with_name(f"{db.name}.gone-{key}")
+
+
+def _go_away_once(key: str) -> None:
+    assert _STORE is not None, "gone keys need the server started with --db"
+    mark = gone_mark(_STORE, key)
+    if not mark.exists():
+        mark.touch()
+        _killed()
+
+
+def _killed() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def shelf_uri(item: str) -> str:
+    return f"chain://store/shelf/{item}"
+
+
+def _reserve(tx: Tx, item: str, count: int) -> tuple[Shelf, dict[str, int], Effect]:
+    """Move ``count`` from available to reserved; (the shelf, its counts before, the effect)."""
+    shelf = tx.session.get(Shelf, item)
+    if shelf is None or not 0 < count <= shelf.available:
+        raise ToolFailed(f"can't reserve {count} of {item}", field="count")
+    was, before = shelf.counts(), Revision(shelf.version, shelf.etag)
+    shelf.available, shelf.reserved = shelf.available - count, shelf.reserved + count
+    after = before.bump(shelf.counts())
+    shelf.version, shelf.etag, shelf.changed_by = after.version, after.etag, "agent"
+    tx.session.add(shelf)
+    effect = Effect(
+        result=shelf.counts(),
+        summary=summarize(f"Shelf {item}", was, shelf.counts()),
+        resource=shelf_uri(item),
+        before=before.version,
+        before_etag=before.etag,
+        version=after.version,
+        etag=after.etag,
+        fields=shelf.counts(),
+        undo=ShelfUndo(item=item, **was),
+    )
+    return shelf, was, effect
+
+
+@undoable(window="PT1H")
+def reserve(item: str, count: int, tx: Tx) -> Effect:
+    """Reserve ``count`` of an item: fewer available, more reserved."""
+    return _reserve(tx, item, count)[2]
+
+
+@undoable(window="PT1H")
+def reserve_by_hand(item: str, count: int, tx: Tx) -> Effect:
+    """``reserve``, summarized by hand and without ``effect.changes``."""
+    shelf, was, effect = _reserve(tx, item, count)
+    summary = (
+        f"Shelf {item} available: {was['available']} → {shelf.available}; "
+        f"reserved: {was['reserved']} → {shelf.reserved}"
+    )
+    return replace(effect, summary=summary)
+
+
+def shelf_state(resource: str, tx: Tx) -> ResourceState:
+    shelf = tx.session.get(Shelf, resource.rsplit("/", 1)[-1])
+    if shelf is None:
+        return ResourceState(version=None)
+    return ResourceState(shelf.version, shelf.counts(), shelf.etag, shelf.changed_by)
+
+
+def _put_back(payload: ShelfUndo, tx: Tx) -> Undone:
+    shelf = tx.session.get(Shelf, payload.item)
+    assert shelf is not None
+    shelf.available, shelf.reserved = payload.available, payload.reserved
+    after = Revision(shelf.version, shelf.etag).bump(shelf.counts())
+    shelf.version, shelf.etag, shelf.changed_by = after.version, after.etag, "undo"
+    tx.session.add(shelf)
+    return Undone(version=after.version)
+
+
+@compensates(reserve, state=shelf_state)
+def unreserve(payload: ShelfUndo, tx: Tx) -> Undone:
+    """Put the counts back."""
+    return _put_back(payload, tx)
+
+
+@compensates(reserve_by_hand, state=shelf_state)
+def unreserve_by_hand(payload: ShelfUndo, tx: Tx) -> Undone:
+    """Put the counts back."""
+    return _put_back(payload, tx)
+
+
+TOOLS = (
+    *(put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse),
+    *(reserve, unreserve, reserve_by_hand, unreserve_by_hand),
+)
+
+
+def stock(db: Path, item: str, available: int) -> None:
+    """Put ``available`` of ``item`` on the shelf, before any run."""
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            start = Revision.of("v1", {"available": available, "reserved": 0})
+            session.add(Shelf(item=item, available=available, version=start.version, etag=start.etag))
+            session.commit()
+    finally:
+        engine.dispose()
+
+
+def shelves(db: Path) -> dict[str, dict[str, int]]:
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            return {shelf.item: shelf.counts() for shelf in session.exec(select(Shelf))}
+    finally:
+        engine.dispose()
 
 
 def outside_edit(db: Path, key: str, value: str, by: str) -> None:
@@ -256,6 +425,8 @@ def main() -> None:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--key", type=Path, required=True)
     args = parser.parse_args()
+    global _STORE
+    _STORE = args.db
     mcp, _ = build(args.db, SigningKey.load_or_create(args.key))
     mcp.run(show_banner=False)
 

@@ -15,6 +15,7 @@ from undo_org import CHAIN, DANA, LEAD, LEE, Org, make_org
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.undo import ReversalPlan, decide_plan, execute_plan, find_plan
+from hatp_journal.recorder.undo.actions import authority_now
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
@@ -108,7 +109,9 @@ def test_an_unreachable_server_fails_its_steps_keeps_what_they_relied_on_and_the
             async def replan() -> ReversalPlan:
                 return ask.plan
 
-            await execute_plan(store, ref, compensate=servers.compensate, replan=replan)
+            await execute_plan(
+                store, ref, compensate=servers.compensate, replan=replan, authority=authority_now(broken)
+            )
 
     try:
         anyio.run(execute)

@@ -158,10 +158,15 @@ class World:
         async def replan() -> Any:
             return (await plan()).plan
 
+        def authority() -> tuple[Directory, Policy]:
+            return self.directory, self.policy
+
         try:
-            await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan)
+            await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan, authority=authority)
         except Crash:
-            await execute_plan(self.store, ask.ref, compensate=self.servers.compensate, replan=replan)
+            await execute_plan(
+                self.store, ask.ref, compensate=self.servers.compensate, replan=replan, authority=authority
+            )
 
 
 @contextmanager

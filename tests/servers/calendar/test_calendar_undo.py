@@ -56,6 +56,10 @@ async def test_undoing_an_update_restores_the_fields_and_sends_attendees_the_upd
         'Event "Kickoff with Globex" start: Nov 4 15:00 UTC → Nov 5 15:00 UTC; '
         "end: Nov 4 16:00 UTC → Nov 5 16:00 UTC"
     )
+    assert effect["changes"] == [
+        {"field": "start", "before": "Nov 4 15:00 UTC", "after": "Nov 5 15:00 UTC"},
+        {"field": "end", "before": "Nov 4 16:00 UTC", "after": "Nov 5 16:00 UTC"},
+    ]
     assert (effect["before"], effect["version"]) == ("v1", "v2")
     assert updated.meta["undo"]["sideEffects"] == ["attendees get an updated invitation"]
     assert undone.meta["status"] == "done"

@@ -104,17 +104,6 @@ async def test_serve_over_http_answers_get_deal(tmp_path) -> None:
     assert (result.structured_content["stage"], result.structured_content["version"]) == ("Proposal", "v12")
 
 
-def test_serve_with_a_key_file_that_is_not_a_key_is_bad_input_and_keeps_the_file(tmp_path, capsys) -> None:
-    (tmp_path / "crm.key").write_text("not a key")
-
-    status = main(["serve", "--db", str(tmp_path / "crm.db"), "--key", str(tmp_path / "crm.key")])
-
-    assert status == 2
-    assert capsys.readouterr().err.startswith(f"hatp-crm: {tmp_path / 'crm.key'} is not a PEM private key")
-    assert (tmp_path / "crm.key").read_text() == "not a key"
-    assert not (tmp_path / "crm.db").exists()
-
-
 def test_serve_with_a_store_path_that_is_a_folder_is_bad_input_naming_it(tmp_path, capsys) -> None:
     (tmp_path / "crm.db").mkdir()
 

@@ -52,6 +52,8 @@ async def test_charge_order_states_its_amount_and_its_refund_reports_the_fee_and
         charged.journal["effect"]["summary"]
         == "Order O-1001 (Globex) charged 1200.00 USD; status: open → paid"
     )
+    # A refund leaves the order "refunded": no changes, so no undo that reads "status: paid → open".
+    assert "changes" not in charged.journal["effect"]
     assert charged.journal["undo"]["cost"] == {"amount": "2.50", "currency": "USD"}
 
     refund = await crm.compensate(charged.journal)

@@ -23,6 +23,7 @@ async def test_over_stdio_undo_restores_proposal_and_after_eves_edit_undo_is_a_c
     effect = won.journal["effect"]
     assert not won.error
     assert effect["summary"] == "Deal D-881 stage: Proposal → Won"
+    assert effect["changes"] == [{"field": "stage", "before": "Proposal", "after": "Won"}]
     assert (effect["resource"], effect["before"], effect["version"]) == (
         "crm://acme/deal/D-881",
         "v12",

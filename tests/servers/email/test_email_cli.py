@@ -9,21 +9,6 @@ import pytest
 from hatp_journal.servers.email.cli import main
 
 
-def test_serve_with_a_key_file_that_is_not_a_key_is_bad_input_and_keeps_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "email.key").write_text("not a key")
-
-    status = main(["serve", "--db", str(tmp_path / "email.db"), "--key", str(tmp_path / "email.key")])
-
-    assert status == 2
-    assert capsys.readouterr().err.startswith(
-        f"hatp-email: {tmp_path / 'email.key'} is not a PEM private key"
-    )
-    assert (tmp_path / "email.key").read_text() == "not a key"
-    assert not (tmp_path / "email.db").exists()
-
-
 def test_serve_with_a_sender_that_is_not_an_address_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

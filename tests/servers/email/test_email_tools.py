@@ -57,6 +57,9 @@ async def test_undoing_delete_draft_brings_the_draft_back_unchanged(mail) -> Non
     deleted = await mail.call("delete_draft", draft_id=drafted.data["id"])
 
     assert deleted.journal["effect"]["summary"].startswith(f"Deleted draft {drafted.data['id']}")
+    assert deleted.journal["effect"]["changes"] == [
+        {"field": "status", "before": "draft", "after": "deleted"}
+    ]
     assert await mail.drafts() == []
 
     undo = await mail.compensate(deleted.journal)

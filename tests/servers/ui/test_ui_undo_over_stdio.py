@@ -85,6 +85,10 @@ async def test_an_edit_is_undone_by_typing_the_old_values_back(fake_app, ui) -> 
     assert edited["effect"]["summary"] == (
         "Invoice INV-0003 Customer: Umbrella Corp → Umbrella Ltd; Amount: 89.90 → 99.00"
     )
+    assert edited["effect"]["changes"] == [
+        {"field": "Customer", "before": "Umbrella Corp", "after": "Umbrella Ltd"},
+        {"field": "Amount", "before": "89.90", "after": "99.00"},
+    ]
     undo = await ui.undo(edited)
 
     assert undo.journal["status"] == "done", undo.journal
