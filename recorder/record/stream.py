@@ -4,9 +4,10 @@ The members other than ``entries`` (run, checkpoints, keys, directories) are rea
 before the entries from the start of the file, those after them from its end. Then the entries
 are read in order, one at a time, each with the bytes the Recorder hashed (see ``layout.py``).
 This reads exactly what :func:`layout.read_export` reads from a file laid out as the Recorder
-writes it, and finds the same problems with it. Anything else (another layout, not JSON, not
-UTF-8) raises :class:`NotLaidOut`: the caller then reads the file whole, the slow way, which
-says precisely what is wrong with it.
+writes it, and finds the same problems with it, but for an entry longer than :data:`MAX_ENTRY`:
+that one is skipped unread. Anything else (another layout, not JSON, not UTF-8) raises
+:class:`NotLaidOut`: the caller then reads the file whole, the slow way, which says precisely
+what is wrong with it.
 """
 
 from __future__ import annotations
