@@ -355,17 +355,19 @@ def _holds_token(entry: Entry) -> bool:
     request = entry.body.get("request")
     if entry.kind == "undo-intent" and isinstance(request, Mapping) and "token" in request:
         return True
+    # Bodies parsed from JSON hold only dicts and lists: exact type checks keep this walk cheap.
     stack: list[Any] = [entry.body]
     seen = 0
     while stack and seen < _MAX_SCAN:
         value = stack.pop()
         seen += 1
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is dict:
             if "compensationToken" in value:
                 return True
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+            stack.extend(child for child in value.values() if type(child) is dict or type(child) is list)
+        elif kind is list:
+            stack.extend(child for child in value if type(child) is dict or type(child) is list)
     return False
 
 

@@ -13,7 +13,7 @@ def is_wire_time(value: object) -> bool:
     if not isinstance(value, str) or not _WIRE_TIME.match(value):
         return False
     try:
-        datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+        datetime.fromisoformat(value[:-1])  # the shape is fixed above; this refuses 24:00, 23:59:60, Feb 30
     except ValueError:
         return False
     return True
