@@ -26,7 +26,7 @@ from undo_org import EVE, LEAD, LEE, POLICY, Org
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo import Step, UndoCode, UndoError, decide_plan, execute_plan, find_plan
+from hatp_journal.recorder.undo import Step, UndoCode, UndoError, decide_plan, find_plan
 from hatp_journal.recorder.undo.actions import authority_now, run_plan
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
@@ -207,36 +207,14 @@ def test_authority_lost_during_an_undo_stops_it_before_the_next_step_and_a_new_a
 ) -> None:
     run = org.agent(THREE_PUTS)
     ref = approved_not_run(org, run)
-    config = load_config(org.config)
-    store = org.store()
     sent: list[str] = []
 
-    async def undo() -> None:
-        async with AsyncExitStack() as stack:
-            servers = UndoServers(config, store, stack)
+    def lee_steps_down(step: Step) -> None:
+        sent.append(step.id)
+        edit_directory(org, without_lees_role)  # while the undo runs
 
-            async def compensate_then_lee_steps_down(step: Step, request: dict[str, Any]) -> dict[str, Any]:
-                answer = await servers.compensate(step, request)
-                sent.append(step.id)
-                edit_directory(org, without_lees_role)  # while the undo runs
-                return answer
-
-            async def same_plan() -> Any:
-                return find_plan(store, ref).plan
-
-            await execute_plan(
-                store,
-                ref,
-                compensate=compensate_then_lee_steps_down,
-                replan=same_plan,
-                authority=authority_now(config),
-            )
-
-    try:
-        with pytest.raises(UndoError) as stopped:
-            anyio.run(undo)
-    finally:
-        store.dispose()
+    with pytest.raises(UndoError) as stopped:
+        org.run_plan(ref, lee_steps_down)
 
     assert stopped.value.code == UndoCode.APPROVER_NO_LONGER_AUTHORIZED
     assert sent == ["e3"]

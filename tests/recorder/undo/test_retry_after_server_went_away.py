@@ -10,21 +10,15 @@ record. Only an answer from the server is final: a conflict or a failure it repo
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import AsyncExitStack
 from typing import Any
 
-import anyio
 import pytest
 from chain_server import gone_mark, outside_edit, undo_log, values
 from test_authority_at_every_step import NO_LONGER, approved_not_run, edit_directory, halts, without_lees_role
 from undo_org import Org
 
-from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.export import export_run
-from hatp_journal.recorder.record import Entry, Problem, verify_record
-from hatp_journal.recorder.undo import Step, UndoCode, UndoError, execute_plan, find_plan
-from hatp_journal.recorder.undo.actions import authority_now
-from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.undo import Step, UndoCode, UndoError
 
 pytestmark = pytest.mark.slow
 
@@ -49,16 +43,6 @@ def retried(org: Org, run: str) -> dict[str, bool]:
     """Each step of the latest Reversal Record: whether it waits for a retry."""
     [*_, reversal] = of_kind(org, run, "reversal")
     return {line["entry"]: bool(line.get("retry")) for line in reversal.body["steps"]}
-
-
-def verified(org: Org, run: str) -> list[Problem]:
-    """The problems of ``run`` exported as ``hatp-recorder export`` does (with the pinned server keys)."""
-    store = org.store()
-    try:
-        record = export_run(store, run).to_bytes()
-        return verify_record(record, recorder_keys={store.public_key.kid: store.public_key}).problems
-    finally:
-        store.dispose()
 
 
 def compensated_twice(org: Org) -> list[str]:
@@ -97,7 +81,7 @@ def test_a_step_whose_server_went_away_is_retried_under_the_same_approval_and_re
     assert len(of_kind(org, run, "undo-intent")) == 3  # one per step: a retry re-sends, it never re-asks
     assert len(of_kind(org, run, "reversal")) == 2
     assert len(of_kind(org, run, "decision")) == 1  # the same approval
-    assert verified(org, run) == []
+    assert org.verify(run).problems == []
 
 
 def test_a_finished_undo_run_again_returns_its_record_and_sends_nothing(org: Org) -> None:
@@ -138,40 +122,18 @@ def test_a_compensation_that_committed_but_whose_answer_was_lost_is_retried_and_
     assert "answer" not in first_try.body
     assert retry.body["answer"]["status"] == "done"
     assert retry.body["answer"]["at"] < retry.time  # answered from the record, not made anew
-    assert verified(org, run) == []
+    assert org.verify(run).problems == []
 
 
 def test_a_conflict_the_server_answered_is_final_and_a_resume_sends_nothing_again(org: Org) -> None:
     run = org.agent(three_puts("b"))
     ref = approved_not_run(org, run)
-    config = load_config(org.config)
-    store = org.store()
 
-    async def undo() -> None:
-        async with AsyncExitStack() as stack:
-            servers = UndoServers(config, store, stack)
+    def eve_edits_a_after_e3(step: Step) -> None:
+        if step.id == "e3":
+            outside_edit(org.db(), "a", "eve's", by="eve")  # while the undo runs
 
-            async def compensate_then_eve_edits_a(step: Step, request: dict[str, Any]) -> dict[str, Any]:
-                answer = await servers.compensate(step, request)
-                if step.id == "e3":
-                    outside_edit(org.db(), "a", "eve's", by="eve")  # while the undo runs
-                return answer
-
-            async def same_plan() -> Any:
-                return find_plan(store, ref).plan
-
-            await execute_plan(
-                store,
-                ref,
-                compensate=compensate_then_eve_edits_a,
-                replan=same_plan,
-                authority=authority_now(config),
-            )
-
-    try:
-        anyio.run(undo)
-    finally:
-        store.dispose()
+    org.run_plan(ref, eve_edits_a_after_e3)
     assert org.reversal(run) == {"e3": "reversed", "e2": "reversed", "e1": "conflicted"}
     assert retried(org, run) == {"e3": False, "e2": False, "e1": False}
     size = len(org.entries(run))
@@ -215,43 +177,21 @@ def test_a_retry_rechecks_authority_and_halts_before_resending_when_the_approver
     assert (halt.body["check"], halt.body["before"]) == ("role", None)  # checked as the resume starts
     assert len(outcomes_of(org, run, "e2")) == 1  # not sent again
     assert values(org.db()) == {"a": "1", "gone-b": "1"}
-    assert verified(org, run) == []
+    assert org.verify(run).problems == []
 
 
 def test_authority_is_rechecked_before_each_retry_and_lost_midway_halts_before_the_next(org: Org) -> None:
     run = org.agent(three_puts("gone-b"))
     ref, _ = org.plan(run, "--from", "1")
     org.approve(ref)  # e2 and e1 got no answer
-    config = load_config(org.config)
-    store = org.store()
     sent: list[str] = []
 
-    async def resume() -> None:
-        async with AsyncExitStack() as stack:
-            servers = UndoServers(config, store, stack)
+    def lee_steps_down(step: Step) -> None:
+        sent.append(step.id)
+        edit_directory(org, without_lees_role)  # while the resume runs
 
-            async def retry_then_lee_steps_down(step: Step, request: dict[str, Any]) -> dict[str, Any]:
-                answer = await servers.compensate(step, request)
-                sent.append(step.id)
-                edit_directory(org, without_lees_role)  # while the resume runs
-                return answer
-
-            async def same_plan() -> Any:
-                return find_plan(store, ref).plan
-
-            await execute_plan(
-                store,
-                ref,
-                compensate=retry_then_lee_steps_down,
-                replan=same_plan,
-                authority=authority_now(config),
-            )
-
-    try:
-        with pytest.raises(UndoError) as stopped:
-            anyio.run(resume)
-    finally:
-        store.dispose()
+    with pytest.raises(UndoError) as stopped:
+        org.run_plan(ref, lee_steps_down)
 
     assert stopped.value.code == UndoCode.APPROVER_NO_LONGER_AUTHORIZED
     assert sent == ["e2"]

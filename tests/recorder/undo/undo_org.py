@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,9 @@ from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry, RunStore, VerifyReport, verify_record
+from hatp_journal.recorder.undo import Step, execute_plan, find_plan
+from hatp_journal.recorder.undo.actions import authority_now
+from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url
 
@@ -132,6 +136,37 @@ class Org:
             return verify_record(record, recorder_keys={store.public_key.kid: store.public_key})
         finally:
             store.dispose()
+
+    def run_plan(self, ref: str, after_each: Callable[[Step], None]) -> list[str]:
+        """Run (or resume) the approved plan ``ref`` in process, calling ``after_each`` after each
+        compensation the server answered (to change the world while the undo runs); returns the
+        steps sent. Errors of the undo (a halt) propagate."""
+        config = load_config(self.config)
+        store = self.store()
+        sent: list[str] = []
+
+        async def undo() -> None:
+            async with AsyncExitStack() as stack:
+                servers = UndoServers(config, store, stack)
+
+                async def compensate(step: Step, request: dict[str, Any]) -> dict[str, Any]:
+                    answer = await servers.compensate(step, request)
+                    sent.append(step.id)
+                    after_each(step)
+                    return answer
+
+                async def same_plan() -> Any:
+                    return find_plan(store, ref).plan
+
+                await execute_plan(
+                    store, ref, compensate=compensate, replan=same_plan, authority=authority_now(config)
+                )
+
+        try:
+            anyio.run(undo)
+        finally:
+            store.dispose()
+        return sent
 
     def reversal(self, run: str) -> dict[str, str]:
         """The latest Reversal Record: each step's status by entry id."""
