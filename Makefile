@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify screenshots clean
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash screenshots clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ bench: $(STAMP)
 # Export and verify runs of 10k and 100k entries (several minutes; the in-memory roads peak near 2 GB).
 bench-verify: $(STAMP)
 	$(PY) bench/verify_scale.py
+
+# Undo trials with kill -9 of the Recorder and the tool servers (a few seconds a trial; 200 by default).
+bench-crash: $(STAMP)
+	$(PY) bench/crash_trials.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
