@@ -4,16 +4,21 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+THIRD  := third_party/.installed
 
 .PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash screenshots clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(THIRD)
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).
+$(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock scripts/third_party.sh
+	PYTHON=$(PYTHON) sh scripts/third_party.sh
 
 test: $(STAMP) lint typecheck unit wheel-check
 
@@ -24,7 +29,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	PYTHON=$(PY) sh scripts/typecheck.sh
 
-unit: $(STAMP)
+unit: $(STAMP) $(THIRD)
 	# One worker per core, each test file kept on one worker (module-scoped servers and browsers);
 	# files in collection order, which puts the slow ones first (tests/conftest.py), not by test count.
 	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
@@ -57,4 +62,4 @@ bench-crash: $(STAMP)
 	$(PY) bench/crash_trials.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)

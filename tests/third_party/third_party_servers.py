@@ -1,0 +1,46 @@
+"""Where the MCP servers written by others live once ``make setup`` installed them, and how to
+start each one over stdio. Without them a test skips with the install hint, or fails under CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from fastmcp.client.transports import StdioTransport
+
+ROOT = Path(__file__).resolve().parents[2]
+THIRD_PARTY = ROOT / "third_party"
+NODE_BIN = THIRD_PARTY / "node_modules" / ".bin"
+SQLITE_VENV = THIRD_PARTY / "sqlite" / ".venv"
+INSTALL_HINT = "run `make setup` (it needs Node.js and npm: apt-get install nodejs npm, as root)"
+
+
+def require(path: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    """``path`` if it is installed; otherwise skip the test, or fail it under CI=true."""
+    if path.exists():
+        return path
+    message = f"{path} is missing: {INSTALL_HINT}"
+    if environ.get("CI") == "true":
+        pytest.fail(f"{message}; the third-party servers must run in CI", pytrace=False)
+    pytest.skip(message)
+
+
+def filesystem_server(*allowed: Path) -> StdioTransport:
+    """The reference filesystem server, allowed to touch only ``allowed`` directories."""
+    command = require(NODE_BIN / "mcp-server-filesystem")
+    return StdioTransport(str(command), [str(path) for path in allowed], keep_alive=False)
+
+
+def everything_server() -> StdioTransport:
+    """The reference server that exercises every MCP feature (tools, resources, prompts, ...)."""
+    command = require(NODE_BIN / "mcp-server-everything")
+    return StdioTransport(str(command), ["stdio"], keep_alive=False)
+
+
+def sqlite_server(db: Path) -> StdioTransport:
+    """The SQLite server (MCP SDK 1.x), from its own virtual environment, on the file ``db``."""
+    command = require(SQLITE_VENV / "bin" / "mcp-server-sqlite")
+    return StdioTransport(str(command), ["--db-path", str(db)], keep_alive=False)
