@@ -1,0 +1,223 @@
+"""A durable outbox: mail written in the same transaction as the change, sent after the commit.
+
+Each notice is a row in the server's own store, committed with the change it announces, with a
+stable Message-ID (``<ntc_…@domain>``, set on the message) and the exact bytes that go on the wire.
+:meth:`Outbox.stage` runs inside the tool's transaction and goes through SMTP up to the content
+(MAIL, RCPT, DATA), so a refused address or a server that can't carry the message fails the call
+while it can still roll back; the final ``.`` is sent only after the commit, then the row is marked
+``sent``. What that gives, crash by crash:
+
+- before the commit: the SMTP transaction is never finished, so the server discards it; no row,
+  no mail;
+- after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
+  server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
+- between the server's ``250`` and the ``sent`` mark: the one window where a notice is sent twice,
+  with the same Message-ID, so a receiver can recognise the second copy.
+
+So each notice is sent at most once outside that window, and none is lost. A notice the server
+refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
+connection leaves it ``prepared`` for the next flush. One server process per store is assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import parseaddr
+
+from sqlalchemy import Engine, LargeBinary
+from sqlmodel import Column, Field, Session, SQLModel, col, select
+
+from hatp_journal.servers.crashpoints import crash_point
+from hatp_journal.servers.smtp import Envelope, MailDeliveryError, OpenDelivery, open_delivery, send_envelope
+from hatp_journal.toolkit import Tx, utc_now, wire_time
+
+__all__ = ["FAILED", "PREPARED", "SENT", "Outbox", "OutboxNotice", "Staged", "notices_about"]
+
+PREPARED = "prepared"
+SENT = "sent"
+FAILED = "failed"
+
+
+class OutboxNotice(SQLModel, table=True):
+    """One message to send: its stable Message-ID, the exact bytes, and whether it went out."""
+
+    __tablename__ = "outbox_notice"
+
+    id: str = Field(primary_key=True)
+    message_id: str = Field(unique=True)
+    kind: str  # what it is, for people: "invitation", "cancellation notice", "email"
+    about: str = Field(index=True)  # the resource it announces
+    sender: str
+    recipients_json: str  # the recipients the SMTP server accepted
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    options_json: str
+    state: str = PREPARED
+    code: str | None = None
+    reason: str | None = None
+    attempts: int = 0
+    created_at: str
+    sent_at: str | None = None
+
+    def recipients(self) -> list[str]:
+        """Who the notice goes to."""
+        found: list[str] = json.loads(self.recipients_json)
+        return found
+
+    def view(self) -> dict[str, object]:
+        """The notice as tools and the command line show it (without its bytes)."""
+        return {
+            "id": self.id,
+            "messageId": self.message_id,
+            "kind": self.kind,
+            "about": self.about,
+            "to": self.recipients(),
+            "state": self.state,
+            "code": self.code,
+            "attempts": self.attempts,
+            "sentAt": self.sent_at,
+        }
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A notice written to the outbox: sent once the transaction commits."""
+
+    id: str
+    message_id: str
+    to: tuple[str, ...]
+    refused: dict[str, tuple[int, bytes]]
+
+
+class Outbox:
+    """Stages notices in a tool's transaction and delivers them after its commit, through one SMTP server."""
+
+    def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._in_flight: set[str] = set()  # staged in a transaction of this process, not yet finished
+
+    def stage(self, tx: Tx, message: EmailMessage, *, kind: str, about: str) -> Staged:
+        """Write ``message`` to the outbox in ``tx``; its final ``.`` is sent after ``tx`` commits.
+
+        Sets the message's Message-ID. Raises :class:`MailDeliveryError` (nothing staged) if the
+        server can't be reached, refuses the message, or refuses every recipient.
+        """
+        notice_id = f"ntc_{secrets.token_hex(10)}"
+        domain = parseaddr(str(message["From"]))[1].rpartition("@")[2] or "localhost"
+        del message["Message-ID"]
+        message["Message-ID"] = f"<{notice_id}@{domain}>"
+        delivery = open_delivery(message, self.host, self.port, self.timeout)
+        envelope = delivery.envelope
+        tx.session.add(
+            OutboxNotice(
+                id=notice_id,
+                message_id=str(message["Message-ID"]),
+                kind=kind,
+                about=about,
+                sender=envelope.sender,
+                recipients_json=json.dumps(list(envelope.recipients)),
+                data=envelope.data,
+                options_json=json.dumps(list(envelope.options)),
+                attempts=1,
+                created_at=wire_time(tx.now),
+            )
+        )
+        with self._lock:
+            self._in_flight.add(notice_id)
+        tx.after_commit(lambda: self._finish(notice_id, delivery))
+        tx.after_rollback(lambda: self._drop(notice_id, delivery))
+        crash_point("outbox:staged")
+        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
+
+    def flush(self) -> list[str]:
+        """Send every ``prepared`` notice no call of this process is finishing; returns their ids.
+
+        Stops at the first one that fails for a reason that may pass (the server down): the rest
+        stay ``prepared`` for the next flush.
+        """
+        sent: list[str] = []
+        with self._lock:
+            with Session(self.engine) as session:
+                query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
+                waiting = [row for row in session.exec(query.order_by(col(OutboxNotice.created_at)))]
+                waiting = [row for row in waiting if row.id not in self._in_flight]
+            for row in waiting:
+                envelope = Envelope(
+                    row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
+                )
+                self._count_attempt(row.id)
+                try:
+                    send_envelope(envelope, self.host, self.port, self.timeout)
+                except MailDeliveryError as error:
+                    self._mark_failure(row.id, error)
+                    if error.temporary:
+                        break
+                    continue
+                crash_point("outbox:delivered")
+                self._mark(row.id, SENT)
+                crash_point("outbox:marked")
+                sent.append(row.id)
+        return sent
+
+    def pending(self) -> list[OutboxNotice]:
+        """The notices not sent yet (``prepared``), oldest first."""
+        with Session(self.engine) as session:
+            query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
+            return list(session.exec(query.order_by(col(OutboxNotice.created_at))))
+
+    def _finish(self, notice_id: str, delivery: OpenDelivery) -> None:
+        crash_point("outbox:committed")
+        try:
+            delivery.finish()
+        except MailDeliveryError as error:
+            self._mark_failure(notice_id, error)
+        else:
+            crash_point("outbox:delivered")
+            self._mark(notice_id, SENT)
+            crash_point("outbox:marked")
+        finally:
+            with self._lock:
+                self._in_flight.discard(notice_id)
+        if self.pending():
+            self.flush()  # what an earlier crash or a dropped connection left behind
+
+    def _drop(self, notice_id: str, delivery: OpenDelivery) -> None:
+        delivery.abort()
+        with self._lock:
+            self._in_flight.discard(notice_id)
+
+    def _count_attempt(self, notice_id: str) -> None:
+        with Session(self.engine) as session:
+            row = session.get(OutboxNotice, notice_id)
+            if row is not None:
+                row.attempts += 1
+                session.add(row)
+                session.commit()
+
+    def _mark_failure(self, notice_id: str, error: MailDeliveryError) -> None:
+        # A 4xx or a lost connection may pass: the notice stays prepared, with the reason noted.
+        self._mark(notice_id, PREPARED if error.temporary else FAILED, error.code, error.reason)
+
+    def _mark(self, notice_id: str, state: str, code: str | None = None, reason: str | None = None) -> None:
+        with Session(self.engine) as session:
+            row = session.get(OutboxNotice, notice_id)
+            if row is None:
+                return
+            row.state, row.code, row.reason = state, code, reason
+            if state == SENT:
+                row.sent_at = wire_time(utc_now())
+            session.add(row)
+            session.commit()
+
+
+def notices_about(session: Session, about: str) -> list[OutboxNotice]:
+    """The notices of one resource, oldest first."""
+    query = select(OutboxNotice).where(col(OutboxNotice.about) == about)
+    return list(session.exec(query.order_by(col(OutboxNotice.created_at), col(OutboxNotice.id))))
