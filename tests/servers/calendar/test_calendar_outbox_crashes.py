@@ -41,7 +41,8 @@ def killed_server(tmp_path: Path, sink: MailSink, crash_at: str) -> Client[Any]:
 
 def restarted(tmp_path: Path, sink: MailSink) -> Client[Any]:
     """The server started again over the same store (``build`` flushes the outbox first)."""
-    mcp, _ = build(tmp_path / "calendar.db", SigningKey.from_file(tmp_path / "calendar.key"), sink.host, sink.port)
+    key = SigningKey.from_file(tmp_path / "calendar.key")
+    mcp, _ = build(tmp_path / "calendar.db", key, sink.host, sink.port)
     return Client(mcp)
 
 
