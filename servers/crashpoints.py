@@ -25,6 +25,8 @@ CRASH_POINTS = (
     "outbox:committed",  # the change committed; the final "." not sent yet
     "outbox:delivered",  # the SMTP server answered 250; the notice not yet marked sent
     "outbox:marked",  # the notice marked sent
+    # recorder/reminders.py, for every review, reminder or escalation mail:
+    "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
 )
 
 _reached: Counter[str] = Counter()

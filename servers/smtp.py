@@ -164,9 +164,7 @@ def open_delivery(msg: EmailMessage, host: str, port: int, timeout: float = 10) 
         raise _all_refused(exc) from exc
     except smtplib.SMTPResponseException as exc:
         client.close()
-        error = exc.smtp_error
-        reply = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
-        raise MailDeliveryError(f"server refused: {exc.smtp_code} {reply}", smtp_code=exc.smtp_code) from exc
+        raise _refusal(exc) from exc
     except (smtplib.SMTPException, OSError) as exc:
         client.close()
         raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
@@ -203,8 +201,8 @@ def send_envelope(
             client.ehlo_or_helo_if_needed()
             for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
                 if option in envelope.options and not client.has_extn(extension):
-                    error = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
-                    raise error(f"{where} no longer offers {extension.upper()}, which this message needs")
+                    missing = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
+                    raise missing(f"{where} no longer offers {extension.upper()}, which this message needs")
             _, refused = _start_transaction(client, envelope)
             client.send(b".\r\n")
             code, reply = client.getreply()
@@ -215,12 +213,16 @@ def send_envelope(
     except smtplib.SMTPRecipientsRefused as exc:
         raise _all_refused(exc) from exc
     except smtplib.SMTPResponseException as exc:
-        error = exc.smtp_error
-        text = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
-        raise MailDeliveryError(f"server refused: {exc.smtp_code} {text}", smtp_code=exc.smtp_code) from exc
+        raise _refusal(exc) from exc
     except (smtplib.SMTPException, OSError) as exc:
         raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
     return refused
+
+
+def _refusal(exc: smtplib.SMTPResponseException) -> MailDeliveryError:
+    error = exc.smtp_error
+    reply = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
+    return MailDeliveryError(f"server refused: {exc.smtp_code} {reply}", smtp_code=exc.smtp_code)
 
 
 def _all_refused(exc: smtplib.SMTPRecipientsRefused) -> MailDeliveryError:
