@@ -179,10 +179,12 @@ class Outbox:
         except MailDeliveryError as error:
             self._mark_failure(notice_id, error)
         else:
+            # The window where a crash resends: from the 250 to this mark (QUIT waits until after).
             crash_point("outbox:delivered")
             self._mark(notice_id, SENT)
             crash_point("outbox:marked")
         finally:
+            delivery.close()
             with self._lock:
                 self._in_flight.discard(notice_id)
         if self.pending():

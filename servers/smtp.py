@@ -86,7 +86,8 @@ class Envelope:
 
 class OpenDelivery:
     """An SMTP transaction stopped just before the final ``.``: the server holds the content but
-    has not accepted it. :meth:`finish` sends the ``.``; :meth:`abort` drops the connection instead.
+    has not accepted it. :meth:`finish` sends the ``.``; :meth:`abort` drops the connection instead;
+    :meth:`close` (after ``finish``) says QUIT.
 
     ``envelope`` lists only the recipients the server accepted; ``refused`` the others.
     """
@@ -95,38 +96,48 @@ class OpenDelivery:
         self, client: smtplib.SMTP, envelope: Envelope, refused: dict[str, tuple[int, bytes]], where: str
     ) -> None:
         self._client: smtplib.SMTP | None = client
+        self._finished = False
         self.envelope = envelope
         self.refused = refused
         self.where = where
 
     def finish(self) -> None:
-        """Send the final ``.``; raises :class:`MailDeliveryError` unless the server answers 250."""
-        client = self._take()
+        """Send the final ``.``; raises :class:`MailDeliveryError` unless the server answers 250.
+
+        The connection stays open for :meth:`close`, so a caller can record the delivery first.
+        """
+        if self._client is None or self._finished:
+            raise RuntimeError("this delivery was already finished or aborted")
+        self._finished = True
         try:
-            client.send(b".\r\n")
-            code, reply = client.getreply()
+            self._client.send(b".\r\n")
+            code, reply = self._client.getreply()
         except (smtplib.SMTPException, OSError) as exc:
-            client.close()
+            self.abort()
             # Whether the server stored it is unknown: the caller may send it again (same Message-ID).
             raise MailDeliveryError(f"lost {self.where} before its answer to the message: {exc}") from exc
-        try:
-            client.quit()
-        except (smtplib.SMTPException, OSError):
-            client.close()
         if code != 250:
+            self.close()
             text = reply.decode("utf-8", "replace")
             raise MailDeliveryError(f"server refused: {code} {text}", smtp_code=code)
 
-    def abort(self) -> None:
-        """Close the connection without the final ``.``: the server discards the message."""
-        if self._client is not None:
-            self._take().close()
-
-    def _take(self) -> smtplib.SMTP:
-        if self._client is None:
-            raise RuntimeError("this delivery was already finished or aborted")
+    def close(self) -> None:
+        """End the session politely (QUIT) once finished; abort it if it was not."""
+        if not self._finished:
+            self.abort()
+            return
         client, self._client = self._client, None
-        return client
+        if client is not None:
+            try:
+                client.quit()
+            except (smtplib.SMTPException, OSError):
+                client.close()
+
+    def abort(self) -> None:
+        """Close the connection without the final ``.`` (if not yet sent): the server discards it."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
 
 def open_delivery(msg: EmailMessage, host: str, port: int, timeout: float = 10) -> OpenDelivery:
@@ -180,7 +191,10 @@ def send_message(msg: EmailMessage, host: str, port: int, timeout: float = 10) -
     ``msg`` itself is not changed; Bcc headers are not sent.
     """
     delivery = open_delivery(msg, host, port, timeout)
-    delivery.finish()
+    try:
+        delivery.finish()
+    finally:
+        delivery.close()
     if delivery.refused:
         raise MailDeliveryError(
             f"recipients refused: {', '.join(sorted(delivery.refused))}", delivery.refused
