@@ -29,7 +29,6 @@ from hatp_journal.servers.calendar.itip import (
     InvalidEventError,
     build_cancel,
     build_request,
-    parse_event,
 )
 from hatp_journal.servers.calendar.mail import Delivery, Mailer
 from hatp_journal.servers.calendar.store import (
@@ -168,7 +167,7 @@ def cancel(mailer: Mailer, payload: CancelPayload, tx: Tx) -> Undone:
         return Undone(version=row.version, side_effects=["the event was already cancelled; no notice sent"])
     ics = build_cancel(event, stamp=tx.now)
     _, after = write_event(tx.session, ics, by=_undo_actor(mailer), now=tx.now)
-    delivery = _deliver_some(mailer, tx, ics, event.attendees, "cancellation notice")
+    delivery = _deliver_some(mailer, tx, ics, event, "cancellation notice")
     return Undone(
         version=after.version,
         side_effects=_notices("cancellation notice", delivery),
@@ -189,7 +188,7 @@ def restore(mailer: Mailer, payload: RestorePayload, tx: Tx) -> Undone:
         restored = _changed(current, payload.summary, payload.start, payload.end)
     ics = build_request(restored, stamp=tx.now)
     _, after = write_event(tx.session, ics, by=_undo_actor(mailer), now=tx.now)
-    delivery = _deliver_some(mailer, tx, ics, restored.attendees, "updated invitation")
+    delivery = _deliver_some(mailer, tx, ics, restored, "updated invitation")
     return Undone(
         version=after.version,
         side_effects=_notices("updated invitation", delivery),
@@ -244,9 +243,8 @@ def _fail_delivery(mailer: Mailer, delivery: Delivery, what: str) -> NoReturn:
     )
 
 
-def _deliver_some(mailer: Mailer, tx: Tx, ics: str, attendees: tuple[str, ...], what: str) -> Delivery:
-    uid = parse_event(ics).uid
-    delivery = mailer.send(tx, ics, attendees, about=event_uri(uid), stop_at_first_failure=False)
+def _deliver_some(mailer: Mailer, tx: Tx, ics: str, event: EventData, what: str) -> Delivery:
+    delivery = mailer.send(tx, ics, event.attendees, about=event_uri(event.uid), stop_at_first_failure=False)
     if not delivery.delivered:
         raise UndoFailed(f"no {what} could be delivered ({'; '.join(delivery.problems())}); nothing changed")
     return delivery
