@@ -20,11 +20,12 @@ from hatp_journal.toolkit.testing_surface import surface_requested
 CRASH_ENV = "HATP_JOURNAL_CRASH_AT"
 
 CRASH_POINTS = (
-    # servers/outbox.py, for every notice:
-    "outbox:staged",  # in the transaction: SMTP content sent (no final "."), notice row added
-    "outbox:committed",  # the change committed; the final "." not sent yet
-    "outbox:delivered",  # the SMTP server answered 250; the notice not yet marked sent
-    "outbox:marked",  # the notice marked sent
+    # servers/outbox.py:
+    "outbox:staged",  # each notice, in the transaction: SMTP content sent (no final "."), row added
+    "outbox:committed",  # each batch (a call's notices): committed, no final "." sent yet
+    "outbox:delivered",  # each batch: the SMTP server answered every "."; none marked sent yet
+    "outbox:marked",  # each batch: all marked (one write)
+    # (a flush after a restart reaches "outbox:delivered" and "outbox:marked" once per notice)
     # recorder/reminders.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
 )

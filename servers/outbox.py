@@ -2,17 +2,20 @@
 
 Each notice is a row in the server's own store, committed with the change it announces, with a
 stable Message-ID (``<ntc_…@domain>``, set on the message) and the exact bytes that go on the wire.
-:meth:`Outbox.stage` runs inside the tool's transaction and goes through SMTP up to the content
-(MAIL, RCPT, DATA), so a refused address or a server that can't carry the message fails the call
-while it can still roll back; the final ``.`` is sent only after the commit, then the row is marked
-``sent``. What that gives, crash by crash:
+:meth:`Outbox.stage` (or :meth:`Batch.stage`) runs inside the tool's transaction and goes through
+SMTP up to the content (MAIL, RCPT, DATA), so a refused address or a server that can't carry the
+message fails the call while it can still roll back; the final ``.`` is sent only after the commit,
+then the row is marked ``sent``. The notices of one :class:`Batch` (a call's messages, one per
+attendee) get their ``.`` together and are marked in one write. What that gives, crash by crash:
 
 - before the commit: the SMTP transaction is never finished, so the server discards it; no row,
   no mail;
 - after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
   server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
-- between the server's ``250`` and the ``sent`` mark: the one window where a notice is sent twice,
-  with the same Message-ID, so a receiver can recognise the second copy.
+- between the SMTP server storing the message (it answers ``250`` after that) and the ``sent``
+  mark: the one window where a notice is sent twice, with the same Message-ID, so a receiver can
+  recognise the second copy. No sender can close it: SMTP has no way to ask whether a message
+  whose answer was lost arrived.
 
 So each notice is sent at most once outside that window, and none is lost. A notice the server
 refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
@@ -35,7 +38,7 @@ from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.servers.smtp import Envelope, MailDeliveryError, OpenDelivery, open_delivery, send_envelope
 from hatp_journal.toolkit import Tx, utc_now, wire_time
 
-__all__ = ["FAILED", "PREPARED", "SENT", "Outbox", "OutboxNotice", "Staged", "notices_about"]
+__all__ = ["FAILED", "PREPARED", "SENT", "Batch", "Outbox", "OutboxNotice", "Staged", "notices_about"]
 
 PREPARED = "prepared"
 SENT = "sent"
@@ -103,38 +106,13 @@ class Outbox:
         self._lock = threading.Lock()
         self._in_flight: set[str] = set()  # staged in a transaction of this process, not yet finished
 
-    def stage(self, tx: Tx, message: EmailMessage, *, kind: str, about: str) -> Staged:
-        """Write ``message`` to the outbox in ``tx``; its final ``.`` is sent after ``tx`` commits.
+    def batch(self, tx: Tx) -> Batch:
+        """A batch of notices staged in ``tx`` and released together after its commit."""
+        return Batch(self, tx)
 
-        Sets the message's Message-ID. Raises :class:`MailDeliveryError` (nothing staged) if the
-        server can't be reached, refuses the message, or refuses every recipient.
-        """
-        notice_id = f"ntc_{secrets.token_hex(10)}"
-        domain = parseaddr(str(message["From"]))[1].rpartition("@")[2] or "localhost"
-        del message["Message-ID"]
-        message["Message-ID"] = f"<{notice_id}@{domain}>"
-        delivery = open_delivery(message, self.host, self.port, self.timeout)
-        envelope = delivery.envelope
-        tx.session.add(
-            OutboxNotice(
-                id=notice_id,
-                message_id=str(message["Message-ID"]),
-                kind=kind,
-                about=about,
-                sender=envelope.sender,
-                recipients_json=json.dumps(list(envelope.recipients)),
-                data=envelope.data,
-                options_json=json.dumps(list(envelope.options)),
-                attempts=1,
-                created_at=wire_time(tx.now),
-            )
-        )
-        with self._lock:
-            self._in_flight.add(notice_id)
-        tx.after_commit(lambda: self._finish(notice_id, delivery))
-        tx.after_rollback(lambda: self._drop(notice_id, delivery))
-        crash_point("outbox:staged")
-        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
+    def stage(self, tx: Tx, message: EmailMessage, *, kind: str, about: str) -> Staged:
+        """Stage one message in ``tx``, in a batch of its own (see :meth:`Batch.stage`)."""
+        return self.batch(tx).stage(message, kind=kind, about=about)
 
     def flush(self) -> list[str]:
         """Send every ``prepared`` notice no call of this process is finishing; returns their ids.
@@ -156,12 +134,12 @@ class Outbox:
                 try:
                     send_envelope(envelope, self.host, self.port, self.timeout)
                 except MailDeliveryError as error:
-                    self._mark_failure(row.id, error)
+                    self._mark({row.id: error})
                     if error.temporary:
                         break
                     continue
                 crash_point("outbox:delivered")
-                self._mark(row.id, SENT)
+                self._mark({row.id: None})
                 crash_point("outbox:marked")
                 sent.append(row.id)
         return sent
@@ -172,28 +150,36 @@ class Outbox:
             query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
             return list(session.exec(query.order_by(col(OutboxNotice.created_at))))
 
-    def _finish(self, notice_id: str, delivery: OpenDelivery) -> None:
+    def _release(self, staged: list[tuple[str, OpenDelivery]]) -> None:
+        """After the commit: end every SMTP transaction of the batch, then mark them all at once."""
         crash_point("outbox:committed")
         try:
-            delivery.finish()
-        except MailDeliveryError as error:
-            self._mark_failure(notice_id, error)
-        else:
-            # The window where a crash resends: from the 250 to this mark (QUIT waits until after).
+            for _, delivery in staged:
+                delivery.end()  # all the "."s first, so the servers store them side by side
+            outcomes: dict[str, MailDeliveryError | None] = {}
+            for notice_id, delivery in staged:
+                try:
+                    delivery.answer()
+                    outcomes[notice_id] = None
+                except MailDeliveryError as error:
+                    outcomes[notice_id] = error
+            # The window where a crash resends: from the server storing a message to this one mark.
             crash_point("outbox:delivered")
-            self._mark(notice_id, SENT)
+            self._mark(outcomes)
             crash_point("outbox:marked")
         finally:
-            delivery.close()
+            for _, delivery in staged:
+                delivery.close()
             with self._lock:
-                self._in_flight.discard(notice_id)
+                self._in_flight.difference_update(notice_id for notice_id, _ in staged)
         if self.pending():
             self.flush()  # what an earlier crash or a dropped connection left behind
 
-    def _drop(self, notice_id: str, delivery: OpenDelivery) -> None:
-        delivery.abort()
+    def _drop(self, staged: list[tuple[str, OpenDelivery]]) -> None:
+        for _, delivery in staged:
+            delivery.abort()
         with self._lock:
-            self._in_flight.discard(notice_id)
+            self._in_flight.difference_update(notice_id for notice_id, _ in staged)
 
     def _count_attempt(self, notice_id: str) -> None:
         with Session(self.engine) as session:
@@ -203,20 +189,68 @@ class Outbox:
                 session.add(row)
                 session.commit()
 
-    def _mark_failure(self, notice_id: str, error: MailDeliveryError) -> None:
-        # A 4xx or a lost connection may pass: the notice stays prepared, with the reason noted.
-        self._mark(notice_id, PREPARED if error.temporary else FAILED, error.code, error.reason)
-
-    def _mark(self, notice_id: str, state: str, code: str | None = None, reason: str | None = None) -> None:
+    def _mark(self, outcomes: dict[str, MailDeliveryError | None]) -> None:
+        """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared."""
         with Session(self.engine) as session:
-            row = session.get(OutboxNotice, notice_id)
-            if row is None:
-                return
-            row.state, row.code, row.reason = state, code, reason
-            if state == SENT:
-                row.sent_at = wire_time(utc_now())
-            session.add(row)
+            for notice_id, error in outcomes.items():
+                row = session.get(OutboxNotice, notice_id)
+                if row is None:
+                    continue
+                if error is None:
+                    row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
+                else:
+                    # A 4xx or a lost connection may pass: the notice stays prepared, the reason noted.
+                    row.state = PREPARED if error.temporary else FAILED
+                    row.code, row.reason = error.code, error.reason
+                session.add(row)
             session.commit()
+
+
+class Batch:
+    """Notices staged in one transaction: each one's SMTP transaction waits, content sent, for the
+    commit; then all are released together and marked in one write (a shorter window, one fsync)."""
+
+    def __init__(self, outbox: Outbox, tx: Tx) -> None:
+        self._outbox = outbox
+        self._tx = tx
+        self._staged: list[tuple[str, OpenDelivery]] = []
+
+    def stage(self, message: EmailMessage, *, kind: str, about: str) -> Staged:
+        """Write ``message`` to the outbox in the transaction; its final ``.`` goes after the commit.
+
+        Sets the message's Message-ID. Raises :class:`MailDeliveryError` (nothing staged) if the
+        server can't be reached, refuses the message, or refuses every recipient.
+        """
+        outbox, tx = self._outbox, self._tx
+        notice_id = f"ntc_{secrets.token_hex(10)}"
+        domain = parseaddr(str(message["From"]))[1].rpartition("@")[2] or "localhost"
+        del message["Message-ID"]
+        message["Message-ID"] = f"<{notice_id}@{domain}>"
+        delivery = open_delivery(message, outbox.host, outbox.port, outbox.timeout)
+        envelope = delivery.envelope
+        tx.session.add(
+            OutboxNotice(
+                id=notice_id,
+                message_id=str(message["Message-ID"]),
+                kind=kind,
+                about=about,
+                sender=envelope.sender,
+                recipients_json=json.dumps(list(envelope.recipients)),
+                data=envelope.data,
+                options_json=json.dumps(list(envelope.options)),
+                attempts=1,
+                created_at=wire_time(tx.now),
+            )
+        )
+        with outbox._lock:
+            outbox._in_flight.add(notice_id)
+        if not self._staged:
+            staged = self._staged
+            tx.after_commit(lambda: outbox._release(staged))
+            tx.after_rollback(lambda: outbox._drop(staged))
+        self._staged.append((notice_id, delivery))
+        crash_point("outbox:staged")
+        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
 
 
 def notices_about(session: Session, about: str) -> list[OutboxNotice]:

@@ -86,8 +86,8 @@ class Envelope:
 
 class OpenDelivery:
     """An SMTP transaction stopped just before the final ``.``: the server holds the content but
-    has not accepted it. :meth:`finish` sends the ``.``; :meth:`abort` drops the connection instead;
-    :meth:`close` (after ``finish``) says QUIT.
+    has not accepted it. :meth:`finish` sends the ``.`` and reads the answer (or :meth:`end`, then
+    :meth:`answer`); :meth:`abort` drops the connection instead; :meth:`close` then says QUIT.
 
     ``envelope`` lists only the recipients the server accepted; ``refused`` the others.
     """
@@ -97,6 +97,7 @@ class OpenDelivery:
     ) -> None:
         self._client: smtplib.SMTP | None = client
         self._finished = False
+        self._lost: Exception | None = None  # a failure sending the ".", told by answer()
         self.envelope = envelope
         self.refused = refused
         self.where = where
@@ -106,11 +107,26 @@ class OpenDelivery:
 
         The connection stays open for :meth:`close`, so a caller can record the delivery first.
         """
+        self.end()
+        self.answer()
+
+    def end(self) -> None:
+        """Send the final ``.`` without waiting for the answer (several deliveries can end at once)."""
         if self._client is None or self._finished:
             raise RuntimeError("this delivery was already finished or aborted")
         self._finished = True
         try:
             self._client.send(b".\r\n")
+        except (smtplib.SMTPException, OSError) as exc:
+            self._lost = exc
+
+    def answer(self) -> None:
+        """Read the server's answer to the ``.``; raises :class:`MailDeliveryError` unless it is 250."""
+        if self._client is None or not self._finished:
+            raise RuntimeError("this delivery has not been ended, or was aborted")
+        try:
+            if self._lost is not None:
+                raise self._lost
             code, reply = self._client.getreply()
         except (smtplib.SMTPException, OSError) as exc:
             self.abort()

@@ -70,10 +70,11 @@ class Mailer:
         subject = _subject(method, parse_event(ics))
         kind = "cancellation notice" if method == "CANCEL" else "invitation"
         delivery = Delivery()
+        batch = self.outbox.batch(tx)  # released together after the commit
         for index, address in enumerate(attendees):
             message = invitation_email(ics, method, self.organizer, [address], subject)
             try:
-                staged = self.outbox.stage(tx, message, kind=kind, about=about)
+                staged = batch.stage(message, kind=kind, about=about)
             except MailDeliveryError as error:
                 delivery.failed[address] = _reason(error, address)
                 delivery.codes[address] = error.code
