@@ -30,8 +30,9 @@ import threading
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
+from typing import Any
 
-from sqlalchemy import Engine, LargeBinary
+from sqlalchemy import Engine, LargeBinary, create_engine, event
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.crashpoints import crash_point
@@ -105,6 +106,7 @@ class Outbox:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._in_flight: set[str] = set()  # staged in a transaction of this process, not yet finished
+        self._marks = _quick_commits(engine)
 
     def batch(self, tx: Tx) -> Batch:
         """A batch of notices staged in ``tx`` and released together after its commit."""
@@ -182,7 +184,7 @@ class Outbox:
             self._in_flight.difference_update(notice_id for notice_id, _ in staged)
 
     def _count_attempt(self, notice_id: str) -> None:
-        with Session(self.engine) as session:
+        with Session(self._marks) as session:
             row = session.get(OutboxNotice, notice_id)
             if row is not None:
                 row.attempts += 1
@@ -191,7 +193,7 @@ class Outbox:
 
     def _mark(self, outcomes: dict[str, MailDeliveryError | None]) -> None:
         """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared."""
-        with Session(self.engine) as session:
+        with Session(self._marks) as session:
             for notice_id, error in outcomes.items():
                 row = session.get(OutboxNotice, notice_id)
                 if row is None:
@@ -251,6 +253,34 @@ class Batch:
         self._staged.append((notice_id, delivery))
         crash_point("outbox:staged")
         return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
+
+
+def _quick_commits(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose commits skip the fsync (WAL, ``synchronous=NORMAL``).
+
+    For the outbox's own marks only: the resend window ends when the ``sent`` mark commits, and an
+    fsync is most of that time. A commit without it survives the process being killed (the WAL is
+    written); only a power loss can take the last marks back, and then those notices are resent
+    with their Message-IDs. The notices themselves commit with the change, fully synced.
+    """
+    if engine.dialect.name != "sqlite":
+        return engine
+    quick = create_engine(engine.url)
+
+    @event.listens_for(quick, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.close()
+
+    @event.listens_for(quick, "begin")
+    def on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return quick
 
 
 def notices_about(session: Session, about: str) -> list[OutboxNotice]:
