@@ -263,8 +263,8 @@ def _quick_commits(engine: Engine) -> Engine:
     written); only a power loss can take the last marks back, and then those notices are resent
     with their Message-IDs. The notices themselves commit with the change, fully synced.
     """
-    if engine.dialect.name != "sqlite":
-        return engine
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return engine  # another database, or one a second engine would not share
     quick = create_engine(engine.url)
 
     @event.listens_for(quick, "connect")

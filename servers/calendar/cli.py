@@ -77,7 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("uid", nargs="?", help="the event's UID (omit to list all)")
     outbox = commands.add_parser("outbox", help="print every mail notice and its state (one JSON line each)")
     outbox.add_argument("--db", type=Path, required=True)
-    outbox.add_argument("--send", action="store_true", help="first send the notices still prepared")
+    outbox.add_argument(
+        "--send", action="store_true", help="first send the notices still prepared (with the server stopped)"
+    )
     outbox.add_argument("--smtp-host", default="127.0.0.1", help="SMTP server for --send")
     outbox.add_argument("--smtp-port", type=_port, default=25, help="SMTP port for --send (default 25)")
     return parser
