@@ -210,7 +210,7 @@ class Outbox:
 
 class Batch:
     """Notices staged in one transaction: each one's SMTP transaction waits, content sent, for the
-    commit; then all are released together and marked in one write (a shorter window, one fsync)."""
+    commit; then all are released together and marked in one quick write."""
 
     def __init__(self, outbox: Outbox, tx: Tx) -> None:
         self._outbox = outbox
