@@ -12,10 +12,11 @@ attendee) get their ``.`` together and are marked in one write. What that gives,
   no mail;
 - after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
   server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
-- between the SMTP server storing the message (it answers ``250`` after that) and the ``sent``
-  mark: the one window where a notice is sent twice, with the same Message-ID, so a receiver can
-  recognise the second copy. No sender can close it: SMTP has no way to ask whether a message
-  whose answer was lost arrived.
+- between sending the ``.`` and the ``sent`` mark: the one window where a notice is sent twice,
+  with the same Message-ID, so a receiver can recognise the second copy. Once the server has the
+  ``.`` it stores the message even if we die; the window is its storing time (it answers ``250``
+  after an fsync) plus one quick commit of ours. No sender can close it: SMTP has no way to ask
+  whether a message whose answer was lost arrived.
 
 So each notice is sent at most once outside that window, and none is lost. A notice the server
 refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
@@ -165,7 +166,7 @@ class Outbox:
                     outcomes[notice_id] = None
                 except MailDeliveryError as error:
                     outcomes[notice_id] = error
-            # The window where a crash resends: from the server storing a message to this one mark.
+            # The window where a crash resends: from the first "." sent to this one mark.
             crash_point("outbox:delivered")
             self._mark(outcomes)
             crash_point("outbox:marked")
