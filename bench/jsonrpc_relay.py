@@ -42,7 +42,8 @@ async def relay(command: str, args: list[str]) -> None:
     child = await asyncio.create_subprocess_exec(
         command, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT
     )
-    assert child.stdin is not None and child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout is not None
     stdin = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
     out = os.fdopen(sys.stdout.fileno(), "wb", buffering=0, closefd=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from contextlib import AsyncExitStack
-from importlib.metadata import PackageNotFoundError, version
 from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -157,8 +157,8 @@ class Downstream:
         way; any other goes through the client and its result is dumped to the same form.
         """
         if self._link is None or self._wire_meta is None:
-            result = await self.call(tool, arguments)
-            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            called = await self.call(tool, arguments)
+            return called.model_dump(mode="json", by_alias=True, exclude_none=True)
         params = {
             "name": tool,
             "arguments": arguments,
@@ -175,8 +175,8 @@ class Downstream:
         result = answer.get("result")
         if isinstance(result, dict):
             return result
-        error = answer.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
+        failed = answer.get("error")
+        message = failed.get("message") if isinstance(failed, dict) else None
         if isinstance(message, str):
             raise DownstreamError(f"{self.name} failed on {tool}: MCPError: {message}")
         raise DownstreamError(f"{self.name} failed on {tool}: an answer that is neither result nor error")

@@ -11,6 +11,7 @@ FastMCP server, which answers as it always has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -78,13 +79,9 @@ class _Front:
         to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
         library_out, from_library = anyio.create_memory_object_stream[SessionMessage](64)
         server = self.mcp._mcp_server
-        served = anyio.Event()
 
         async def serve() -> None:
-            try:
-                await server.run(library_in, library_out, server.create_initialization_options())
-            finally:
-                served.set()
+            await server.run(library_in, library_out, server.create_initialization_options())
 
         async with anyio.create_task_group() as library:
             library.start_soon(serve)
@@ -92,9 +89,7 @@ class _Front:
             async with anyio.create_task_group() as calls, to_library:
                 while line := await self._line():
                     await self._take(line, calls, to_library)
-            # Stdin closed and every call answered: the library's server ends with its input.
-            with anyio.move_on_after(5):
-                await served.wait()
+            # Stdin closed and every call answered: the agent is gone, so is the library's server.
             await _drained(self.writer)
             library.cancel_scope.cancel()
 
@@ -138,7 +133,7 @@ class _Front:
     ) -> None:
         try:
             result = await self.recorder.answer(server, tool, arguments, meta)
-        except Exception:  # noqa: BLE001 - the agent gets an error, the Recorder keeps serving
+        except Exception:
             logger.exception("the Recorder failed on %s_%s", server, tool)
             error = {"code": -32603, "message": "Internal error"}
             self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -175,7 +170,5 @@ def _library_message(message: Any) -> SessionMessage | Exception:
 
 
 async def _drained(writer: asyncio.StreamWriter) -> None:
-    try:
+    with contextlib.suppress(ConnectionError):
         await writer.drain()
-    except ConnectionError:
-        pass

@@ -29,9 +29,9 @@ from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy
-from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import canonical_bytes
@@ -81,6 +81,7 @@ class Recorder:
         self._links = LinkIndex()  # what this run's calls wrote, to link each new call
         self.forwards: dict[str, tuple[str, str]] = {}  # agent-facing name -> (server, tool)
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
+        self._in_flight = 0  # calls being answered now, by any agent of this Recorder
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
@@ -118,10 +119,18 @@ class Recorder:
         A call the policy holds becomes an ask; calling again learns its fate: still pending,
         forwarded once approved, or refused after a denial or the deadline.
         """
+        self._in_flight += 1
+        try:
+            return await self._answer(server, tool, arguments, _host_meta(meta))
+        finally:
+            self._in_flight -= 1
+
+    async def _answer(
+        self, server: str, tool: str, arguments: dict[str, Any], host: dict[str, Any] | None
+    ) -> dict[str, Any]:
         run = self.run_id
         assert run is not None, "start() first"
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
-        host = _host_meta(meta)
         if checked.refusal is not None:
             return await self._refuse_arguments(run, server, tool, checked.refusal, host)
         downstream = self.downstreams[server]
@@ -198,7 +207,14 @@ class Recorder:
     async def _append(
         self, run: str, kind: str, body: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
     ) -> Entry:
-        """Append durably without holding up the event loop (other agents' calls run on)."""
+        """Append durably, without holding up other calls.
+
+        A call alone appends right here: the loop has nothing else to run meanwhile, and a hand-off
+        to the writer thread and back costs two thread switches. With other calls in flight the
+        writer thread commits, so they run on during the fsync, and shares commits among them.
+        """
+        if self._in_flight <= 1:
+            return self.store.append(run, kind, body, tokens=tokens or ())
         return await self.store.append_async(run, kind, body, tokens=tokens or ())
 
     async def _forward(

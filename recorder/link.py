@@ -20,7 +20,6 @@ from typing import Any
 
 import anyio
 import mcp_types
-from anyio.abc import Process
 from fastmcp.client.transports.base import ClientTransport, SessionKwargs, TransportOptions
 from mcp import ClientSession
 from mcp.client.stdio import (
@@ -42,7 +41,8 @@ class LinkClosed(ConnectionError):
 class ChildLink:
     """One server process and the lines on its stdin and stdout."""
 
-    def __init__(self, process: Process) -> None:
+    def __init__(self, process: Any) -> None:
+        """``process``: as the mcp library spawns it (an anyio process with stdin and stdout pipes)."""
         self.process = process
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._next = 0
@@ -180,6 +180,8 @@ class LinkTransport(ClientTransport):
     ) -> AsyncGenerator[ClientSession, None]:
         """A session on the link's streams (the process outlives it)."""
         options = transport_options or TransportOptions()
-        async with self.link.session_streams() as (read, write):
-            async with options.session_class(read, write, **session_kwargs) as session:
-                yield session
+        async with (
+            self.link.session_streams() as (read, write),
+            options.session_class(read, write, **session_kwargs) as session,
+        ):
+            yield session
