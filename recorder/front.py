@@ -74,6 +74,7 @@ class _Front:
         self.reader = reader
         self.writer = writer
         self.stamp = mcp._mcp_server.server_info_stamp
+        self.calls: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -86,9 +87,11 @@ class _Front:
         async with anyio.create_task_group() as library:
             library.start_soon(serve)
             library.start_soon(self._answer_library, from_library)
-            async with anyio.create_task_group() as calls, to_library:
+            async with to_library:
                 while line := await self._line():
-                    await self._take(line, calls, to_library)
+                    await self._take(line, to_library)
+                if self.calls:  # stdin closed: answer the calls still in flight first
+                    await asyncio.wait(self.calls)
             # Stdin closed and every call answered: the agent is gone, so is the library's server.
             await _drained(self.writer)
             library.cancel_scope.cancel()
@@ -99,7 +102,7 @@ class _Front:
         except (ValueError, ConnectionError):  # a line over the limit, or the pipe went away
             return b""
 
-    async def _take(self, line: bytes, calls: anyio.abc.TaskGroup, to_library: Any) -> None:
+    async def _take(self, line: bytes, to_library: Any) -> None:
         try:
             message = json.loads(line)
         except ValueError:
@@ -108,7 +111,10 @@ class _Front:
             return
         call = self._fast_call(message)
         if call is not None:
-            calls.start_soon(self._call, message["id"], *call)
+            # A plain task per call (an anyio task group costs more per task); _call never raises.
+            task = asyncio.create_task(self._call(message["id"], *call))
+            self.calls.add(task)
+            task.add_done_callback(self.calls.discard)
             return
         await to_library.send(_library_message(message))
 

@@ -81,7 +81,8 @@ class ChildLink:
         self._pending[request_id] = answer
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            with anyio.fail_after(timeout):
+            # asyncio's own timeout: the same bound for a fraction of an anyio cancel scope's cost.
+            async with asyncio.timeout(timeout):
                 await self._write(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
                 return await answer
         finally:
