@@ -46,7 +46,6 @@ class ChildLink:
         self.process = process
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._next = 0
-        self._write_lock = anyio.Lock()
         self._to_session: Any = None  # where the session's messages go, once a session is open
         self._closed: BaseException | None = None
 
@@ -91,8 +90,8 @@ class ChildLink:
     async def _write(self, line: str) -> None:
         assert self.process.stdin is not None
         try:
-            async with self._write_lock:
-                await self.process.stdin.send(line.encode() + b"\n")
+            # No lock: each line is written whole at once, so concurrent writers never interleave.
+            await self.process.stdin.send(line.encode() + b"\n")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
             raise LinkClosed(f"could not write to the server: {type(error).__name__}") from None
 
