@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.downstream import Downstream, DownstreamCode, DownstreamError
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 
@@ -20,6 +23,7 @@ pytestmark = pytest.mark.anyio
 
 POLICY = {"autonomy": {"compensate": "allow", "read": "allow", "unknown": "ask", "none": "ask"}}
 CRM = "hatp_journal.servers.crm.cli"
+PLAIN = Path(__file__).parent / "plain_server.py"
 
 
 def recorder_with_crm(folder: Path) -> StdioTransport:
@@ -84,3 +88,21 @@ async def test_a_legacy_agent_is_served_by_the_mcp_library_and_journaled_the_sam
     assert entry.body["intake"]["status"] == "verified"
     assert unchanged_but_for_the_token(won, entry)
     assert won.structured_content["stage"] == "Won"
+
+
+async def test_a_downstream_called_on_the_data_plane_answers_as_it_wrote_and_a_dead_one_fails_cleanly(
+    tmp_path: Path,
+) -> None:
+    plain = Downstream("plain", ServerConfig(command=sys.executable, args=[str(PLAIN)]))
+    async with AsyncExitStack() as stack:
+        await plain.connect(stack)
+        shouted = await plain.call_wire("shout", {"text": "hi"})
+        unknown = await plain.call_wire("no_such_tool", {})
+        with pytest.raises(DownstreamError) as crashed:
+            await plain.call_wire("crash", {})
+        with pytest.raises(DownstreamError) as after:
+            await plain.call_wire("shout", {"text": "again"})
+
+    assert shouted["structuredContent"] == {"result": "HI"}
+    assert unknown["isError"] is True
+    assert crashed.value.code == after.value.code == DownstreamCode.DOWNSTREAM_FAILED
