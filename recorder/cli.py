@@ -18,6 +18,7 @@ from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_confi
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.export import export_run_to
+from hatp_journal.recorder.front import serve_stdio
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
@@ -247,7 +248,7 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
                 # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
                 tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
                 if transport == "stdio":
-                    await mcp.run_async(transport="stdio", show_banner=False)
+                    await serve_stdio(recorder, mcp)
                 else:
                     await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
                 tasks.cancel_scope.cancel()
