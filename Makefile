@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify screenshots clean
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-startup screenshots clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ bench: $(STAMP)
 # Export and verify runs of 10k and 100k entries (several minutes; the in-memory roads peak near 2 GB).
 bench-verify: $(STAMP)
 	$(PY) bench/verify_scale.py
+
+# Every console script's --help, and each demo server from spawn to answering initialize + tools/list.
+bench-startup: $(STAMP)
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
