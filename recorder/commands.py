@@ -1,7 +1,9 @@
 """What ``hatp-recorder``'s commands do, once :mod:`hatp_journal.recorder.cli` has read the arguments.
 
 Kept apart from the argument parser so that ``hatp-recorder --help`` does not import the gateway,
-the MCP stack and the Run Record.
+the MCP stack and the Run Record; and the commands that talk to tool servers (``serve``, the undo
+commands) or serve pages (``web``) import those parts themselves, so that reading, exporting and
+verifying a record does not wait for them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from datetime import datetime
 from pathlib import Path
@@ -20,19 +23,15 @@ import anyio
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
-from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.export import export_run_to
-from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
-from hatp_journal.recorder.undo import commands as undo_commands
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.verify_cli import verify_command
-from hatp_journal.recorder.web import commands as web_commands
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
@@ -46,17 +45,21 @@ def run(args: argparse.Namespace) -> int:
             return verify_command(args)
         config = load_config(args.config)
         if args.command == "serve":
-            anyio.run(_serve, config, args.transport, args.host, args.port)
-            return 0
+            return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
         if args.command in ("web", "web-link"):
+            from hatp_journal.recorder.web import commands as web_commands
+
             return web_commands.run(args, config)
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
         if args.command == "tick":
             return _tick(store, config, args.now)
         if args.command == "review":
             return _review(store, config, args)
-        if undo_commands.handles(args, store):
-            return int(anyio.run(undo_commands.run_command, args, config, store))
+        if args.command in ("plan", "undo", "confirm-link", "remedy", "approve", "deny"):
+            from hatp_journal.recorder.undo import commands as undo_commands
+
+            if undo_commands.handles(args, store):
+                return _with_tool_servers(lambda: anyio.run(undo_commands.run_command, args, config, store))
         if args.command == "runs":
             for run in store.runs():
                 print(f"{run.id}\t{run.agent}\t{run.principal}")
@@ -81,13 +84,22 @@ def run(args: argparse.Namespace) -> int:
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
-    except DownstreamError as error:  # serve: a tool server that won't start, answers garbage, or changed key
-        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-        return 2
     except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
         print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _with_tool_servers(work: Callable[[], int | None]) -> int:
+    """Run ``work``, which talks to tool servers; DownstreamError (a tool server that won't start,
+    answers garbage, or changed key) is exit status 2 with its code."""
+    from hatp_journal.recorder.downstream import DownstreamError
+
+    try:
+        return int(work() or 0)
+    except DownstreamError as error:
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
 
 
 def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
@@ -167,6 +179,8 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
+    from hatp_journal.recorder.gateway import Recorder
+
     policy = load_policy(Path(config.recorder.policy))
     store = RunStore(
         config.recorder.store,
