@@ -19,15 +19,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from sqlmodel import Session, col, select
-
-from hatp_journal.servers.calendar.itip import InvalidEventError
-from hatp_journal.servers.calendar.server import DEFAULT_ORGANIZER, build, check_organizer
-from hatp_journal.servers.calendar.store import UnknownEventError, all_events, edit_event, require_event
-from hatp_journal.servers.calendar.tools import public
-from hatp_journal.servers.outbox import Outbox, OutboxNotice
+from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, create_store_engine, utc_now
+from hatp_journal.toolkit.errors import KeyFileError, StoreError
 
 USAGE_ERROR = 2
 
@@ -42,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed the problem itself
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    # Imported once the command is known: --help should not wait for the MCP stack and SQLAlchemy.
+    from hatp_journal.servers.calendar.itip import InvalidEventError
+    from hatp_journal.servers.calendar.store import UnknownEventError
+
     try:
         if args.command == "serve":
             return _serve(args)
@@ -86,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from hatp_journal.servers.calendar.server import build, check_organizer
+    from hatp_journal.toolkit import SigningKey
+
     check_organizer(args.organizer)
     key = SigningKey.load_or_create(key_path(args))
     mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer)
@@ -98,6 +99,9 @@ def _edit(args: argparse.Namespace) -> int:
         raise _BadInput("give at least one of --summary, --start, --end")
     if not args.by.strip():
         raise _BadInput("--by: say who made the edit, e.g. --by eve@acme.com")
+    from hatp_journal.servers.calendar.store import edit_event
+    from hatp_journal.toolkit import create_store_engine, utc_now
+
     engine = create_store_engine(_existing(args.db))
     edited = edit_event(
         engine, args.uid, by=args.by, now=utc_now(), summary=args.summary, start=args.start, end=args.end
@@ -107,6 +111,12 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from hatp_journal.servers.calendar.store import all_events, require_event
+    from hatp_journal.servers.calendar.tools import public
+    from hatp_journal.toolkit import create_store_engine
+
     engine = create_store_engine(_existing(args.db))
     with Session(engine) as session:
         if args.uid is not None:
@@ -120,6 +130,11 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _outbox(args: argparse.Namespace) -> int:
+    from sqlmodel import Session, col, select
+
+    from hatp_journal.servers.outbox import Outbox, OutboxNotice
+    from hatp_journal.toolkit import create_store_engine
+
     engine = create_store_engine(_existing(args.db))
     try:
         if args.send:

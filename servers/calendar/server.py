@@ -15,6 +15,7 @@ from fastmcp import FastMCP
 from pydantic import AwareDatetime
 
 from hatp_journal.servers.calendar import tools
+from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
 from hatp_journal.servers.calendar.itip import _check_email
 from hatp_journal.servers.calendar.mail import Mailer
 from hatp_journal.servers.calendar.store import SERVER, event_state
@@ -33,8 +34,6 @@ from hatp_journal.toolkit import (
     undoable,
     utc_now,
 )
-
-DEFAULT_ORGANIZER = "sales-bot@acme.com"
 
 __all__ = ["DEFAULT_ORGANIZER", "build", "calendar_tools", "check_organizer"]
 
