@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify screenshots clean
+.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-plan screenshots clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,10 @@ bench: $(STAMP)
 # Export and verify runs of 10k and 100k entries (several minutes; the in-memory roads peak near 2 GB).
 bench-verify: $(STAMP)
 	$(PY) bench/verify_scale.py
+
+# Plan the undo of runs of 1k to 30k entries, the planner alone and with slow checks (a few minutes).
+bench-plan: $(STAMP)
+	$(PY) bench/plan_scale.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -135,9 +135,9 @@ def steps_of(entries: list[Entry]) -> list[Step]:
 
 
 class Chains:
-    """The writes of each resource among ``steps``, oldest first: a run's own writes to one resource
-    (create, edit, delete) form a chain whose undo runs newest first, each undo leaving the version
-    the one before it expects.
+    """The versioned writes of each resource among ``steps``, oldest first: a run's own writes to
+    one resource (create, edit, delete) form a chain whose undo runs newest first, each undo
+    leaving the version the one before it expects.
 
     Built once in one pass; every question is then a lookup (no rescans of the steps).
     """
@@ -147,7 +147,9 @@ class Chains:
         self._position: dict[str, int] = {}
         self._gap: dict[str, Step | None] = {}
         for step in sorted(steps, key=lambda s: s.number):
-            if step.resource:
+            # Only a write that says which version it started from or left changes the resource
+            # in a way the next one follows on from (publishing a key names it, changes nothing).
+            if step.resource and (step.before is not None or step.version is not None):
                 chain = self._chain.setdefault(step.resource, [])
                 self._position[step.id] = len(chain)
                 chain.append(step)
