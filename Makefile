@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 THIRD  := third_party/.installed
 
 .PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash bench-startup \
-	screenshots clean
+	bench-plan screenshots clean
 
 setup: $(STAMP) $(THIRD)
 
@@ -65,6 +65,10 @@ bench-crash: $(STAMP)
 # Every console script's --help, and each demo server from spawn to answering initialize + tools/list.
 bench-startup: $(STAMP)
 	$(PY) bench/startup.py
+
+# Plan the undo of runs of 1k to 30k entries, the planner alone and with slow checks (a few minutes).
+bench-plan: $(STAMP)
+	$(PY) bench/plan_scale.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)

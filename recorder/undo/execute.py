@@ -28,7 +28,7 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import ReversalPlan
-from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
+from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.signing import compensate_payload
 
@@ -138,7 +138,7 @@ async def _run(
     staying: set[str] = set()
     left: dict[str, str] = {}  # resource → the version the latest compensation left
     results: list[StepResult] = []
-    planned = [steps[entry] for _, entry, _ in _items(plan)]
+    chains = Chains(steps[entry] for _, entry, _ in _items(plan))
     for item in sorted(_items(plan), key=lambda i: i[0], reverse=True):
         number, entry_id, section = item
         step = steps[entry_id]
@@ -173,7 +173,7 @@ async def _run(
         if unanswered(outcomes.get(entry_id)):
             recheck(entry_id)  # a run can be long: authority is checked before each send, retries too
         result = await _compensate(
-            store, ask, step, base, intents, outcomes, left, compensate, overrides, planned
+            store, ask, step, base, intents, outcomes, left, compensate, overrides, chains
         )
         results.append(result)
         if result.status == "reversed":
@@ -194,7 +194,7 @@ async def _compensate(
     left: dict[str, str],
     compensate: Compensate,
     overrides: set[str],
-    planned: Sequence[Step],
+    chains: Chains,
 ) -> StepResult:
     """Compensate one step: intent, request, outcome — or pick up where a crash or a lost server left it."""
     outcome = outcomes.get(step.id)
@@ -202,7 +202,7 @@ async def _compensate(
         attempt = 1 if outcome is None else _attempt(outcome) + 1
         intent = intents.get(step.id)
         if intent is None:
-            request = _request(store, ask, step, left, overrides, planned)
+            request = _request(store, ask, step, left, overrides, chains)
             intent = store.append(
                 ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": request}
             )
@@ -244,7 +244,7 @@ def _request(
     step: Step,
     left: dict[str, str],
     overrides: set[str],
-    planned: Sequence[Step],
+    chains: Chains,
 ) -> dict[str, Any]:
     """The compensate request, signed by the Recorder (the token is added when it is sent).
 
@@ -253,8 +253,8 @@ def _request(
     # After a later step's undo, this step's resource is at the version that undo left — only
     # if the later call started from this step's version; otherwise someone wrote in between
     # and the server must see the step's own version (and answer a conflict).
-    later = later_writers(step, planned)
-    chained = bool(later) and later[0].before == step.version
+    after = chains.next(step)
+    chained = after is not None and after.before == step.version
     if_version = left.get(step.resource or "", step.version) if chained else step.version
     request: dict[str, Any] = {"ifVersion": if_version, "requestId": f"{ask.ref}#{step.id}"}
     override = None

@@ -84,12 +84,17 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
     """For each call entry, the earlier call entries it depends on (inferred links left out).
 
     Confirmed links (``link`` entries) are added; a default link means every earlier call,
-    unless a host or confirmed link narrows it.
+    unless a host or confirmed link narrows it. A verified compensable write also depends on the
+    run's previous write of the same resource: the run's own writes to one resource (create, edit,
+    delete) are one chain, undone newest first, whether or not the server declared the use.
     """
     index = LinkIndex()
     calls: list[str] = []
+    position: dict[str, int] = {}
     recorded: dict[str, list[dict[str, str]]] = {}
     confirmed: dict[str, set[str]] = {}
+    writer: dict[str, str] = {}  # resource → the latest call of the run that wrote it
+    previous_write: dict[str, str] = {}  # call → the run's write of its resource just before it
     for entry in entries:
         if entry.kind == "link" and entry.body.get("source") == "confirmed":
             confirmed.setdefault(str(entry.body.get("entry")), set()).add(str(entry.body.get("on")))
@@ -98,17 +103,25 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
         links = entry.body.get("links")
         recorded[entry.id] = links if isinstance(links, list) else index.links(entry.body)
         index.add(entry.id, entry.body)
+        written = _written(entry.body)
+        if written is not None:
+            if written in writer:
+                previous_write[entry.id] = writer[written]
+            writer[written] = entry.id
+        position[entry.id] = len(calls)
         calls.append(entry.id)
     depends: dict[str, set[str]] = {}
-    for position, call in enumerate(calls):
+    for at, call in enumerate(calls):
         links = [link for link in recorded[call] if isinstance(link, dict)]
         chosen = {str(link["on"]) for link in links if link.get("source") in ("declared", "host")}
         chosen |= confirmed.get(call, set())
+        if call in previous_write:
+            chosen.add(previous_write[call])
         if any(link.get("source") == "default" for link in links) and not (
             confirmed.get(call) or any(link.get("source") == "host" for link in links)
         ):
-            chosen |= set(calls[:position])
-        depends[call] = {on for on in chosen if on in calls[:position]}
+            chosen |= set(calls[:at])
+        depends[call] = {on for on in chosen if position.get(on, at) < at}
     return depends
 
 
@@ -131,6 +144,24 @@ def inferred(entries: Iterable[Entry]) -> list[Link]:
         for link in entry.body["links"]
         if isinstance(link, dict) and link.get("source") == "inferred"
     ]
+
+
+def _written(body: Mapping[str, Any]) -> str | None:
+    """The resource a verified compensable call wrote, if it names one."""
+    intake = body.get("intake")
+    if (
+        not isinstance(intake, dict)
+        or intake.get("status") != "verified"
+        or intake.get("kind") != "compensate"
+    ):
+        return None
+    outcome = body.get("outcome")
+    if isinstance(outcome, dict) and outcome.get("status") in ("error", "failed"):
+        return None  # refused or failed: it wrote nothing a later write could follow on
+    journal = body.get("journal")
+    effect = journal.get("effect") if isinstance(journal, dict) else None
+    resource = effect.get("resource") if isinstance(effect, dict) else None
+    return resource if isinstance(resource, str) else None
 
 
 def _uses(journal: Mapping[str, Any]) -> list[str]:

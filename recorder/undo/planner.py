@@ -7,10 +7,13 @@ is caught (:func:`build_plan` is run again before approval and before execution)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, Literal
+
+import anyio
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -26,7 +29,7 @@ from hatp_journal.recorder.undo.plan import (
     UndoStep,
     Unresolved,
 )
-from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
+from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.wire import FieldChange, Money
 
@@ -34,6 +37,8 @@ from hatp_journal.toolkit.wire import FieldChange, Money
 class CheckUnavailable(Exception):
     """The step's tool server could not answer ``check`` (unreachable, unverifiable answer)."""
 
+
+ReadThrough = Literal["uses", "arguments"]
 
 Check = Callable[[Step], Awaitable[dict[str, Any]]]
 """Asks a step's tool server for ``check``; returns its verified answer or raises CheckUnavailable."""
@@ -101,10 +106,12 @@ async def build_plan(
         key=lambda s: s.number,
         reverse=True,
     )
+    chains = Chains(planned)
+    answers = await check_all([s for s in planned if _needs_check(s, now)], check)
     found = Sections()
     checks: dict[str, dict[str, Any]] = {}
-    for step in planned:
-        await _place(found, step, planned, check, checks, now)
+    for step in planned:  # newest first
+        _place(found, step, chains, answers, checks, now)
     _block(found, relied_on_by)
     reads = _read_since(store, run_id, planned)
     agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
@@ -138,15 +145,67 @@ class Sections:
     already_reversed: list[AlreadyReversed] = field(default_factory=list)
 
 
-async def _place(
+CHECKS_PER_SERVER = 8
+"""How many ``check`` calls may wait on one tool server at once while planning."""
+
+
+async def check_all(steps: Sequence[Step], check: Check) -> dict[str, dict[str, Any] | CheckUnavailable]:
+    """Every step's ``check`` answer (or why it could not run), at most :data:`CHECKS_PER_SERVER`
+    at a time per server.
+
+    A server's checks run one by one in this task until one is answered: that one opened the
+    server's session, which must be opened (and later closed) by the task that owns the undo's
+    connections. The rest of its checks then run together.
+    """
+    answers: dict[str, dict[str, Any] | CheckUnavailable] = {}
+
+    async def one(step: Step) -> None:
+        try:
+            answers[step.id] = await check(step)
+        except CheckUnavailable as error:
+            answers[step.id] = error
+
+    by_server: dict[str, list[Step]] = {}
+    for step in steps:
+        by_server.setdefault(step.server, []).append(step)
+    waiting: list[list[Step]] = []  # per server, the checks after its first answered one
+    for group in by_server.values():
+        for place, step in enumerate(group):
+            await one(step)
+            if not isinstance(answers[step.id], CheckUnavailable):
+                waiting.append(group[place + 1 :])
+                break
+
+    async def worker(queue: Iterator[Step]) -> None:
+        for step in queue:  # the workers of one server share its queue
+            await one(step)
+
+    async with anyio.create_task_group() as together:
+        for server_steps in waiting:
+            queue = iter(server_steps)
+            for _ in range(min(CHECKS_PER_SERVER, len(server_steps))):
+                together.start_soon(worker, queue)
+    return answers
+
+
+def _needs_check(step: Step, now: datetime) -> bool:
+    """Whether planning asks the step's server: a compensable step whose window is still open."""
+    return step.kind == "compensate" and not (step.undo_by is not None and now > _undo_by(step.undo_by))
+
+
+_undo_by = lru_cache(maxsize=256)(parse_wire_time)
+"""A run's steps share a few ``undoBy`` times; parsing each once is most of what checking them costs."""
+
+
+def _place(
     plan: Sections,
     step: Step,
-    planned: Sequence[Step],
-    check: Check,
+    chains: Chains,
+    answers: Mapping[str, dict[str, Any] | CheckUnavailable],
     checks: dict[str, dict[str, Any]],
     now: datetime,
 ) -> None:
-    """Put one step in the section it belongs to, checking it with its server if compensable."""
+    """Put one step in the section it belongs to, by its server's ``check`` answer if compensable."""
     item = {
         "step": step.number,
         "entry": step.id,
@@ -166,29 +225,25 @@ async def _place(
             )
         )
         return
-    if step.undo_by is not None and now > parse_wire_time(step.undo_by):
+    if not _needs_check(step, now):
         plan.expired.append(Expired(**item, undo_by=step.undo_by))
         return
-    try:
-        answer = await check(step)
-    except CheckUnavailable as error:
-        plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {error}"))
+    answer = answers[step.id]
+    if isinstance(answer, CheckUnavailable):
+        plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {answer}"))
         return
     checks[step.id] = answer
     status = answer.get("status")
     undo = step.undo_text
-    later = later_writers(step, planned)
-    # Later steps of this plan changed the same resource: their undo comes first and leaves the
-    # version this one expects, so a "conflict" with the latest of them is our own doing — but
-    # only if nobody else wrote in between (each later call started from the previous version).
+    after = chains.next(step)
+    gap = chains.gap(step)
     ours = (
         status == "conflict"
-        and bool(later)
-        and answer.get("versionFound") == later[-1].version
-        and unbroken(step, later)
+        and after is not None
+        and gap is None
+        and _left_as_the_run_left_it(answer, chains.newest(step), answers)
     )
-    if status == "conflict" and later and not unbroken(step, later):
-        gap = next(s for s, prev in zip(later, [step, *later], strict=False) if s.before != prev.version)
+    if status == "conflict" and gap is not None:
         answer = {**answer, "message": f"changed outside the run before {gap.id} (expected {gap.before})"}
     if status == "ok" or ours:
         cost = step.undo.get("cost")
@@ -200,7 +255,7 @@ async def _place(
                 cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
                 resource=step.resource,
                 undo_by=step.undo_by,
-                after=later[0].id if ours else None,
+                after=after.id if ours and after is not None else None,
             )
         )
     elif status == "conflict":
@@ -225,22 +280,34 @@ async def _place(
         plan.unresolved.append(Unresolved(**item, reason=why))
 
 
-def unbroken(step: Step, later: Sequence[Step]) -> bool:
-    """Whether each later write of the resource started from the version the previous one left."""
-    return all(s.before == prev.version for s, prev in zip(later, [step, *later], strict=False))
+def _left_as_the_run_left_it(
+    answer: Mapping[str, Any], newest: Step, answers: Mapping[str, dict[str, Any] | CheckUnavailable]
+) -> bool:
+    """Whether the resource is now as the run's own latest write of it left it.
+
+    Then a step's conflict is the run's own doing: the later writes of its chain (each started
+    from the version the one before left, see :meth:`Chains.gap`) are undone first and leave the
+    version this step expects. Either this step's server found the latest write's version, or the
+    latest write's own check found nothing changed since it (a server may look at a resource
+    differently per tool: a created invoice is gone once deleted, the delete finds it in Trash).
+    """
+    if answer.get("versionFound") == newest.version:
+        return True
+    latest = answers.get(newest.id)
+    return isinstance(latest, dict) and latest.get("status") == "ok"
 
 
 def _block(plan: Sections, relied_on_by: dict[str, set[str]]) -> None:
     """Keep every step that a staying step relied on (newest first, so it carries backwards)."""
     staying = {i.entry for i in [*plan.conflicts, *plan.not_reversible, *plan.unresolved, *plan.expired]}
-    kept: list[UndoStep] = []
+    kept: set[str] = set()
     for step in plan.steps:  # newest first
         keepers = sorted(relied_on_by.get(step.entry, set()) & staying, key=lambda e: int(e[1:]))
         if keepers:
             staying.add(step.entry)
-            kept.append(step)
+            kept.add(step.entry)
             plan.blocked.append(Blocked(**_item(step), undo=step.undo, kept_for=keepers))
-    plan.steps[:] = [s for s in plan.steps if s not in kept]
+    plan.steps[:] = [s for s in plan.steps if s.entry not in kept]
 
 
 def _item(step: UndoStep) -> dict[str, Any]:
@@ -266,9 +333,20 @@ def _closure(chosen: set[str], relied_on_by: dict[str, set[str]]) -> set[str]:
 
 def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[ReadSince]:
     """Calls of other runs that read a resource this plan would change, after it changed."""
-    changed = [(s.resource, s.entry.time) for s in planned if s.resource]
-    if not changed:
+    # Each changed resource once: when the plan's oldest step changed it, and its place in the
+    # plan (newest first), which decides between two resources one call read.
+    since: dict[str, str] = {}
+    order: dict[str, int] = {}
+    for place, step in enumerate(planned):
+        if step.resource:
+            order.setdefault(step.resource, place)
+            since[step.resource] = min(since.get(step.resource, step.entry.time), step.entry.time)
+    if not since:
         return []
+    by_name: dict[str, set[str]] = {}
+    for resource in since:
+        for name in (resource, resource.rstrip("/").rsplit("/", 1)[-1]):
+            by_name.setdefault(name, set()).add(resource)
     found: list[ReadSince] = []
     for other in store.runs():
         if other.id == run_id:
@@ -276,42 +354,47 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
         for entry in store.entries(other.id):
             if entry.kind != "call":
                 continue
-            for resource, since in changed:
-                through = _reads(entry, resource)
-                if through is not None and entry.time >= since:
-                    found.append(
-                        ReadSince(
-                            run=other.id,
-                            entry=entry.id,
-                            agent=other.agent,
-                            server=str(entry.body.get("server", "")),
-                            tool=str(entry.body.get("tool", "")),
-                            time=entry.time,
-                            resource=resource,
-                            through=through,
-                        )
+            touched = [
+                (order[resource], resource, through)
+                for resource, through in _reads(entry, by_name)
+                if entry.time >= since[resource]
+            ]
+            if touched:
+                _, resource, through = min(touched)
+                found.append(
+                    ReadSince(
+                        run=other.id,
+                        entry=entry.id,
+                        agent=other.agent,
+                        server=str(entry.body.get("server", "")),
+                        tool=str(entry.body.get("tool", "")),
+                        time=entry.time,
+                        resource=resource,
+                        through=through,
                     )
-                    break
+                )
     return found
 
 
-def _reads(entry: Entry, resource: str) -> str | None:
-    """How ``entry`` touched ``resource``: declared ``uses``, or an argument naming it."""
+def _reads(entry: Entry, by_name: Mapping[str, set[str]]) -> list[tuple[str, ReadThrough]]:
+    """The changed resources ``entry`` touched and how: declared ``uses`` (or its own resource),
+    else an argument naming one (its URI or its last segment)."""
+    found: dict[str, ReadThrough] = {}
     journal = entry.body.get("journal")
     effect = journal.get("effect") if isinstance(journal, dict) else None
     if isinstance(effect, dict):
         uses = [u.get("resource") for u in effect.get("uses") or [] if isinstance(u, dict)]
-        if resource in uses or effect.get("resource") == resource:
-            return "uses"
-    names = {resource, resource.rstrip("/").rsplit("/", 1)[-1]}
-    arguments = entry.body.get("arguments")
-    stack: list[Any] = [arguments]
+        for resource in [*uses, effect.get("resource")]:
+            if isinstance(resource, str) and resource in by_name.get(resource, ()):
+                found[resource] = "uses"
+    stack: list[Any] = [entry.body.get("arguments")]
     while stack:
         item = stack.pop()
-        if isinstance(item, str) and item in names:
-            return "arguments"
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            for resource in by_name.get(item, ()):
+                found.setdefault(resource, "arguments")
+        elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return None
+    return list(found.items())

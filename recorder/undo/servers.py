@@ -47,6 +47,7 @@ class UndoServers:
         self.announcement = recorder_announcement(store.public_key)
         self.stack = stack
         self._open: dict[str, Downstream] = {}
+        self._unreachable: dict[str, str] = {}  # server → why it could not be reached (not tried again)
 
     async def check(self, step: Step) -> dict[str, Any]:
         """The server's verified ``check`` answer for ``step`` (changes nothing)."""
@@ -96,6 +97,10 @@ class UndoServers:
     async def _connected(self, name: str) -> Downstream:
         if name in self._open:
             return self._open[name]
+        if name in self._unreachable:
+            # Not tried again in this undo: checks run together, and a session must be opened by
+            # the task that owns the connections (see ``check_all``).
+            raise _Unavailable(self._unreachable[name])
         server = self.config.servers.get(name)
         if server is None:
             raise _Unavailable(f"{name} is not in the Recorder's configuration")
@@ -104,6 +109,7 @@ class UndoServers:
         try:
             await downstream.connect(self.stack)
         except Exception as error:  # noqa: BLE001 -- a server that won't start or talk: that step's problem only
-            raise _Unavailable(f"{name} could not be reached: {type(error).__name__}: {error}") from None
+            self._unreachable[name] = f"{name} could not be reached: {type(error).__name__}: {error}"
+            raise _Unavailable(self._unreachable[name]) from None
         self._open[name] = downstream
         return downstream

@@ -6,8 +6,9 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -22,7 +23,10 @@ StepKind = Literal["compensate", "none", "unknown", "read", "unresolved", "no-ef
 
 @dataclass(frozen=True)
 class Step:
-    """One forwarded call and what its journal object (if verified) says about undoing it."""
+    """One forwarded call and what its journal object (if verified) says about undoing it.
+
+    What it says is read once and kept (``cached_property``): a plan asks each step many times.
+    """
 
     number: int
     entry: Entry
@@ -30,40 +34,40 @@ class Step:
     reason: str | None = None
     journal: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def id(self) -> str:
         """The entry id, ``eN``."""
         return self.entry.id
 
-    @property
+    @cached_property
     def server(self) -> str:
         return str(self.entry.body.get("server", ""))
 
-    @property
+    @cached_property
     def tool(self) -> str:
         return str(self.entry.body.get("tool", ""))
 
-    @property
+    @cached_property
     def arguments(self) -> dict[str, Any]:
         arguments = self.entry.body.get("arguments")
         return arguments if isinstance(arguments, dict) else {}
 
-    @property
+    @cached_property
     def effect(self) -> dict[str, Any]:
         effect = self.journal.get("effect")
         return effect if isinstance(effect, dict) else {}
 
-    @property
+    @cached_property
     def undo(self) -> dict[str, Any]:
         undo = self.journal.get("undo")
         return undo if isinstance(undo, dict) else {}
 
-    @property
+    @cached_property
     def summary(self) -> str:
         """The server's summary, or ``server.tool`` for a call without one."""
         return str(self.effect.get("summary") or f"{self.server}.{self.tool}")
 
-    @property
+    @cached_property
     def changes(self) -> list[EffectChange] | None:
         """The fields the call changed (``effect.changes``), if the server said."""
         changes = self.effect.get("changes")
@@ -74,44 +78,44 @@ class Step:
         except ValidationError:
             return None  # intake verified it; a record written otherwise gets the summary's words
 
-    @property
+    @cached_property
     def undo_text(self) -> str:
         """What undoing the call does, for people (see :func:`undo_label`)."""
         return undo_label(self.summary, self.changes)
 
-    @property
+    @cached_property
     def resource(self) -> str | None:
         resource = self.effect.get("resource")
         return resource if isinstance(resource, str) else None
 
-    @property
+    @cached_property
     def version(self) -> str | None:
         version = self.effect.get("version")
         return version if isinstance(version, str) else None
 
-    @property
+    @cached_property
     def before(self) -> str | None:
         """The resource's version right before the call (``effect.before``)."""
         before = self.effect.get("before")
         return before if isinstance(before, str) else None
 
-    @property
+    @cached_property
     def token_digest(self) -> str | None:
         """The digest of the call's compensation token (the token itself stays in the Recorder's
         token store, never in the record)."""
         digest = self.journal.get("compensationTokenDigest")
         return digest if isinstance(digest, str) else None
 
-    @property
+    @cached_property
     def undo_by(self) -> str | None:
         undo_by = self.undo.get("undoBy")
         return undo_by if isinstance(undo_by, str) else None
 
-    @property
+    @cached_property
     def side_effects(self) -> list[str]:
         return [str(s) for s in self.undo.get("sideEffects") or []]
 
-    @property
+    @cached_property
     def uses(self) -> list[str]:
         """Resources the server declared the call relied on (``effect.uses``)."""
         return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
@@ -130,10 +134,51 @@ def steps_of(entries: list[Entry]) -> list[Step]:
     return steps
 
 
-def later_writers(step: Step, steps: Sequence[Step]) -> list[Step]:
-    """The steps after ``step`` that wrote its resource, oldest first."""
-    later = [s for s in steps if s.number > step.number and s.resource and s.resource == step.resource]
-    return sorted(later, key=lambda s: s.number)
+class Chains:
+    """The versioned writes of each resource among ``steps``, oldest first: a run's own writes to
+    one resource (create, edit, delete) form a chain whose undo runs newest first, each undo
+    leaving the version the one before it expects.
+
+    Built once in one pass; every question is then a lookup (no rescans of the steps).
+    """
+
+    def __init__(self, steps: Iterable[Step]) -> None:
+        self._chain: dict[str, list[Step]] = {}
+        self._position: dict[str, int] = {}
+        self._gap: dict[str, Step | None] = {}
+        for step in sorted(steps, key=lambda s: s.number):
+            # Only a write that says which version it started from or left changes the resource
+            # in a way the next one follows on from (publishing a key names it, changes nothing).
+            if step.resource and (step.before is not None or step.version is not None):
+                chain = self._chain.setdefault(step.resource, [])
+                self._position[step.id] = len(chain)
+                chain.append(step)
+        for chain in self._chain.values():
+            gap: Step | None = None  # the oldest later write that did not start where the one before left
+            for position in reversed(range(len(chain))):
+                self._gap[chain[position].id] = gap
+                if position and chain[position].before != chain[position - 1].version:
+                    gap = chain[position]
+
+    def next(self, step: Step) -> Step | None:
+        """The next write of ``step``'s resource after it, if any."""
+        chain, position = self._place(step)
+        return chain[position + 1] if position + 1 < len(chain) else None
+
+    def newest(self, step: Step) -> Step:
+        """The latest write of ``step``'s resource (``step`` itself if nothing wrote it later)."""
+        chain, _ = self._place(step)
+        return chain[-1] if chain else step
+
+    def gap(self, step: Step) -> Step | None:
+        """The first later write that did not start from the version the write before it left
+        (someone else wrote in between), or None when every later write follows on."""
+        return self._gap.get(step.id)
+
+    def _place(self, step: Step) -> tuple[list[Step], int]:
+        if step.id not in self._position or step.resource is None:
+            return [], 0
+        return self._chain[step.resource], self._position[step.id]
 
 
 def _classify(number: int, entry: Entry) -> Step:

@@ -1,7 +1,9 @@
 """A small journal-aware server whose calls rely on each other, for planning and execution tests.
 
 ``put`` writes a key; ``attach`` points a key at another one and declares that it used it
-(``effect.uses``); ``publish`` can't be undone; ``get`` reads. A compensation of a key whose
+(``effect.uses``); ``remove`` moves a key to the bin (no longer shown, as an app's Trash: undoing
+the remove brings it back, and a ``put`` over a removed key starts from its binned version);
+``publish`` can't be undone; ``get`` reads. A compensation of a key whose
 name starts with ``fail`` raises; one whose name starts with ``hang`` never answers: it waits until
 the process that started this server is gone, then this server exits without committing (a Recorder
 killed mid-compensation). The first compensation of a key whose name starts with ``gone`` kills this
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from fastmcp import FastMCP
 from pydantic import BaseModel
@@ -59,6 +62,7 @@ class ChainItem(SQLModel, table=True):
     version: str
     etag: str
     changed_by: str = "seed"
+    removed: bool = False
 
 
 class UndoLog(SQLModel, table=True):
@@ -103,6 +107,7 @@ class ChainUndo(BaseModel):
     key: str
     value: str | None
     call: str
+    binned: bool = False  # ``value`` goes back to the bin: the call wrote over a removed key
 
 
 def uri(key: str) -> str:
@@ -111,16 +116,20 @@ def uri(key: str) -> str:
 
 def _write(tx: Tx, key: str, value: str, uses: list[Use]) -> Effect:
     item = tx.session.get(ChainItem, key)
-    old = item.value if item else None
+    old = item.value if item and not item.removed else None
+    # A removed key's binned version counts: a write over it follows on from the remove.
     before = Revision(item.version, item.etag) if item else None
     after = before.bump({"value": value}) if before else Revision.of("v1", {"value": value})
+    binned = item.value if item and item.removed else None
     if item is None:
         item = ChainItem(key=key, value=value, version=after.version, etag=after.etag, changed_by="agent")
     else:
         item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, "agent"
+        item.removed = False
     tx.session.add(item)
     if before is not None:
         uses = [Use(resource=uri(key), version=before.version), *uses]
+    call = f"{key}@{after.version}#{secrets.token_hex(6)}"
     return Effect(
         result={"key": key, "value": value},
         summary=summarize(f"Key {key}", {"value": old}, {"value": value}) if old else f"Create key {key}",
@@ -131,7 +140,9 @@ def _write(tx: Tx, key: str, value: str, uses: list[Use]) -> Effect:
         etag=after.etag,
         fields={"value": value},
         uses=uses,
-        undo=ChainUndo(key=key, value=old, call=f"{key}@{after.version}#{secrets.token_hex(6)}"),
+        undo=ChainUndo(key=key, value=binned, call=call, binned=True)
+        if binned is not None
+        else ChainUndo(key=key, value=old, call=call),
     )
 
 
@@ -148,10 +159,23 @@ def attach(key: str, target: str, tx: Tx) -> Effect:
 
 
 def chain_state(resource: str, tx: Tx) -> ResourceState:
+    """A key as ``get`` shows it: a removed key is gone."""
+    item = tx.session.get(ChainItem, resource.rsplit("/", 1)[-1])
+    if item is None or item.removed:
+        return ResourceState(version=None)
+    return ResourceState(item.version, {"value": item.value}, item.etag, item.changed_by)
+
+
+def binned_state(resource: str, tx: Tx) -> ResourceState:
+    """A key wherever it is, shown or in the bin: what undoing a ``remove`` looks at."""
     item = tx.session.get(ChainItem, resource.rsplit("/", 1)[-1])
     if item is None:
         return ResourceState(version=None)
-    return ResourceState(item.version, {"value": item.value}, item.etag, item.changed_by)
+    return ResourceState(item.version, item_fields(item), item.etag, item.changed_by)
+
+
+def item_fields(item: ChainItem) -> dict[str, Any]:
+    return {"value": item.value, "removed": True} if item.removed else {"value": item.value}
 
 
 def _undo(payload: ChainUndo, tx: Tx) -> Undone:
@@ -165,14 +189,16 @@ def _undo(payload: ChainUndo, tx: Tx) -> Undone:
     assert item is not None
     if payload.key.startswith("fail"):
         raise UndoFailed(f"{payload.key} refuses to be undone")
+    replaced = "(removed)" if item.removed else item.value  # bringing a key back replaces no one's value
     tx.session.add(
-        UndoLog(key=payload.key, token_of=payload.call, replaced=item.value, override=tx.override is not None)
+        UndoLog(key=payload.key, token_of=payload.call, replaced=replaced, override=tx.override is not None)
     )
     if payload.value is None:
         tx.session.delete(item)
         return Undone(version=None)
-    after = Revision(item.version, item.etag).bump({"value": payload.value})
-    item.value, item.version, item.etag, item.changed_by = payload.value, after.version, after.etag, "undo"
+    item.value, item.removed = payload.value, payload.binned
+    after = Revision(item.version, item.etag).bump(item_fields(item))
+    item.version, item.etag, item.changed_by = after.version, after.etag, "undo"
     tx.session.add(item)
     return Undone(version=after.version)
 
@@ -189,6 +215,37 @@ def detach(payload: ChainUndo, tx: Tx) -> Undone:
     return _undo(payload, tx)
 
 
+@undoable(window="PT1H")
+def remove(key: str, tx: Tx) -> Effect:
+    """Remove a key: it goes to the bin, where undoing the remove finds it."""
+    item = tx.session.get(ChainItem, key)
+    if item is None or item.removed:
+        raise ToolFailed(f"there is no key {key}", key=key)
+    before = Revision(item.version, item.etag)
+    item.removed = True
+    after = before.bump(item_fields(item))
+    item.version, item.etag, item.changed_by = after.version, after.etag, "agent"
+    tx.session.add(item)
+    return Effect(
+        result={"key": key, "removed": True},
+        summary=f"Remove key {key} (value {item.value})",
+        resource=uri(key),
+        before=before.version,
+        before_etag=before.etag,
+        version=after.version,
+        etag=after.etag,
+        fields=item_fields(item),
+        uses=[Use(resource=uri(key), version=before.version)],
+        undo=ChainUndo(key=key, value=item.value, call=f"{key}@{after.version}#{secrets.token_hex(6)}"),
+    )
+
+
+@compensates(remove, state=binned_state)
+def unremove(payload: ChainUndo, tx: Tx) -> Undone:
+    """Bring the key back from the bin."""
+    return _undo(payload, tx)
+
+
 @irreversible(reason="published to the world", remedy="publish a correction")
 def publish(key: str, tx: Tx) -> Effect:
     """Publish a key's value."""
@@ -202,9 +259,8 @@ def publish(key: str, tx: Tx) -> Effect:
 def get(key: str, tx: Tx) -> Effect:
     """Read a key."""
     item = tx.session.get(ChainItem, key)
-    return Effect(
-        result={"key": key, "value": item.value if item else None}, summary=f"Read {key}", resource=uri(key)
-    )
+    shown = item.value if item and not item.removed else None
+    return Effect(result={"key": key, "value": shown}, summary=f"Read {key}", resource=uri(key))
 
 
 @undoable(window="PT1H")
@@ -339,7 +395,20 @@ def unreserve_by_hand(payload: ShelfUndo, tx: Tx) -> Undone:
 
 
 TOOLS = (
-    *(put, attach, unput, detach, publish, get, put_and_crash, unput_crashed, refuse, unrefuse),
+    *(
+        put,
+        attach,
+        unput,
+        detach,
+        remove,
+        unremove,
+        publish,
+        get,
+        put_and_crash,
+        unput_crashed,
+        refuse,
+        unrefuse,
+    ),
     *(reserve, unreserve, reserve_by_hand, unreserve_by_hand),
 )
 
@@ -372,6 +441,7 @@ def outside_edit(db: Path, key: str, value: str, by: str) -> None:
         with Session(engine) as session:
             item = session.get(ChainItem, key)
             assert item is not None
+            assert not item.removed
             after = Revision(item.version, item.etag).bump({"value": value})
             item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, by
             session.add(item)
@@ -381,10 +451,21 @@ def outside_edit(db: Path, key: str, value: str, by: str) -> None:
 
 
 def values(db: Path) -> dict[str, str]:
+    """The keys as ``get`` shows them (removed keys left out)."""
     engine = create_store_engine(db)
     try:
         with Session(engine) as session:
-            return {item.key: item.value for item in session.exec(select(ChainItem))}
+            return {item.key: item.value for item in session.exec(select(ChainItem)) if not item.removed}
+    finally:
+        engine.dispose()
+
+
+def binned(db: Path) -> dict[str, str]:
+    """The removed keys still in the bin, with their values."""
+    engine = create_store_engine(db)
+    try:
+        with Session(engine) as session:
+            return {item.key: item.value for item in session.exec(select(ChainItem)) if item.removed}
     finally:
         engine.dispose()
 

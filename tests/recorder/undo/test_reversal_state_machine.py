@@ -6,7 +6,9 @@ and clock moves, checking after every step:
 - every resource an undo touched is back to its state before the run, or a step on it is reported;
 - nothing the policy holds for approval happens before it is approved;
 - the Run Record verifies;
-- no compensation happens after its step's ``undoBy``.
+- no compensation happens after its step's ``undoBy``;
+- the agent's own writes to one key (create, edit, remove, create again) are one chain: an undo
+  plans a conflict only on a key someone else wrote (Eve, or an earlier undo).
 
 Everything is real but in one process: the chain server is reached by the Recorder and the
 undo over MCP's in-memory transport, with SQLite files for every store.
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from chain_server import build, outside_edit, published, undo_rows, values
+from chain_server import build, outside_edit, published, undo_rows, uri, values
 from fastmcp import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -44,6 +46,7 @@ from hatp_journal.recorder.undo import (
     execute_plan,
     record_plan,
 )
+from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit import SigningKey
@@ -113,7 +116,10 @@ class World:
         entry = ((result.meta or {}).get("hatp/recorder") or {}).get("entry")
         return dict(result.structured_content or {}), entry
 
-    async def undo(self, from_step: int, override: bool, crash_at: int | None, after_call: bool) -> None:
+    async def undo(
+        self, from_step: int, override: bool, crash_at: int | None, after_call: bool
+    ) -> ReversalPlan:
+        """Plan, approve and run an undo (resumed once if it crashes); the plan as approved."""
         request = UndoRequest(from_step=from_step)
 
         async def plan() -> Any:
@@ -167,6 +173,7 @@ class World:
             await execute_plan(
                 self.store, ask.ref, compensate=self.servers.compensate, replan=replan, authority=authority
             )
+        return planned.plan
 
 
 @contextmanager
@@ -190,6 +197,7 @@ class UndoMachine(RuleBasedStateMachine):
         self.approved = 0  # publishes a person approved and the agent then made
         self.edits = 0
         self.value_before: dict[str, str | None] = {}  # call entry → its key's value just before
+        self.others_wrote: set[str] = set()  # keys Eve edited, or an earlier undo changed
 
     def agent_writes(self, tool: str, arguments: dict[str, str]) -> None:
         before = values(self.world.root / "chain.db").get(arguments["key"])
@@ -210,6 +218,18 @@ class UndoMachine(RuleBasedStateMachine):
     def agent_attaches(self, key: str, onto: str) -> None:
         if key != onto:
             self.agent_writes("chain_attach", {"key": key, "target": onto})
+
+    @rule(key=KEYS)
+    def agent_removes(self, key: str) -> None:
+        if key in values(self.world.root / "chain.db"):  # a removed key is in the bin, not shown
+            self.agent_writes("chain_remove", {"key": key})
+
+    @rule(key=KEYS)
+    def agent_writes_a_key_twice_and_removes_it(self, key: str) -> None:
+        """A chain of the run's own writes in a row (the single-write rules make longer ones)."""
+        self.agent_writes("chain_put", {"key": key, "value": "draft"})
+        self.agent_writes("chain_put", {"key": key, "value": "final"})
+        self.agent_writes("chain_remove", {"key": key})
 
     @rule(key=KEYS)
     def agent_publishes(self, key: str) -> None:
@@ -247,6 +267,7 @@ class UndoMachine(RuleBasedStateMachine):
     def eve_edits(self, key: str) -> None:
         if key in values(self.world.root / "chain.db"):
             self.edits += 1
+            self.others_wrote.add(uri(key))
             value = f"eve-{self.edits}"
             self.human_values.add(value)
             outside_edit(self.world.root / "chain.db", key, value, by="eve")
@@ -271,9 +292,13 @@ class UndoMachine(RuleBasedStateMachine):
             return
         start = data.draw(st.integers(min_value=1, max_value=len(calls)), label="from step")
         try:
-            self.portal.call(self.world.undo, start, override, crash_at, after_call)
+            plan = self.portal.call(self.world.undo, start, override, crash_at, after_call)
         except UndoError as error:
             raise AssertionError(f"a fresh plan was refused: {error}") from error
+        # Where nobody else wrote, whatever the run did to a key (create, edit, remove, create
+        # again) is the run's own chain: undoing it is never a conflict.
+        assert {c.resource for c in plan.conflicts} <= self.others_wrote, plan.conflicts
+        self.others_wrote |= {s.resource for s in plan.steps if s.resource}
         self.check_reported_or_restored()
 
     def check_reported_or_restored(self) -> None:
@@ -285,7 +310,7 @@ class UndoMachine(RuleBasedStateMachine):
         keys: dict[str, list[dict[str, Any]]] = {}
         for step in reversal.body["steps"]:
             call = by_id[step["entry"]].body
-            if call["tool"] in ("put", "attach"):
+            if call["tool"] in ("put", "attach", "remove"):
                 keys.setdefault(call["arguments"]["key"], []).append(step)
         for key, steps in keys.items():
             reversed_now = [s for s in steps if s["status"] == "reversed"]

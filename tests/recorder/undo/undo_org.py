@@ -81,15 +81,21 @@ class Org:
         *,
         agent: str = "sales-bot",
         told: list[Any] | None = None,
+        between: Callable[[int], None] | None = None,
     ) -> str:
         """One agent session through the Recorder; returns its run id.
 
         Every call must succeed, unless ``told`` is given: then each result is appended to it.
+        ``between(n)`` runs after the n-th call (to change the world while the run goes on).
         """
-        return anyio.run(self._agent, calls, agent, told)
+        return anyio.run(self._agent, calls, agent, told, between)
 
     async def _agent(
-        self, calls: list[tuple[str, dict[str, Any]]], agent: str, told: list[Any] | None
+        self,
+        calls: list[tuple[str, dict[str, Any]]],
+        agent: str,
+        told: list[Any] | None,
+        between: Callable[[int], None] | None,
     ) -> str:
         config = load_config(self.config)
         config.recorder.agent = agent
@@ -99,12 +105,14 @@ class Org:
             async with AsyncExitStack() as stack:
                 mcp = await recorder.start(stack)
                 async with Client(mcp) as client:
-                    for tool, arguments in calls:
+                    for number, (tool, arguments) in enumerate(calls, 1):
                         result = await client.call_tool_mcp(tool, arguments)
                         if told is None:
                             assert not result.is_error, result.content
                         else:
                             told.append(result)
+                        if between is not None:
+                            between(number)
         finally:
             recorder.close()
             store.dispose()

@@ -1,0 +1,53 @@
+"""A run's own chain through a user interface: the agent creates an invoice and deletes it again
+through ``hatp-ui`` (the fake app in headless chromium, behind the Recorder over stdio). Undoing
+from step 1 plans no conflict of the run's own making (the create's check finds the invoice gone:
+the run's own delete moved it to Trash) and leaves the invoice where the run found it: not there.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from undo_org import make_org
+
+from hatp_journal.servers.fakeapp import FakeApp
+from hatp_journal.toolkit.pytest_ui import fake_app, fake_app_server, require_chromium
+
+__all__ = ["fake_app", "fake_app_server"]
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_created_then_deleted_invoice_undone_from_step_1_is_not_restored_and_nothing_conflicts(
+    fake_app: FakeApp, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    require_chromium()
+    org = make_org(tmp_path, capfd)
+    policy = json.loads((tmp_path / "policy.json").read_text())
+    policy["autonomy"]["via"] = {"ui": "allow"}  # this organisation lets UI-replayed undo through
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    ui = ["-m", "hatp_journal.servers.ui", "serve", "--app-url", fake_app.url]
+    ui += ["--db", str(tmp_path / "ui.db"), "--key", str(tmp_path / "ui.key")]
+    with org.config.open("a") as config:
+        config.write(f"\n[servers.ui]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(ui)}\n")
+        config.write("timeout_seconds = 120\n")  # a browser on a busy machine
+    run = org.agent(
+        [
+            ("ui_create_invoice", {"customer": "Hooli", "amount": "321.5"}),
+            ("ui_delete_invoice", {"invoice_id": "INV-0004"}),
+        ]
+    )
+    assert fake_app.invoice("INV-0004").in_trash
+
+    ref, plan = org.plan(run, "--from", "1")
+    code, _, err = org.approve(ref)
+
+    assert plan["conflicts"] == []
+    assert [(s["entry"], s.get("after")) for s in plan["steps"]] == [("e2", None), ("e1", "e2")]
+    assert code == 0, err
+    assert org.reversal(run) == {"e2": "reversed", "e1": "reversed"}
+    assert [invoice.id for invoice in fake_app.invoices()] == ["INV-0001", "INV-0002", "INV-0003"]
+    assert [invoice.id for invoice in fake_app.trash()] == ["INV-0004"]  # back where the run left it
