@@ -31,7 +31,8 @@ def overridden(base: ClassVerdict, override: ClassOverride) -> ClassVerdict:
         "reason": override.reason,
     }
     if base.disclosure and rank(override.cls) < rank(base.cls):
-        said = f"an override cannot lower a disclosure ({override.by} asked for {override.cls}): {base.rationale}"
+        asked = f"{override.by} asked for {override.cls}"
+        said = f"an override cannot lower a disclosure ({asked}): {base.rationale}"
         return verdict(base.cls, ClassSource.OVERRIDE_REFUSED, said, disclosure=True, **evidence)
     said = f"override by {override.by}: {override.reason}"
     return verdict(override.cls, ClassSource.OVERRIDE, said, disclosure=base.disclosure, **evidence)

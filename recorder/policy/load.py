@@ -10,9 +10,9 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from hatp_journal.recorder.policy.attestations import AttestationFileError
+from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
-from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
 from hatp_journal.toolkit.files import FileProblem, read_text

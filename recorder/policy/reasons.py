@@ -44,7 +44,7 @@ class ReasonCode(StrEnum):
     """The class is never autonomous (R4, or the policy says so): a person decides, whatever
     an override says."""
     NOTIFY = "NOTIFY"
-    """On an allow: the class is ``allow-notify``; the decision is flagged for the people who review the run."""
+    """On an allow: the class is ``allow-notify``; the decision is flagged for the run's reviewers."""
     WITHIN_BUDGET = "WITHIN_BUDGET"
     """On an allow: the class is ``ask-or-budget`` and the call charges within the money caps."""
     UNCLASSIFIED = "UNCLASSIFIED"

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Protocol
 
 from hatp_journal.recorder.policy.attestations import AttestationProblem, Attestations, Judgement
-from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
 from hatp_journal.recorder.policy.classes import CLASSES
+from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
 from hatp_journal.recorder.policy.model import Action, Autonomy, ClassActions, MoneyCaps, PolicyOverride
 from hatp_journal.recorder.policy.money import MoneySpent
 from hatp_journal.recorder.policy.reasons import ReasonCode, Totals, Verdict, reason
@@ -254,7 +254,7 @@ class ClassRule:
 @dataclass(frozen=True)
 class NeverAutonomous:
     """Outside the overrides' reach: a call whose class is ``never-autonomous`` asks, even when an
-    override allows the tool (an override could otherwise lift a disclosure a class override may not lower)."""
+    override allows the tool (it could otherwise lift a disclosure no class override may lower)."""
 
     classes: ClassActions
 
