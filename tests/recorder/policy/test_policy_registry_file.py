@@ -6,10 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.policy.registry import shipped
+from hatp_journal.recorder.policy.registry_schema import registry_schema
+from hatp_journal.toolkit.schema import render
+
+ROOT = Path(__file__).parents[3]
+SCHEMA = ROOT / "docs" / "schema" / "host-registry.schema.json"
+SHIPPED = ROOT / "recorder" / "registry"
 
 CRM = {
     "format": "hatp-registry/1",
@@ -28,7 +35,9 @@ CRM = {
             "rationale": "Archived deals can be restored.",
             "evidence": {"version": "4.2.0", "source": "crm/deals.py:40"},
             "arguments": ["deal_id", "hard"],
-            "rules": [{"argument": "hard", "equals": True, "class": "R4", "rationale": "A hard archive deletes."}],
+            "rules": [
+                {"argument": "hard", "equals": True, "class": "R4", "rationale": "A hard archive deletes."}
+            ],
         },
     },
 }
@@ -66,7 +75,13 @@ def test_a_good_registry_file_classifies_its_server_with_its_argument_rules(tmp_
 
 
 def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: Path) -> None:
-    lowering = {"server": "crm", "tool": "export_report", "class": "R2", "by": "ops", "reason": "we trust them"}
+    lowering = {
+        "server": "crm",
+        "tool": "export_report",
+        "class": "R2",
+        "by": "ops",
+        "reason": "we trust them",
+    }
     path = written(tmp_path, CRM, classOverrides=[lowering])
 
     error = refused(path)
@@ -93,9 +108,19 @@ def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Pat
         (lambda tools: tools["archive_deal"].update({"disclosure": True}), '"archive_deal"'),
         (lambda tools: tools["archive_deal"].update({"evidence": {"version": "4.2.0"}}), '"evidence"'),
     ],
-    ids=["unknown class", "two tests", "no test", "unknown test", "unknown argument", "disclosure not R4", "no source"],
+    ids=[
+        "unknown class",
+        "two tests",
+        "no test",
+        "unknown test",
+        "unknown argument",
+        "disclosure not R4",
+        "no source",
+    ],
 )
-def test_a_bad_registry_file_is_refused_with_its_file_and_line(tmp_path: Path, change: Any, marker: str) -> None:
+def test_a_bad_registry_file_is_refused_with_its_file_and_line(
+    tmp_path: Path, change: Any, marker: str
+) -> None:
     bad = json.loads(json.dumps(CRM))
     change(bad["tools"])
     written(tmp_path, bad)
@@ -157,3 +182,14 @@ def test_the_shipped_registry_files_are_reviewed_and_name_a_source_for_every_too
     for record in records.values():
         assert record.file.status == "reviewed"
         assert all(entry.evidence.source and entry.rationale for entry in record.file.tools.values())
+
+
+def test_the_committed_registry_schema_equals_the_code_and_the_shipped_files_follow_it() -> None:
+    committed = SCHEMA.read_text(encoding="utf-8")
+    schema = json.loads(committed)
+
+    assert committed == render(registry_schema()), "run `make schema` and commit docs/schema/"
+    for name in ("server-filesystem.json", "mcp-server-sqlite.json"):
+        jsonschema.validate(json.loads((SHIPPED / name).read_text(encoding="utf-8")), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**CRM, "status": "approved"}, schema)
