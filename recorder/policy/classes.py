@@ -96,7 +96,7 @@ class Hints:
             flag("open_world_hint", "openWorldHint"),
         )
 
-    def wire(self) -> Evidence:
+    def wire(self) -> dict[str, Any]:
         """The hints as evidence, MCP's spelling."""
         return {
             "readOnlyHint": self.read_only,

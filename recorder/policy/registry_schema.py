@@ -1,4 +1,4 @@
-"""The JSON Schema of a host registry file: ``python -m hatp_journal.recorder.policy.registry_schema [DIR]``."""
+"""The JSON Schema of a host registry file: ``python -m hatp_journal.recorder.policy.registry_schema``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A host registry file, or a policy's use of one, that can't be trusted is refused at load with its file and line."""
+"""A registry file, or a policy using one, that can't be trusted is refused at load with file and line."""
 
 from __future__ import annotations
 
