@@ -70,7 +70,7 @@ def explanation(server: str, tool: str, decision: Decision) -> str:
     """The decision as lines for a person: class and rule, why, evidence, the policy's action."""
     found = decision.reversibility
     assert found is not None, "decide() always classifies"
-    lines = [f"{server}/{tool}: {found.cls} ({found.rule}){' disclosure' if found.disclosure else ''}"]
+    lines = [f"{server}/{tool}: {found.rclass} ({found.rule}){' disclosure' if found.disclosure else ''}"]
     lines.append(f"  why: {found.rationale}")
     for key, value in found.evidence.items():
         if value is not None:

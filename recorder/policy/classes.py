@@ -44,7 +44,7 @@ class ClassVerdict(WireModel):
     no override lowers it.
     """
 
-    cls: RClass = Field(alias="class")
+    rclass: RClass = Field(alias="class")
     rule: str
     rationale: str
     evidence: Evidence = Field(default_factory=dict)

@@ -25,14 +25,14 @@ def overridden(base: ClassVerdict, override: ClassOverride) -> ClassVerdict:
     """``base`` moved by ``override``; a disclosure it would lower stays as it is, saying so."""
     evidence = {
         **base.evidence,
-        "baseClass": base.cls,
+        "baseClass": base.rclass,
         "baseRule": base.rule,
         "by": override.by,
         "reason": override.reason,
     }
-    if base.disclosure and rank(override.cls) < rank(base.cls):
-        asked = f"{override.by} asked for {override.cls}"
+    if base.disclosure and rank(override.rclass) < rank(base.rclass):
+        asked = f"{override.by} asked for {override.rclass}"
         said = f"an override cannot lower a disclosure ({asked}): {base.rationale}"
-        return verdict(base.cls, ClassSource.OVERRIDE_REFUSED, said, disclosure=True, **evidence)
+        return verdict(base.rclass, ClassSource.OVERRIDE_REFUSED, said, disclosure=True, **evidence)
     said = f"override by {override.by}: {override.reason}"
-    return verdict(override.cls, ClassSource.OVERRIDE, said, disclosure=base.disclosure, **evidence)
+    return verdict(override.rclass, ClassSource.OVERRIDE, said, disclosure=base.disclosure, **evidence)

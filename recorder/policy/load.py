@@ -72,11 +72,11 @@ def _registry_problems(policy: Policy, registry: Registry, keys: KeyMap) -> list
             said = f"registry.servers.{server}: no registry file for {named!r} (known: {known})"
             problems.append(Problem(where.line, where.column, said))
     for index, override in enumerate(policy.class_overrides):
-        if registry.is_disclosure(override.server, override.tool) and rank(override.cls) < rank("R4"):
+        if registry.is_disclosure(override.server, override.tool) and rank(override.rclass) < rank("R4"):
             where = keys.position_of(("classOverrides", index, "class"))
             said = (
                 f"classOverrides.{index}.class: {override.server}/{override.tool} is a disclosure; "
-                f"an override cannot lower it to {override.cls}"
+                f"an override cannot lower it to {override.rclass}"
             )
             problems.append(Problem(where.line, where.column, said))
     return problems

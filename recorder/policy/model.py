@@ -70,7 +70,7 @@ class ClassOverride(WireModel):
 
     server: str = Field(min_length=1)
     tool: str = Field(min_length=1)
-    cls: RClass = Field(alias="class")
+    rclass: RClass = Field(alias="class")
     by: str = Field(min_length=1, description="Who decided the override")
     reason: str = Field(min_length=1)
 

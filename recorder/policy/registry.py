@@ -44,7 +44,7 @@ class ArgumentRule(WireModel):
     argument: str = Field(min_length=1)
     equals: str | int | StrictBool | None = None
     is_: Predicate | None = Field(default=None, alias="is")
-    cls: RClass = Field(alias="class")
+    rclass: RClass = Field(alias="class")
     rationale: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -67,7 +67,7 @@ class ArgumentRule(WireModel):
 class ToolEntry(WireModel):
     """One tool: its base class, why, the evidence, its arguments and the argument rules."""
 
-    cls: RClass = Field(alias="class")
+    rclass: RClass = Field(alias="class")
     rationale: str = Field(min_length=1)
     evidence: Evidence
     disclosure: StrictBool = False
@@ -76,7 +76,7 @@ class ToolEntry(WireModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolEntry:
-        if self.disclosure and self.cls != "R4":
+        if self.disclosure and self.rclass != "R4":
             raise ValueError("a disclosure is R4")
         for rule in self.rules:
             if rule.argument not in self.arguments:
@@ -126,16 +126,16 @@ class Record:
         for index, rule in enumerate(entry.rules):
             if rule.matches(arguments):
                 return verdict(
-                    rule.cls,
+                    rule.rclass,
                     ClassSource.REGISTRY_ARGUMENTS,
                     rule.rationale,
-                    disclosure=entry.disclosure and rule.cls == "R4",
+                    disclosure=entry.disclosure and rule.rclass == "R4",
                     argumentRule=index,
                     argument=rule.argument,
                     **evidence,
                 )
         return verdict(
-            entry.cls, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
+            entry.rclass, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
         )
 
 

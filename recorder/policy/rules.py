@@ -95,8 +95,8 @@ def _problems(facts: CallFacts) -> list[str]:
         problems.append("the call time is not a timezone-aware datetime")
     if facts.amount is not None and not isinstance(facts.amount, Money):
         problems.append("amount is not Money")
-    if facts.reversibility is not None and facts.reversibility.cls not in CLASSES:
-        problems.append(f"class {facts.reversibility.cls!r} is none of {list(CLASSES)}")
+    if facts.reversibility is not None and facts.reversibility.rclass not in CLASSES:
+        problems.append(f"class {facts.reversibility.rclass!r} is none of {list(CLASSES)}")
     keys = facts.server_keys
     if not isinstance(keys, frozenset) or not all(isinstance(kid, str) for kid in keys):
         problems.append("server_keys is not a set of key ids")
@@ -234,21 +234,21 @@ class ClassRule:
         found = facts.reversibility
         if found is None:
             return Verdict.ask(reason(ReasonCode.UNCLASSIFIED, "the call has no reversibility class"))
-        action = self.classes.of(found.cls)
-        data = {"class": found.cls, "rule": found.rule}
+        action = self.classes.of(found.rclass)
+        data = {"class": found.rclass, "rule": found.rule}
         if action == "allow":
             return Verdict.allow()
         if action == "allow-notify":
             return Verdict.allow(
-                reason(ReasonCode.NOTIFY, f"{found.cls} calls are allowed and reported", **data)
+                reason(ReasonCode.NOTIFY, f"{found.rclass} calls are allowed and reported", **data)
             )
         budget = self.money.per_run is not None or self.money.per_period is not None
         if action == "ask-or-budget" and facts.charges and budget:
-            said = f"{found.cls} calls are allowed within the money caps"
+            said = f"{found.rclass} calls are allowed within the money caps"
             return Verdict.allow(reason(ReasonCode.WITHIN_BUDGET, said, **data))
         if action == "never-autonomous":
             return Verdict.allow()  # NeverAutonomous asks, beyond any override's reach; said once
-        return Verdict.ask(reason(ReasonCode.CLASS_ASKS, f"the policy asks for {found.cls} calls", **data))
+        return Verdict.ask(reason(ReasonCode.CLASS_ASKS, f"the policy asks for {found.rclass} calls", **data))
 
 
 @dataclass(frozen=True)
@@ -261,9 +261,9 @@ class NeverAutonomous:
     def evaluate(self, facts: CallFacts, spent: MoneySpent) -> Verdict:
         """Ask for never-autonomous classes."""
         found = facts.reversibility
-        if found is None or self.classes.of(found.cls) != "never-autonomous":
+        if found is None or self.classes.of(found.rclass) != "never-autonomous":
             return Verdict.allow()
-        said = f"{found.cls} calls are never autonomous"
+        said = f"{found.rclass} calls are never autonomous"
         return Verdict.ask(
-            reason(ReasonCode.NEVER_AUTONOMOUS, said, **{"class": found.cls, "rule": found.rule})
+            reason(ReasonCode.NEVER_AUTONOMOUS, said, **{"class": found.rclass, "rule": found.rule})
         )

@@ -33,7 +33,7 @@ def call(
     *,
     server: str = "app",
     tool: str = "act",
-    hints: dict[str, bool] | None = None,
+    hints: dict[str, Any] | None = None,
     trusted: bool = False,
     arguments: dict[str, Any] | None = None,
     amount: Money | None = None,
@@ -58,7 +58,7 @@ def decided(facts: CallFacts, on: Policy | None = None) -> Decision:
 def class_of(facts: CallFacts, on: Policy | None = None) -> tuple[str, str]:
     found = decided(facts, on).reversibility
     assert found is not None
-    return found.cls, found.rule
+    return found.rclass, found.rule
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_a_tool_nothing_classifies_is_r4_unknown_and_never_autonomous() -> None:
     decision = decided(call())
 
     assert decision.reversibility is not None
-    assert (decision.reversibility.cls, decision.reversibility.rule) == ("R4", "unknown")
+    assert (decision.reversibility.rclass, decision.reversibility.rule) == ("R4", "unknown")
     assert [reason.code for reason in decision.reasons] == ["NEVER_AUTONOMOUS"]
     assert decision.action == "ask"
 
@@ -110,9 +110,10 @@ def test_a_read_only_hint_from_an_untrusted_server_changes_nothing() -> None:
         {"readOnlyHint": True, "openWorldHint": True},
         {"readOnlyHint": True},  # an unsaid openWorldHint is not false
         {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False},
+        {"readOnlyHint": "yes", "openWorldHint": False},  # a hint that is not a boolean says nothing
     ],
 )
-def test_destructive_or_open_world_hints_keep_a_trusted_tool_off_r0(hints: dict[str, bool]) -> None:
+def test_destructive_or_open_world_hints_keep_a_trusted_tool_off_r0(hints: dict[str, Any]) -> None:
     assert class_of(call(hints=hints, trusted=True)) == ("R4", "unknown")
 
 
@@ -136,7 +137,7 @@ def test_an_existing_kind_policy_keeps_deciding_by_kind_and_still_records_the_cl
     assert (read.action, unknown.action) == ("allow", "ask")
     assert [reason.code for reason in unknown.reasons] == ["UNKNOWN_UNDO"]
     assert read.reversibility is not None
-    assert read.reversibility.cls == "R0"
+    assert read.reversibility.rclass == "R0"
 
 
 def test_r1_is_allowed_and_flagged_for_notice() -> None:
@@ -198,10 +199,10 @@ def test_a_class_override_moves_a_class_with_its_reason_on_the_decision() -> Non
 
     assert write.reversibility is not None
     assert listing.reversibility is not None
-    assert (write.reversibility.cls, write.reversibility.rule) == ("R3", "override")
+    assert (write.reversibility.rclass, write.reversibility.rule) == ("R3", "override")
     assert write.reversibility.evidence["reason"] == "nightly snapshots"
     assert write.reversibility.evidence["baseClass"] == "R4"
-    assert (listing.reversibility.cls, listing.reversibility.rule) == ("R2", "override")
+    assert (listing.reversibility.rclass, listing.reversibility.rule) == ("R2", "override")
 
 
 def test_a_class_override_cannot_lower_a_declared_disclosure() -> None:
@@ -213,7 +214,7 @@ def test_a_class_override_cannot_lower_a_declared_disclosure() -> None:
     found = decided(call(export, server="crm", tool="export"), lowered).reversibility
 
     assert found is not None
-    assert (found.cls, found.rule, found.disclosure) == ("R4", "override-refused", True)
+    assert (found.rclass, found.rule, found.disclosure) == ("R4", "override-refused", True)
 
 
 @pytest.mark.parametrize(
@@ -245,3 +246,15 @@ def test_only_a_plain_name_passes_the_identifier_test() -> None:
     assert sql_identifier("item_2")
     assert not sql_identifier("item); DROP TABLE x; --")
     assert not sql_identifier("2item")
+
+
+def test_facts_with_a_class_that_is_none_of_r0_to_r4_ask_unclassified() -> None:
+    from dataclasses import replace
+
+    from hatp_journal.recorder.policy.classes import verdict
+
+    bogus = verdict("R0", "unknown", "a bug in the gateway").model_copy(update={"rclass": "R9"})
+    decision = decided(replace(call(declared(read=True)), reversibility=bogus))
+
+    assert decision.action == "ask"
+    assert "UNCLASSIFIED" in [reason.code for reason in decision.reasons]

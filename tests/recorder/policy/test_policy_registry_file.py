@@ -69,9 +69,9 @@ def test_a_good_registry_file_classifies_its_server_with_its_argument_rules(tmp_
     record = registry.record_for("crm")
 
     assert record is not None
-    assert record.judge("archive_deal", {"deal_id": "D-1"}).cls == "R1"  # type: ignore[union-attr]
-    assert record.judge("archive_deal", {"hard": True}).cls == "R4"  # type: ignore[union-attr]
-    assert record.judge("archive_deal", {"hard": 1}).cls == "R1"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"deal_id": "D-1"}).rclass == "R1"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": True}).rclass == "R4"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": 1}).rclass == "R1"  # type: ignore[union-attr]
 
 
 def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: 
 def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Path) -> None:
     fine = [{"server": "crm", "tool": "archive_deal", "class": "R0", "by": "ops", "reason": "nightly backup"}]
 
-    assert load_policy(written(tmp_path, CRM, classOverrides=fine)).class_overrides[0].cls == "R0"
+    assert load_policy(written(tmp_path, CRM, classOverrides=fine)).class_overrides[0].rclass == "R0"
 
 
 @pytest.mark.parametrize(
