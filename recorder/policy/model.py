@@ -40,14 +40,15 @@ ClassAction = Literal["allow", "allow-notify", "ask-or-budget", "ask", "never-au
 class ClassActions(WireModel):
     """``autonomy.classes``: the action for each class. A class not named asks.
 
-    R4 is never autonomous: a policy that allows R4 in any way is refused when loaded.
+    R4 is never autonomous: a policy that says anything else for R4 is refused when loaded.
     """
 
     r0: ClassAction = Field(default="ask", alias="R0")
     r1: ClassAction = Field(default="ask", alias="R1")
     r2: ClassAction = Field(default="ask", alias="R2")
     r3: ClassAction = Field(default="ask", alias="R3")
-    r4: Literal["ask", "never-autonomous"] = Field(default="never-autonomous", alias="R4")
+    # Only never-autonomous: with "ask", an action override could let a disclosure act alone.
+    r4: Literal["never-autonomous"] = Field(default="never-autonomous", alias="R4")
 
     def of(self, cls: RClass) -> ClassAction:
         """The action for ``cls``."""

@@ -168,9 +168,12 @@ def test_a_policy_giving_both_kinds_and_classes_is_refused_at_its_line(tmp_path:
     assert refused(path).line == line_of(path, '"autonomy"')
 
 
-def test_a_policy_that_lets_r4_act_alone_is_refused_at_its_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("action", ["allow", "ask"])
+def test_a_policy_that_lets_r4_be_anything_but_never_autonomous_is_refused_at_its_line(
+    tmp_path: Path, action: str
+) -> None:
     path = tmp_path / "policy.json"
-    path.write_text(json.dumps({"autonomy": {"classes": {"R0": "allow", "R4": "allow"}}}, indent=2))
+    path.write_text(json.dumps({"autonomy": {"classes": {"R0": "allow", "R4": action}}}, indent=2))
 
     assert refused(path).line == line_of(path, '"R4"')
 
