@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide, parse_policy
+from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, decide, load_policy, parse_policy
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.registry import sql_identifier, sql_single_select
 from hatp_journal.toolkit.wire import Declaration, Money
@@ -258,3 +259,16 @@ def test_facts_with_a_class_that_is_none_of_r0_to_r4_ask_unclassified() -> None:
 
     assert decision.action == "ask"
     assert "UNCLASSIFIED" in [reason.code for reason in decision.reasons]
+
+
+def test_the_documented_class_policy_loads_and_decides_as_docs_policy_md_says() -> None:
+    example = load_policy(Path(__file__).parents[3] / "docs" / "examples" / "policy-classes.json")
+
+    read = decided(call(server="files", tool="read_text_file", arguments={"path": "a.txt"}), example)
+    write = decided(call(server="db", tool="write_query", arguments={"query": "DELETE FROM t"}), example)
+
+    assert read.action == "allow"
+    assert write.action == "ask"
+    assert [reason.code for reason in write.reasons] == ["CLASS_ASKS"]
+    assert write.reversibility is not None
+    assert write.reversibility.evidence["reason"] == "nightly snapshots, kept 30 days"
