@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     look.add_argument("--as", dest="person", required=True, help="your id in the directory")
     look.add_argument("--now", help="act as if it were this UTC time, for demos")
     why = commands.add_parser(
-        "explain", help="a tool's reversibility class, the rule and evidence behind it, and the policy's decision"
+        "explain", help="a tool's reversibility class, its rule and evidence, and the policy's decision"
     )
     why.add_argument("server")
     why.add_argument("tool")
