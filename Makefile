@@ -42,6 +42,7 @@ schema: $(STAMP)
 	$(PY) -m hatp_journal.toolkit.schema docs/schema
 	$(PY) -m hatp_journal.recorder.record.schema docs/schema
 	$(PY) -m hatp_journal.recorder.undo.schema docs/schema
+	$(PY) -m hatp_journal.recorder.policy.registry_schema docs/schema
 	$(PY) -m hatp_journal.conformance.schema docs/schema
 
 # Retake the README's screenshot of the Reversal Plan page (a browser test writes it).

@@ -33,6 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     look.add_argument("run")
     look.add_argument("--as", dest="person", required=True, help="your id in the directory")
     look.add_argument("--now", help="act as if it were this UTC time, for demos")
+    why = commands.add_parser(
+        "explain", help="a tool's reversibility class, its rule and evidence, and the policy's decision"
+    )
+    why.add_argument("server")
+    why.add_argument("tool")
+    why.add_argument("--args", help="the call's arguments, a JSON object (for the registry's argument rules)")
+    why.add_argument("--json", action="store_true", help="print the decision as JSON")
     commands.add_parser("runs", help="list runs")
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):

@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         if args.command == "serve":
             return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
+        if args.command == "explain":
+            return _with_tool_servers(lambda: _explain(config, args))
         if args.command in ("web", "web-link"):
             from hatp_journal.recorder.web import commands as web_commands
 
@@ -100,6 +102,23 @@ def _with_tool_servers(work: Callable[[], int | None]) -> int:
     except DownstreamError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
+
+
+def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
+    from hatp_journal.recorder.explain import ExplainError, explain, explanation, parse_arguments
+
+    policy = load_policy(Path(config.recorder.policy))
+    try:
+        arguments = parse_arguments(args.args)
+        decision = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
+    except ExplainError as error:
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(decision.wire(), indent=2, ensure_ascii=False))
+    else:
+        print(explanation(args.server, args.tool, decision))
+    return 0
 
 
 def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:

@@ -31,6 +31,9 @@ class ServerConfig(BaseModel):
     url: str | None = None
     pin: list[str] = Field(default_factory=list, description="Pinned key ids; empty: pin on first contact")
     timeout_seconds: float = Field(default=30.0, gt=0)
+    trusted: bool = Field(
+        default=False, description="Trust the server's MCP hints: a closed-world readOnlyHint makes a tool R0"
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> ServerConfig:

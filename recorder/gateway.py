@@ -270,7 +270,7 @@ class Recorder:
         if facts is None:  # a tool not published at start (only a direct handle() call)
             facts = _tool_facts(downstream, tool)
         amount = _amount(arguments) if facts.charges else None
-        return replace(facts, at=now, amount=amount, run=self.run_id)
+        return replace(facts, at=now, amount=amount, run=self.run_id, arguments=arguments)
 
 
 def _tool_facts(downstream: Downstream, tool: str) -> CallFacts:
@@ -284,6 +284,8 @@ def _tool_facts(downstream: Downstream, tool: str) -> CallFacts:
         tool=tool,
         at=datetime.min,  # each call sets its own time, amount and run
         server_keys=frozenset(downstream.keys),  # what requireVerified's attestations must name
+        annotations=downstream.tools[tool].annotations,  # for the reversibility class
+        trusted=downstream.config.trusted,
     )
 
 

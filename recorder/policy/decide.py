@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hatp_journal.recorder.policy.caps import MoneyCapsRule
+from hatp_journal.recorder.policy.classes import ClassVerdict
+from hatp_journal.recorder.policy.classify import classify_call
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.recorder.policy.model import Action, Policy
 from hatp_journal.recorder.policy.money import MoneySpent
@@ -10,8 +14,10 @@ from hatp_journal.recorder.policy.reasons import Reason, Totals
 from hatp_journal.recorder.policy.rules import (
     AllOf,
     Classified,
+    ClassRule,
     KindRule,
     MinimumWindow,
+    NeverAutonomous,
     Overridable,
     RequireVerified,
     Rule,
@@ -27,6 +33,7 @@ class Decision(WireModel):
     reasons: tuple[Reason, ...] = ()
     totals: Totals | None = None
     policy_digest: str
+    reversibility: ClassVerdict | None = None
 
 
 def policy_rules(policy: Policy) -> Rule:
@@ -34,26 +41,36 @@ def policy_rules(policy: Policy) -> Rule:
 
     Overrides replace the per-operation rules (kind, ``via``, window, verification) but never the
     money caps, which bound the agent's spending whatever the operation; facts that cannot be read
-    ask before any rule, override included, sees them.
+    ask before any rule, override included, sees them. A policy that speaks classes
+    (``autonomy.classes``) judges the call's class where the kind rule would, and no override
+    lifts a never-autonomous class.
     """
     autonomy = policy.autonomy
+    classes = autonomy.classes
     operation = AllOf(
         [
-            KindRule(autonomy),
+            KindRule(autonomy) if classes is None else ClassRule(classes, autonomy.money),
             UiRule(autonomy.via.ui),
             MinimumWindow(autonomy.min_window_seconds),
             RequireVerified(autonomy.require_verified, policy.attested()),
         ]
     )
-    return Classified(AllOf([Overridable(operation, policy.overrides), MoneyCapsRule(autonomy.money)]))
+    rules: list[Rule] = [Overridable(operation, policy.overrides), MoneyCapsRule(autonomy.money)]
+    if classes is not None:
+        rules.append(NeverAutonomous(classes))
+    return Classified(AllOf(rules))
 
 
 def decide(policy: Policy, facts: CallFacts, spent: MoneySpent) -> Decision:
-    """Allow or ask for one call, with the reasons, the money totals and the policy's digest."""
+    """Allow or ask for one call, with the reasons, the money totals, the policy's digest and the
+    call's reversibility class (with the rule that gave it), which the Run Record keeps."""
+    if facts.reversibility is None:
+        facts = replace(facts, reversibility=classify_call(policy, facts))
     verdict = policy_rules(policy).evaluate(facts, spent)
     return Decision(
         action=verdict.action,
         reasons=verdict.reasons,
         totals=verdict.totals,
         policy_digest=policy.digest(),
+        reversibility=facts.reversibility,
     )

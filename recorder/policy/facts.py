@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+from hatp_journal.recorder.policy.classes import ClassVerdict, Hints, declared_class
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.wire import Declaration, Money, Via
 
@@ -27,6 +29,11 @@ class CallFacts:
     applies (without it that cap asks); ``declaration_digest`` is
     :meth:`~hatp_journal.toolkit.wire.Declaration.digest` of the declaration the gateway read for
     the tool, which an attestation must name (none: no attestation counts).
+
+    For the reversibility class (:mod:`.classes`): ``declared_class`` is what the declaration says,
+    ``hints`` the tool's MCP annotations, ``trusted`` whether the host trusts the server's hints
+    (``trusted`` in recorder.toml), ``arguments`` the call's, for the registry's argument rules.
+    ``reversibility`` is the class the policy gave the call (``decide`` fills it in).
     """
 
     server: str
@@ -41,6 +48,11 @@ class CallFacts:
     run: str | None = None
     server_keys: frozenset[str] = frozenset()
     declaration_digest: str | None = None
+    declared_class: ClassVerdict | None = None
+    hints: Hints | None = None
+    trusted: bool = False
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    reversibility: ClassVerdict | None = None
 
     @classmethod
     def from_declaration(
@@ -54,8 +66,16 @@ class CallFacts:
         verified: bool = False,
         run: str | None = None,
         server_keys: frozenset[str] = frozenset(),
+        annotations: Any = None,
+        arguments: Mapping[str, Any] | None = None,
+        trusted: bool = False,
     ) -> CallFacts:
-        """Classify a call from its tool's declaration; no declaration (an unaware server) is ``unknown``."""
+        """Classify a call from its tool's declaration; no declaration (an unaware server) is ``unknown``.
+
+        ``annotations`` are the tool's MCP annotations as listed (``ToolAnnotations`` or None).
+        """
+        hints = Hints.of(annotations)
+        given = dict(arguments) if isinstance(arguments, Mapping) else {}
         if declaration is None:
             return cls(
                 run=run,
@@ -65,6 +85,9 @@ class CallFacts:
                 at=at,
                 amount=amount,
                 server_keys=server_keys,
+                hints=hints,
+                trusted=trusted,
+                arguments=given,
             )
         undo = declaration.undo
         # A read declared "none" (export_report) stays "none": a disclosure cannot be taken back.
@@ -82,6 +105,10 @@ class CallFacts:
             verified=verified,
             server_keys=server_keys,
             declaration_digest=declaration.digest(),
+            declared_class=declared_class(declaration),
+            hints=hints,
+            trusted=trusted,
+            arguments=given,
         )
 
 

@@ -10,9 +10,11 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from hatp_journal.recorder.policy.attestations import AttestationFileError
+from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
 from hatp_journal.recorder.policy.model import Policy
+from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
 from hatp_journal.toolkit.files import FileProblem, read_text
 
 
@@ -49,7 +51,35 @@ def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = Non
         at: tuple[str | int, ...] = ("files", error.index) if error.index >= 0 else ("signer",)
         position = keys.position_of(("autonomy", "attestations", *at))
         raise PolicyFileError(source, [Problem(position.line, position.column, str(error))]) from None
+    try:
+        registry = policy.host_registry(base)
+    except RegistryFileMissing as error:
+        position = keys.position_of(("registry", "files", error.index))
+        raise PolicyFileError(source, [Problem(position.line, position.column, str(error))]) from None
+    problems = _registry_problems(policy, registry, keys)
+    if problems:
+        raise PolicyFileError(source, problems)
     return policy
+
+
+def _registry_problems(policy: Policy, registry: Registry, keys: KeyMap) -> list[Problem]:
+    """Servers mapped to registry ids nobody ships, and class overrides that lower a disclosure."""
+    problems = []
+    for server, named in policy.registry.servers.items():
+        if named not in registry.records:
+            where = keys.position_of(("registry", "servers", server))
+            known = ", ".join(sorted(registry.records))
+            said = f"registry.servers.{server}: no registry file for {named!r} (known: {known})"
+            problems.append(Problem(where.line, where.column, said))
+    for index, override in enumerate(policy.class_overrides):
+        if registry.is_disclosure(override.server, override.tool) and rank(override.rclass) < rank("R4"):
+            where = keys.position_of(("classOverrides", index, "class"))
+            said = (
+                f"classOverrides.{index}.class: {override.server}/{override.tool} is a disclosure; "
+                f"an override cannot lower it to {override.rclass}"
+            )
+            problems.append(Problem(where.line, where.column, said))
+    return problems
 
 
 def problems_of(keys: KeyMap, error: ValidationError) -> list[Problem]:

@@ -19,15 +19,61 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     field_validator,
+    model_validator,
 )
 
 from hatp_journal.recorder.policy.attestations import Attestations, AttestationTrust
+from hatp_journal.recorder.policy.classes import RClass
+from hatp_journal.recorder.policy.registry import Registry
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.wire import Money, WireModel
 
 Action = Literal["allow", "ask"]
 """What the Recorder does with a call: forward it (``allow``) or hold it for an approver (``ask``)."""
+
+
+ClassAction = Literal["allow", "allow-notify", "ask-or-budget", "ask", "never-autonomous"]
+"""What a class policy does with a call of one class (docs/policy.md, "Reversibility classes")."""
+
+
+class ClassActions(WireModel):
+    """``autonomy.classes``: the action for each class. A class not named asks.
+
+    R4 is never autonomous: a policy that says anything else for R4 is refused when loaded.
+    """
+
+    r0: ClassAction = Field(default="ask", alias="R0")
+    r1: ClassAction = Field(default="ask", alias="R1")
+    r2: ClassAction = Field(default="ask", alias="R2")
+    r3: ClassAction = Field(default="ask", alias="R3")
+    # Only never-autonomous: with "ask", an action override could let a disclosure act alone.
+    r4: Literal["never-autonomous"] = Field(default="never-autonomous", alias="R4")
+
+    def of(self, cls: RClass) -> ClassAction:
+        """The action for ``cls``."""
+        action: ClassAction = getattr(self, cls.lower())
+        return action
+
+
+class RegistryUse(WireModel):
+    """``registry``: the host registry files the policy adds to the shipped ones (relative to the
+    policy file; one with a shipped file's server id replaces it), and which registry record
+    classifies each server of recorder.toml."""
+
+    files: tuple[str, ...] = ()
+    servers: dict[str, str] = Field(default_factory=dict, description="server name -> registry server id")
+
+
+class ClassOverride(WireModel):
+    """Moves one tool's class up or down for this deployment, with the reason logged on every
+    decision. It never lowers a disclosure."""
+
+    server: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    rclass: RClass = Field(alias="class")
+    by: str = Field(min_length=1, description="Who decided the override")
+    reason: str = Field(min_length=1)
 
 
 class ViaRules(WireModel):
@@ -68,12 +114,22 @@ class Autonomy(WireModel):
     none: Action = "ask"
     read: Action = "ask"
     via: ViaRules = Field(default_factory=ViaRules)
+    classes: ClassActions | None = None
     min_window_seconds: NonNegativeInt = 0
     money: MoneyCaps = Field(default_factory=MoneyCaps)
     require_verified: StrictBool = False
     attestations: AttestationTrust | None = None
     approver: str | None = Field(default=None, min_length=1)
     decide_within_seconds: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _kinds_or_classes(self) -> Self:
+        # Both could disagree about the same call; a policy speaks one or the other.
+        kinds = self.model_fields_set & {"compensate", "unknown", "none", "read"}
+        if self.classes is not None and kinds:
+            named = ", ".join(sorted(kinds))
+            raise ValueError(f"give classes or kinds ({named}), not both")
+        return self
 
 
 class ReviewRules(WireModel):
@@ -107,9 +163,12 @@ class Policy(WireModel):
     undo_authority: str | None = Field(default=None, min_length=1)
     overrides: tuple[PolicyOverride, ...] = ()
     review: ReviewRules = Field(default_factory=ReviewRules)
+    registry: RegistryUse = Field(default_factory=RegistryUse)
+    class_overrides: tuple[ClassOverride, ...] = ()
 
     _digest: str | None = PrivateAttr(default=None)
     _attested: Attestations | None = PrivateAttr(default=None)
+    _registry: Registry | None = PrivateAttr(default=None)
 
     def canonical(self) -> dict[str, Any]:
         """The effective policy as JSON, defaults filled in: what the digest covers."""
@@ -120,6 +179,7 @@ class Policy(WireModel):
         copy = super().model_copy(update=update, deep=deep)
         copy._digest = None
         copy._attested = None
+        copy._registry = None
         return copy
 
     def digest(self) -> str:
@@ -139,3 +199,10 @@ class Policy(WireModel):
         if self._attested is None:
             self._attested = Attestations.load(trust, base or Path.cwd())
         return self._attested
+
+    def host_registry(self, base: Path | None = None) -> Registry:
+        """The shipped registry files plus those ``registry.files`` names, read once (relative to
+        ``base``, default the working directory); ``load_policy`` reads them at load time."""
+        if self._registry is None:
+            self._registry = Registry.load(self.registry.files, self.registry.servers, base or Path.cwd())
+        return self._registry

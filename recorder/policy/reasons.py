@@ -38,6 +38,15 @@ class ReasonCode(StrEnum):
     """A conformance attestation verified the operation (on an allow: which file, its digest)."""
     OVERRIDE = "OVERRIDE"
     """A policy override decided this operation."""
+    CLASS_ASKS = "CLASS_ASKS"
+    """The policy asks for calls of this reversibility class (data ``class``, ``rule``)."""
+    NEVER_AUTONOMOUS = "NEVER_AUTONOMOUS"
+    """The class is never autonomous (R4, or the policy says so): a person decides, whatever
+    an override says."""
+    NOTIFY = "NOTIFY"
+    """On an allow: the class is ``allow-notify``; the decision is flagged for the run's reviewers."""
+    WITHIN_BUDGET = "WITHIN_BUDGET"
+    """On an allow: the class is ``ask-or-budget`` and the call charges within the money caps."""
     UNCLASSIFIED = "UNCLASSIFIED"
     """The call could not be classified (malformed facts, no amount, another currency, no rules)."""
 

@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Protocol
 
 from hatp_journal.recorder.policy.attestations import AttestationProblem, Attestations, Judgement
+from hatp_journal.recorder.policy.classes import CLASSES
 from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
-from hatp_journal.recorder.policy.model import Action, Autonomy, PolicyOverride
+from hatp_journal.recorder.policy.model import Action, Autonomy, ClassActions, MoneyCaps, PolicyOverride
 from hatp_journal.recorder.policy.money import MoneySpent
 from hatp_journal.recorder.policy.reasons import ReasonCode, Totals, Verdict, reason
 from hatp_journal.toolkit.clock import wire_time
@@ -94,6 +95,8 @@ def _problems(facts: CallFacts) -> list[str]:
         problems.append("the call time is not a timezone-aware datetime")
     if facts.amount is not None and not isinstance(facts.amount, Money):
         problems.append("amount is not Money")
+    if facts.reversibility is not None and facts.reversibility.rclass not in CLASSES:
+        problems.append(f"class {facts.reversibility.rclass!r} is none of {list(CLASSES)}")
     keys = facts.server_keys
     if not isinstance(keys, frozenset) or not all(isinstance(kid, str) for kid in keys):
         problems.append("server_keys is not a set of key ids")
@@ -212,3 +215,55 @@ class Overridable:
             **{"from": wire_time(override.from_)},
         )
         return Verdict(override.action, (why,))
+
+
+@dataclass(frozen=True)
+class ClassRule:
+    """A class policy's action for the call's reversibility class (``autonomy.classes``).
+
+    ``allow`` and ``allow-notify`` allow (the latter flagged ``NOTIFY``); ``ask-or-budget`` allows
+    a call that charges under a money cap (the caps then bound it) and asks otherwise; ``ask`` asks;
+    ``never-autonomous`` is left to :class:`NeverAutonomous`. No class (facts not classified) asks.
+    """
+
+    classes: ClassActions
+    money: MoneyCaps
+
+    def evaluate(self, facts: CallFacts, spent: MoneySpent) -> Verdict:
+        """Allow only what the class policy allows."""
+        found = facts.reversibility
+        if found is None:
+            return Verdict.ask(reason(ReasonCode.UNCLASSIFIED, "the call has no reversibility class"))
+        action = self.classes.of(found.rclass)
+        data = {"class": found.rclass, "rule": found.rule}
+        if action == "allow":
+            return Verdict.allow()
+        if action == "allow-notify":
+            return Verdict.allow(
+                reason(ReasonCode.NOTIFY, f"{found.rclass} calls are allowed and reported", **data)
+            )
+        budget = self.money.per_run is not None or self.money.per_period is not None
+        if action == "ask-or-budget" and facts.charges and budget:
+            said = f"{found.rclass} calls are allowed within the money caps"
+            return Verdict.allow(reason(ReasonCode.WITHIN_BUDGET, said, **data))
+        if action == "never-autonomous":
+            return Verdict.allow()  # NeverAutonomous asks, beyond any override's reach; said once
+        return Verdict.ask(reason(ReasonCode.CLASS_ASKS, f"the policy asks for {found.rclass} calls", **data))
+
+
+@dataclass(frozen=True)
+class NeverAutonomous:
+    """Outside the overrides' reach: a call whose class is ``never-autonomous`` asks, even when an
+    override allows the tool (it could otherwise lift a disclosure no class override may lower)."""
+
+    classes: ClassActions
+
+    def evaluate(self, facts: CallFacts, spent: MoneySpent) -> Verdict:
+        """Ask for never-autonomous classes."""
+        found = facts.reversibility
+        if found is None or self.classes.of(found.rclass) != "never-autonomous":
+            return Verdict.allow()
+        said = f"{found.rclass} calls are never autonomous"
+        return Verdict.ask(
+            reason(ReasonCode.NEVER_AUTONOMOUS, said, **{"class": found.rclass, "rule": found.rule})
+        )

@@ -1,0 +1,277 @@
+"""The host registry: files that classify each tool of one MCP server, with a rationale, the
+evidence it was checked against, and narrow argument rules (docs/policy.md, "The host registry").
+
+A file is JSON, read like the policy: through :mod:`hatp_journal.toolkit.files` (size, UTF-8,
+nesting) and :mod:`.locate` (duplicate keys, line numbers), then validated strictly. Anything
+doubtful (an unknown class, a rule that does not parse, a rule naming an argument the tool does
+not have, a disclosure that is not R4) is refused with the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, ValidationError, model_validator
+
+from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
+from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
+from hatp_journal.recorder.policy.locate import LocateError, located
+from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.files import FileProblem, read_text
+from hatp_journal.toolkit.wire import WireModel
+
+FORMAT = "hatp-registry/1"
+Predicate = Literal["sql-single-select", "sql-identifier"]
+"""The named tests an argument rule may apply: allow-listed, no regular expressions from files."""
+
+
+class Evidence(WireModel):
+    """What a classification was checked against: the server's version and a source file (and line)."""
+
+    version: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="file (and :line) of the server the tool was read in")
+
+
+class ArgumentRule(WireModel):
+    """``argument`` passing the test gives ``class`` instead of the tool's; first matching rule wins."""
+
+    argument: str = Field(min_length=1)
+    equals: str | int | StrictBool | None = None
+    is_: Predicate | None = Field(default=None, alias="is")
+    rclass: RClass = Field(alias="class")
+    rationale: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_test(self) -> ArgumentRule:
+        if (self.equals is None) == (self.is_ is None):
+            raise ValueError("give exactly one test: equals or is")
+        return self
+
+    def matches(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether the call's ``arguments`` pass this rule's test (a missing argument never does)."""
+        if self.argument not in arguments:
+            return False
+        value = arguments[self.argument]
+        if self.is_ is not None:
+            return isinstance(value, str) and PREDICATES[self.is_](value)
+        # bool is an int in Python: `true` must not equal 1.
+        return type(value) is type(self.equals) and value == self.equals
+
+
+class ToolEntry(WireModel):
+    """One tool: its base class, why, the evidence, its arguments and the argument rules."""
+
+    rclass: RClass = Field(alias="class")
+    rationale: str = Field(min_length=1)
+    evidence: Evidence
+    disclosure: StrictBool = False
+    arguments: tuple[str, ...] = Field(default=(), description="the tool's argument names, as checked")
+    rules: tuple[ArgumentRule, ...] = ()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolEntry:
+        if self.disclosure and self.rclass != "R4":
+            raise ValueError("a disclosure is R4")
+        for rule in self.rules:
+            if rule.argument not in self.arguments:
+                raise ValueError(f"a rule names the argument {rule.argument!r}, which the tool does not have")
+        return self
+
+
+class ServerInfo(WireModel):
+    """Which server the file classifies: its registry id, package and the version reviewed."""
+
+    id: str = Field(min_length=1, description="what a policy's registry.servers names")
+    package: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+
+
+class RegistryFile(WireModel):
+    """One registry file: one server, each of its tools."""
+
+    format: Literal["hatp-registry/1"]
+    server: ServerInfo
+    status: Literal["draft", "reviewed"]
+    reviewed_by: str | None = Field(default=None, min_length=1)
+    tools: dict[str, ToolEntry]
+
+
+@dataclass(frozen=True)
+class Record:
+    """A loaded registry file, with where it came from and its digest (named in every verdict)."""
+
+    file: RegistryFile
+    source: str
+    digest: str
+
+    def judge(self, tool: str, arguments: Mapping[str, Any]) -> ClassVerdict | None:
+        """The class of a call of ``tool`` with ``arguments``; None when the file does not list it."""
+        entry = self.file.tools.get(tool)
+        if entry is None:
+            return None
+        evidence: dict[str, Any] = {
+            "registry": self.file.server.id,
+            "status": self.file.status,
+            "version": entry.evidence.version,
+            "source": entry.evidence.source,
+            "file": self.source,
+            "digest": self.digest,
+        }
+        for index, rule in enumerate(entry.rules):
+            if rule.matches(arguments):
+                return verdict(
+                    rule.rclass,
+                    ClassSource.REGISTRY_ARGUMENTS,
+                    rule.rationale,
+                    disclosure=entry.disclosure and rule.rclass == "R4",
+                    argumentRule=index,
+                    argument=rule.argument,
+                    **evidence,
+                )
+        return verdict(
+            entry.rclass, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
+        )
+
+
+def load_record(path: str | Path, *, name: str | None = None) -> Record:
+    """Read one registry file; :class:`PolicyFileError` names ``name`` (default the path) and the line."""
+    source = name or str(path)
+    try:
+        text = read_text(path)
+    except FileProblem as problem:
+        raise PolicyFileError(source, [Problem(problem.line or 1, problem.column, problem.message)]) from None
+    return parse_record(text, source=source)
+
+
+def parse_record(text: str, *, source: str = "<registry>") -> Record:
+    """Validate registry JSON given as text."""
+    from hatp_journal.recorder.policy.load import problems_of  # load imports this module
+
+    try:
+        keys = located(text, source)
+    except LocateError as error:
+        raise PolicyFileError(
+            source, [Problem(error.position.line, error.position.column, error.message)]
+        ) from None
+    try:
+        file = RegistryFile.model_validate_json(text, strict=True, by_alias=True, by_name=False)
+    except ValidationError as error:
+        raise PolicyFileError(source, problems_of(keys, error)) from None
+    return Record(file, source, sha256_digest(file.model_dump(mode="json", by_alias=True)))
+
+
+@cache
+def shipped() -> Mapping[str, Record]:
+    """The registry files shipped with the Recorder, by server id (read once)."""
+    folder = resources.files("hatp_journal.recorder.registry")
+    records: dict[str, Record] = {}
+    for item in sorted(folder.iterdir(), key=lambda found: found.name):
+        if item.name.endswith(".json"):
+            record = parse_record(item.read_text(encoding="utf-8"), source=f"registry/{item.name}")
+            records[record.file.server.id] = record
+    return records
+
+
+# The argument tests. Each is deliberately narrow: a value it is unsure of fails the test, and the
+# tool keeps its (higher) base class.
+
+_SQL_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]")
+_SQL_WORD = re.compile(r"[A-Za-z_]+")
+_SQL_WRITES = frozenset(
+    {
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "REPLACE",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "VACUUM",
+        "REINDEX",
+        "INTO",
+        "COMMIT",
+        "BEGIN",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "ANALYZE",
+    }
+)
+
+
+def sql_single_select(query: str) -> bool:
+    """One ``SELECT`` statement: no comments, no ``;`` but a final one, and none of the words that
+    write, change transactions or attach files (``INTO`` included: ``SELECT … INTO`` creates a table
+    in some databases), outside quoted strings and names."""
+    if "--" in query or "/*" in query:
+        return False
+    bare = _SQL_QUOTED.sub(" ", query).strip()
+    if bare.endswith(";"):
+        bare = bare[:-1].rstrip()
+    if any(char in bare for char in ";'\"`["):  # a second statement, or a quote left open
+        return False
+    words = [word.upper() for word in _SQL_WORD.findall(bare)]
+    return bool(words) and words[0] == "SELECT" and not _SQL_WRITES.intersection(words)
+
+
+def sql_identifier(value: str) -> bool:
+    """A plain SQL name: letters, digits and underscores, not starting with a digit, at most 128."""
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value) is not None
+
+
+PREDICATES = {"sql-single-select": sql_single_select, "sql-identifier": sql_identifier}
+
+
+class RegistryFileMissing(ValueError):
+    """A file ``registry.files`` names can't be read; ``index`` says which, for the policy's line."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The registry a policy classifies by: records by server id, and which record each server uses."""
+
+    records: Mapping[str, Record]
+    servers: Mapping[str, str]
+
+    @classmethod
+    def load(cls, files: tuple[str, ...], servers: Mapping[str, str], base: Path) -> Registry:
+        """The shipped records, then each of ``files`` (relative to ``base``), which replaces a
+        shipped record of the same server id."""
+        records = dict(shipped())
+        for index, name in enumerate(files):
+            path = base / name
+            try:
+                text = read_text(path)
+            except FileProblem as problem:
+                if problem.line is None:  # not a readable file at all: the policy's line says which
+                    raise RegistryFileMissing(index, f"registry file {name}: {problem}") from None
+                raise PolicyFileError(
+                    path, [Problem(problem.line, problem.column, problem.message)]
+                ) from None
+            record = parse_record(text, source=str(path))
+            records[record.file.server.id] = record
+        return cls(records, dict(servers))
+
+    def record_for(self, server: str) -> Record | None:
+        """The record that classifies ``server`` (a recorder.toml name); None: none is named."""
+        named = self.servers.get(server)
+        return None if named is None else self.records.get(named)
+
+    def is_disclosure(self, server: str, tool: str) -> bool:
+        """Whether the registry calls ``tool`` of ``server`` a disclosure, whatever its arguments."""
+        record = self.record_for(server)
+        entry = record.file.tools.get(tool) if record is not None else None
+        return entry is not None and entry.disclosure

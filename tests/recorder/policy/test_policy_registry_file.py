@@ -1,0 +1,198 @@
+"""A registry file, or a policy using one, that can't be trusted is refused at load with file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from hatp_journal.recorder.policy import PolicyFileError, load_policy
+from hatp_journal.recorder.policy.registry import shipped
+from hatp_journal.recorder.policy.registry_schema import registry_schema
+from hatp_journal.toolkit.schema import render
+
+ROOT = Path(__file__).parents[3]
+SCHEMA = ROOT / "docs" / "schema" / "host-registry.schema.json"
+SHIPPED = ROOT / "recorder" / "registry"
+
+CRM = {
+    "format": "hatp-registry/1",
+    "server": {"id": "acme-crm", "package": "internal:acme-crm", "version": "4.2.0"},
+    "status": "reviewed",
+    "tools": {
+        "export_report": {
+            "class": "R4",
+            "rationale": "Sends the report to an address outside the organisation.",
+            "evidence": {"version": "4.2.0", "source": "crm/export.py:12"},
+            "disclosure": True,
+            "arguments": ["to"],
+        },
+        "archive_deal": {
+            "class": "R1",
+            "rationale": "Archived deals can be restored.",
+            "evidence": {"version": "4.2.0", "source": "crm/deals.py:40"},
+            "arguments": ["deal_id", "hard"],
+            "rules": [
+                {"argument": "hard", "equals": True, "class": "R4", "rationale": "A hard archive deletes."}
+            ],
+        },
+    },
+}
+
+
+RULE = '"rules": ['  # a rule's problems are at its opening brace, the line after
+
+
+def written(tmp_path: Path, registry: dict[str, Any], **policy: Any) -> Path:
+    (tmp_path / "crm.json").write_text(json.dumps(registry, indent=2))
+    body = {"registry": {"files": ["crm.json"], "servers": {"crm": "acme-crm"}}, **policy}
+    (tmp_path / "policy.json").write_text(json.dumps(body, indent=2))
+    return tmp_path / "policy.json"
+
+
+def refused(path: Path) -> PolicyFileError:
+    with pytest.raises(PolicyFileError) as caught:
+        load_policy(path)
+    return caught.value
+
+
+def line_of(path: Path, text: str) -> int:
+    """The last line holding ``text``."""
+    return max(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_a_good_registry_file_classifies_its_server_with_its_argument_rules(tmp_path: Path) -> None:
+    registry = load_policy(written(tmp_path, CRM)).host_registry()
+    record = registry.record_for("crm")
+
+    assert record is not None
+    assert record.judge("archive_deal", {"deal_id": "D-1"}).rclass == "R1"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": True}).rclass == "R4"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": 1}).rclass == "R1"  # type: ignore[union-attr]
+
+
+def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: Path) -> None:
+    lowering = {
+        "server": "crm",
+        "tool": "export_report",
+        "class": "R2",
+        "by": "ops",
+        "reason": "we trust them",
+    }
+    path = written(tmp_path, CRM, classOverrides=[lowering])
+
+    error = refused(path)
+
+    assert error.path == str(path)
+    assert error.line == line_of(path, '"class": "R2"')
+    assert "disclosure" in error.message
+
+
+def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Path) -> None:
+    fine = [{"server": "crm", "tool": "archive_deal", "class": "R0", "by": "ops", "reason": "nightly backup"}]
+
+    assert load_policy(written(tmp_path, CRM, classOverrides=fine)).class_overrides[0].rclass == "R0"
+
+
+@pytest.mark.parametrize(
+    ("change", "marker"),
+    [
+        (lambda tools: tools["archive_deal"].update({"class": "R5"}), '"class": "R5"'),
+        (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "sql-single-select"}), RULE),
+        (lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None}), RULE),
+        (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "regex"}), '"is": "regex"'),
+        (lambda tools: tools["archive_deal"]["rules"][0].update({"argument": "hrad"}), '"archive_deal"'),
+        (lambda tools: tools["archive_deal"].update({"disclosure": True}), '"archive_deal"'),
+        (lambda tools: tools["archive_deal"].update({"evidence": {"version": "4.2.0"}}), '"evidence"'),
+    ],
+    ids=[
+        "unknown class",
+        "two tests",
+        "no test",
+        "unknown test",
+        "unknown argument",
+        "disclosure not R4",
+        "no source",
+    ],
+)
+def test_a_bad_registry_file_is_refused_with_its_file_and_line(
+    tmp_path: Path, change: Any, marker: str
+) -> None:
+    bad = json.loads(json.dumps(CRM))
+    change(bad["tools"])
+    written(tmp_path, bad)
+
+    error = refused(tmp_path / "policy.json")
+
+    assert error.path == str(tmp_path / "crm.json")
+    assert error.line == line_of(tmp_path / "crm.json", marker) + (marker == RULE)
+
+
+def test_a_duplicate_tool_in_a_registry_file_is_refused_at_its_line(tmp_path: Path) -> None:
+    written(tmp_path, CRM)
+    text = (tmp_path / "crm.json").read_text().replace('"archive_deal"', '"export_report"')
+    (tmp_path / "crm.json").write_text(text)
+
+    error = refused(tmp_path / "policy.json")
+
+    assert error.path == str(tmp_path / "crm.json")
+    assert "duplicate" in error.message
+
+
+def test_a_missing_registry_file_is_refused_at_the_policy_line_that_names_it(tmp_path: Path) -> None:
+    path = written(tmp_path, CRM)
+    (tmp_path / "crm.json").unlink()
+
+    error = refused(path)
+
+    assert error.path == str(path)
+    assert error.line == line_of(path, '"crm.json"')
+
+
+def test_a_server_mapped_to_a_registry_nobody_ships_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"registry": {"servers": {"db": "mcp-server-sqlite3"}}}, indent=2))
+
+    error = refused(path)
+
+    assert error.line == line_of(path, '"db"')
+
+
+def test_a_policy_giving_both_kinds_and_classes_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"autonomy": {"read": "allow", "classes": {"R0": "allow"}}}, indent=2))
+
+    assert refused(path).line == line_of(path, '"autonomy"')
+
+
+@pytest.mark.parametrize("action", ["allow", "ask"])
+def test_a_policy_that_lets_r4_be_anything_but_never_autonomous_is_refused_at_its_line(
+    tmp_path: Path, action: str
+) -> None:
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps({"autonomy": {"classes": {"R0": "allow", "R4": action}}}, indent=2))
+
+    assert refused(path).line == line_of(path, '"R4"')
+
+
+def test_the_shipped_registry_files_are_reviewed_and_name_a_source_for_every_tool() -> None:
+    records = shipped()
+
+    assert set(records) == {"@modelcontextprotocol/server-filesystem", "mcp-server-sqlite"}
+    for record in records.values():
+        assert record.file.status == "reviewed"
+        assert all(entry.evidence.source and entry.rationale for entry in record.file.tools.values())
+
+
+def test_the_committed_registry_schema_equals_the_code_and_the_shipped_files_follow_it() -> None:
+    committed = SCHEMA.read_text(encoding="utf-8")
+    schema = json.loads(committed)
+
+    assert committed == render(registry_schema()), "run `make schema` and commit docs/schema/"
+    for name in ("server-filesystem.json", "mcp-server-sqlite.json"):
+        jsonschema.validate(json.loads((SHIPPED / name).read_text(encoding="utf-8")), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**CRM, "status": "approved"}, schema)
