@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import (
@@ -28,7 +29,7 @@ from hatp_journal.recorder.undo.plan import (
 )
 from hatp_journal.recorder.undo.steps import Step, later_writers, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.wire import FieldChange, Money
+from hatp_journal.toolkit.wire import Money
 
 
 class CheckUnavailable(Exception):
@@ -155,7 +156,7 @@ async def _place(
         "summary": step.summary,
     }
     if step.kind == "unresolved":
-        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved"))
+        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
         return
     if step.kind in ("none", "unknown"):
         remedy = step.journal.get("remedy")
@@ -175,7 +176,12 @@ async def _place(
         plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {error}"))
         return
     checks[step.id] = answer
-    status = answer.get("status")
+    read = read_check_answer(answer)
+    if isinstance(read, Unreadable):
+        # Signed by its server, yet not of the wire's shape: kept in the plan entry, step unresolved.
+        plan.unresolved.append(Unresolved(**item, reason=read.text(), code=read.code))
+        return
+    status = read.status
     undo = step.undo_text
     later = later_writers(step, planned)
     # Later steps of this plan changed the same resource: their undo comes first and leaves the
@@ -184,12 +190,13 @@ async def _place(
     ours = (
         status == "conflict"
         and bool(later)
-        and answer.get("versionFound") == later[-1].version
+        and read.version_found == later[-1].version
         and unbroken(step, later)
     )
+    message = read.message
     if status == "conflict" and later and not unbroken(step, later):
         gap = next(s for s, prev in zip(later, [step, *later], strict=False) if s.before != prev.version)
-        answer = {**answer, "message": f"changed outside the run before {gap.id} (expected {gap.before})"}
+        message = f"changed outside the run before {gap.id} (expected {gap.before})"
     if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
@@ -209,19 +216,19 @@ async def _place(
                 **item,
                 undo=undo,
                 resource=step.resource,
-                version_expected=answer.get("versionExpected"),
-                version_found=answer.get("versionFound"),
-                changed_by=answer.get("changedBy"),
-                changes=[FieldChange.model_validate(c) for c in answer.get("changes") or []],
-                message=str(answer.get("message", "")),
+                version_expected=read.version_expected,
+                version_found=read.version_found,
+                changed_by=read.changed_by,
+                changes=list(read.changes),
+                message=message,
             )
         )
     elif status == "expired":
-        plan.expired.append(Expired(**item, undo_by=answer.get("undoBy") or step.undo_by))
+        plan.expired.append(Expired(**item, undo_by=read.undo_by or step.undo_by))
     elif status == "done":
         plan.already_reversed.append(AlreadyReversed(**item))
     else:
-        why = f"check answered {answer.get('code') or status}: {answer.get('message', '')}".rstrip(": ")
+        why = f"check answered {read.code or status}: {read.message}".rstrip(": ")
         plan.unresolved.append(Unresolved(**item, reason=why))
 
 
