@@ -15,7 +15,9 @@ reminder, once. Hypothesis runs derandomized, so every run tries the same inputs
 from __future__ import annotations
 
 import copy
+import logging
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
+from starlette.testclient import TestClient
 
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
@@ -36,7 +39,7 @@ from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import ReadCode
-from hatp_journal.recorder.reminders import tick
+from hatp_journal.recorder.reminders import RUN_UNREADABLE, tick
 from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.tokens import redact
 from hatp_journal.recorder.undo.links import LinkIndex
@@ -503,3 +506,157 @@ def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Sto
     assert tally.objects >= 10_000, tally
     assert min(tally.seen[kind] for kind in ("fits", "unresolved", "unreadable")) >= 500, tally
     assert min(tally.seen[kind] for kind in ("check answer broken", "undo answer broken")) >= 500, tally
+
+
+# -- the cases the issue names, one by one ----------------------------------------------------------
+
+ISSUE_TIMES = ["2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"]
+
+
+def signed_with_undo_by(undo_by: str) -> dict[str, Any]:
+    journal = journal_object("t-1", "k1")
+    journal["undo"]["undoBy"] = undo_by
+    return signed_call(journal, {"key": "k1"})
+
+
+@pytest.mark.parametrize("undo_by", ISSUE_TIMES)
+def test_a_signed_undo_by_that_is_no_wire_time_is_unresolved_at_intake(undo_by: str) -> None:
+    intake = take_in(
+        {META_KEY: signed_with_undo_by(undo_by)},
+        tool="put",
+        arguments={"key": "k1"},
+        server_keys=KEYS,
+        declared_kind="compensate",
+    )
+
+    assert (intake.status, intake.kind) == ("unresolved", "unknown")
+
+
+def test_the_same_object_with_a_wire_time_is_verified() -> None:
+    intake = take_in(
+        {META_KEY: signed_with_undo_by(OPEN_WINDOW)},
+        tool="put",
+        arguments={"key": "k1"},
+        server_keys=KEYS,
+        declared_kind="compensate",
+    )
+
+    assert (intake.status, intake.kind) == ("verified", "compensate")
+
+
+@pytest.fixture
+def pages(tmp_path: Path) -> Iterator[tuple[WebApprover, TestClient]]:
+    """The approver's pages over a store, with Dana signed in."""
+    web = WebApprover(approver_config(tmp_path), clock=lambda: NOW)
+    client = TestClient(web.app)
+    signed_in = client.get(web.link(DANA).removeprefix("http://testserver"), follow_redirects=False)
+    assert signed_in.status_code == 303
+    try:
+        yield web, client
+    finally:
+        client.close()
+        web.close()
+
+
+def kept_run(store: RunStore, *undo_bys: str) -> str:
+    """A closed run: a genuine call, then one call per ``undo_by`` kept as verified, as a Recorder
+    did before intake checked ``undoBy``."""
+    run = store.open_run(agent="bot", principal=DANA).id
+    links = LinkIndex()
+    write_call(store, run, links, 1, signed_call(journal_object("t-1", "k1"), {"key": "k1"}))
+    for number, undo_by in enumerate(undo_bys, 2):
+        journal = journal_object(f"t-{number}", f"k{number}")
+        journal["undo"]["undoBy"] = undo_by
+        write_call(store, run, links, number, signed_call(journal, {"key": f"k{number}"}), as_verified=True)
+    store.close_run(run)
+    return run
+
+
+def test_the_review_page_shows_each_unreadable_call_as_unreadable_and_the_rest_as_usual(
+    pages: tuple[WebApprover, TestClient],
+) -> None:
+    web, client = pages
+    run = kept_run(web.store, *ISSUE_TIMES)
+
+    page = client.get(f"/runs/{run}")
+
+    assert page.status_code == 200
+    unreadable = re.findall(r'data-entry="(e\d+)" class="unreadable" data-code="([A-Z_]+)"', page.text)
+    assert unreadable == [(f"e{n}", ReadCode.JOURNAL_UNREADABLE) for n in range(2, 6)]
+    assert re.findall(r'<tr class="window open" data-entry="(e\d+)"', page.text) == ["e1"]
+
+
+def test_planning_a_run_with_unreadable_calls_plans_them_unresolved_and_checks_the_rest(
+    tmp_path: Path,
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = kept_run(store, "2026-11-08")
+    checked: list[str] = []
+
+    async def check(step: Step) -> dict[str, Any]:
+        checked.append(step.id)
+        return signed_answer(undo_answer("check", step.token_digest or ""))
+
+    planned = anyio.run(
+        lambda: build_plan(
+            store, run, UndoRequest(from_step=1), requested_by=DANA, undo_authority=LEAD, check=check, now=NOW
+        )
+    )
+
+    assert checked == ["e1"]
+    assert [(u.entry, u.code) for u in planned.plan.unresolved] == [("e2", ReadCode.JOURNAL_UNREADABLE)]
+    assert [s.entry for s in planned.plan.steps] == ["e1"]
+
+
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [("versionFound", 5), ("changedBy", {"who": "x"}), ("changes", "everything"), ("undoBy", "2026-11-08")],
+)
+def test_a_signed_check_answer_that_does_not_fit_leaves_its_step_unresolved(
+    tmp_path: Path, member: str, value: Any
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = kept_run(store)
+
+    async def check(step: Step) -> dict[str, Any]:
+        answer = {**undo_answer("check", step.token_digest or ""), "status": "conflict", member: value}
+        return signed_answer(answer)
+
+    planned = anyio.run(
+        lambda: build_plan(
+            store, run, UndoRequest(from_step=1), requested_by=DANA, undo_authority=LEAD, check=check, now=NOW
+        )
+    )
+
+    assert [(u.entry, u.code) for u in planned.plan.unresolved] == [("e1", ReadCode.CHECK_ANSWER_UNREADABLE)]
+    assert planned.checks["e1"][member] == value  # kept as the server signed it
+
+
+def test_show_reads_an_undo_outcome_whose_answer_does_not_fit_as_unreadable(tmp_path: Path) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = kept_run(store)
+    answer = {**undo_answer("compensate", token_digest("t-1")), "versionLeft": ["v3"]}
+    outcome = store.append(
+        run, "undo-outcome", {"step": "e1", "server": SERVER, "answer": signed_answer(answer)}
+    )
+
+    shown = {line[0]: line for line in (entry_line(entry).split("\t") for entry in store.entries(run))}
+
+    assert shown["e1"][1:3] == ["call", f"{SERVER}.put"]
+    assert shown[outcome.id][2:4] == ["unreadable", ReadCode.BODY_UNREADABLE]
+
+
+def test_tick_skips_a_run_it_cannot_read_logs_why_and_still_reminds_every_other_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    broken, fine = kept_run(store), kept_run(store)
+    with sqlite3.connect(tmp_path / "recorder.db") as database:  # a row damaged outside the Recorder
+        database.execute("UPDATE rec_entry SET data = ? WHERE run = ? AND seq = 1", (b"[1, 2]", broken))
+    caplog.set_level(logging.WARNING, logger="hatp_journal.recorder.reminders")
+
+    appended, failed = tick(store, POLICY, DIRECTORY, MailSection(), NOW, "http://testserver")
+
+    assert failed == []
+    assert [(e.run, e.kind) for e in appended] == [(fine, "review"), (fine, "reminder")]
+    assert [(r.code, r.run) for r in caplog.records] == [(RUN_UNREADABLE, broken)]  # type: ignore[attr-defined]
