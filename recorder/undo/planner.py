@@ -307,7 +307,10 @@ def _reads(entry: Entry, resource: str) -> str | None:
     journal = entry.body.get("journal")
     effect = journal.get("effect") if isinstance(journal, dict) else None
     if isinstance(effect, dict):
-        uses = [u.get("resource") for u in effect.get("uses") or [] if isinstance(u, dict)]
+        declared = effect.get("uses")  # the server's, verified or not: read only where it is a list
+        uses = (
+            [u.get("resource") for u in declared if isinstance(u, dict)] if isinstance(declared, list) else []
+        )
         if resource in uses or effect.get("resource") == resource:
             return "uses"
     names = {resource, resource.rstrip("/").rsplit("/", 1)[-1]}

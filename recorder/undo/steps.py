@@ -116,12 +116,15 @@ class Step:
 
     @property
     def side_effects(self) -> list[str]:
-        return [str(s) for s in self.undo.get("sideEffects") or []]
+        side_effects = self.undo.get("sideEffects")
+        return [str(s) for s in side_effects] if isinstance(side_effects, list) else []
 
     @property
     def uses(self) -> list[str]:
         """Resources the server declared the call relied on (``effect.uses``)."""
-        return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
+        uses = self.effect.get("uses")
+        listed = uses if isinstance(uses, list) else []
+        return [str(u["resource"]) for u in listed if isinstance(u, dict) and "resource" in u]
 
 
 NO_CHANGE_CODES = frozenset({ErrorCode.TOOL_FAILED, ErrorCode.INVALID_ARGUMENTS})

@@ -110,7 +110,7 @@ def texts(min_size: int = 0) -> list[str]:
 JOURNAL_FIELDS: dict[tuple[str, ...], Hostile] = {
     ("undo", "undoBy"): Hostile([*GOOD_TIMES, None], NOT_STRINGS, BAD_TIMES),
     ("undo", "kind"): Hostile(["compensate"], ["maybe", *NOT_STRINGS]),
-    ("undo", "sideEffects"): Hostile(LISTS_OF_TEXT, ["a", [1], {}]),
+    ("undo", "sideEffects"): Hostile(LISTS_OF_TEXT, ["a", 5, None, [1], {}]),
     ("undo", "cost"): Hostile(
         [{"amount": "2.50", "currency": "USD"}],
         [{"amount": 2.5, "currency": "USD"}, "2.50 USD", {"amount": "x", "currency": "usd"}],
@@ -129,7 +129,7 @@ JOURNAL_FIELDS: dict[tuple[str, ...], Hostile] = {
     ),
     ("effect", "uses"): Hostile(
         [[], [{"resource": "kv://store/k1"}], [{"resource": ""}, {"resource": "x" * 300}]],
-        ["x", [1], [{"resource": 5}], {"resource": "a"}],
+        ["x", 5, None, [1], [{"resource": 5}], [{"name": "a"}], {"resource": "a"}],
     ),
     ("effect", "fields"): Hostile([{}, {"value": "Won"}, {"a": JSON_VALUES}], ["a", [], 5]),
     ("trustMe",): Hostile([], JSON_VALUES),
