@@ -149,8 +149,8 @@ class CallBody(BodyModel):
     """A ``call`` (and ``remedy``): what reached a tool server and what came back. ``journal`` is kept
     raw here: it is the server's object, read through :func:`read_journal` once intake verified it."""
 
-    server: str
-    tool: str
+    server: str = ""
+    tool: str = ""
     arguments: Any = None
     intake: IntakeVerdict | None = None
     journal: Any = None
