@@ -32,7 +32,7 @@ from hatp_journal.recorder.policy import CallFacts, Policy
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.tokens import recorder_announcement, redact
+from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -238,13 +238,8 @@ class Recorder:
             server_keys=downstream.keys,
             declared_kind=facts.kind,
         )
-        journal = intake.raw if intake.status == "verified" else _kept(intake.raw)
-        oversize = _oversize(journal, self.config.recorder.max_journal_bytes)
-        if oversize is not None:
-            # The call happened, so it is journaled: as unknown, with the object's size and digest.
-            intake, journal = Intake("unresolved", "unknown", oversize["rejected"]), oversize
-        body["intake"] = intake.wire()
-        body["journal"], tokens = redact(downstream.name, journal)
+        members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
+        body.update(members)
         body["outcome"] = {"status": "error" if is_error else "ok"}
         self.ledger.settle(held, moved=not is_error)
         body["links"] = self._links.links(body)
@@ -356,6 +351,21 @@ def _amount(arguments: dict[str, Any]) -> Money | None:
         return Money(amount=str(arguments["amount"]), currency=str(arguments.get("currency", "USD")))
     except (KeyError, ValidationError):
         return None
+
+
+def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, Any], list[Kept]]:
+    """The ``intake`` and ``journal`` members of a call entry, and the compensation token to keep.
+
+    A verified object is kept whole (its token replaced by the digest); any other as received when
+    it is plain JSON; one over ``limit`` canonical bytes by its size and digest only.
+    """
+    journal = intake.raw if intake.status == "verified" else _kept(intake.raw)
+    oversize = _oversize(journal, limit)
+    if oversize is not None:
+        # The call happened, so it is journaled: as unknown, with the object's size and digest.
+        intake, journal = Intake("unresolved", "unknown", oversize["rejected"]), oversize
+    kept, tokens = redact(server, journal)
+    return {"intake": intake.wire(), "journal": kept}, tokens
 
 
 def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.signing import VerifyKey, verify_call
 from hatp_journal.toolkit.wire import META_KEY, ErrorBody, JournalObject
 
@@ -123,6 +124,15 @@ def take_in(
         fields = ", ".join(".".join(str(p) for p in e["loc"]) for e in error.errors()[:5])
         return Intake(
             "unresolved", "unknown", f"journal object does not fit the wire format: {fields}", raw=raw
+        )
+    if (
+        journal.undo is not None
+        and journal.undo.undo_by is not None
+        and not is_wire_time(journal.undo.undo_by)
+    ):
+        # Signed or not, a window that is no time (a date alone, an offset, 23:59:60) can't be kept.
+        return Intake(
+            "unresolved", "unknown", "journal object does not fit the wire format: undo.undoBy", raw=raw
         )
     if not verify_call(raw, tool, arguments, server_keys):
         return Intake(

@@ -17,6 +17,7 @@ appends a ``seen`` entry, which is what "somebody has looked" means.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
@@ -25,13 +26,18 @@ from typing import Any
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
-from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record import Entry, Run, RunStore
+from hatp_journal.recorder.record.entry_bodies import reversed_entries
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.servers.smtp import MailDeliveryError, send_message
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
+RUN_UNREADABLE = "RUN_UNREADABLE"
+"""Logged (as ``code``) by ``due`` for a run whose record could not be read; the other runs go on."""
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,79 +53,101 @@ class Notice:
 
 
 def due(store: RunStore, policy: Policy, directory: Directory, now: datetime, base_url: str) -> list[Notice]:
-    """Everything due at ``now`` that the record does not already hold."""
+    """Everything due at ``now`` that the record does not already hold.
+
+    Runs are looked at one by one: a run whose record can't be read at all is skipped and logged
+    (``RUN_UNREADABLE``), and every other run still gets its notices.
+    """
     notices: list[Notice] = []
-    rules = policy.review
-    escalate_to = rules.escalate_to or policy.undo_authority
     for run in store.runs():
         if run.closed_at is None:
             continue
-        entries = store.entries(run.id)
-        done = {(e.kind, e.body.get("step")) for e in entries if e.kind in NOTICE_KINDS}
-        link = f"{base_url.rstrip('/')}/runs/{run.id}"
-        principal = [run.principal]
-        windows = _open_windows(entries)
-        if ("review", None) not in done:
-            lines = [
-                f"- {_line(step)}" + " (closed)" * ((step.undo_by or "") <= wire_time(now))
-                for step in windows
-            ]
-            lines = lines or ["- nothing in this run can be undone"]
-            text = f"What {run.agent} did for you can still be undone until:\n" + "\n".join(lines)
+        try:
+            notices += _due_in_run(store, run, policy, directory, now, base_url)
+        except Exception as error:  # noqa: BLE001 -- one run's record never stops another run's reminders
+            _log.warning(
+                "%s: run %s skipped: %s: %s",
+                RUN_UNREADABLE,
+                run.id,
+                type(error).__name__,
+                error,
+                extra={"code": RUN_UNREADABLE, "run": run.id},
+            )
+    return notices
+
+
+def _due_in_run(
+    store: RunStore, run: Run, policy: Policy, directory: Directory, now: datetime, base_url: str
+) -> list[Notice]:
+    """What is due for one closed run."""
+    notices: list[Notice] = []
+    rules = policy.review
+    escalate_to = rules.escalate_to or policy.undo_authority
+    entries = store.entries(run.id)
+    done = {(e.kind, _notice_step(e)) for e in entries if e.kind in NOTICE_KINDS}
+    link = f"{base_url.rstrip('/')}/runs/{run.id}"
+    principal = [run.principal]
+    windows = _open_windows(entries)
+    if ("review", None) not in done:
+        lines = [
+            f"- {_line(step)}" + " (closed)" * ((step.undo_by or "") <= wire_time(now)) for step in windows
+        ]
+        lines = lines or ["- nothing in this run can be undone"]
+        text = f"What {run.agent} did for you can still be undone until:\n" + "\n".join(lines)
+        notices.append(
+            Notice(
+                run.id,
+                "review",
+                {"to": principal, "link": link},
+                principal,
+                f"Review of {run.agent}'s run {run.id}",
+                f"{text}\n\nReview it: {link}\n",
+            )
+        )
+    for step in windows:
+        assert step.undo_by is not None
+        undo_by = parse_wire_time(step.undo_by)
+        about = {"step": step.id, "undoBy": step.undo_by, "summary": step.summary}
+        if now >= undo_by:
+            if ("lapse", step.id) not in done:
+                after = "escalation" if ("escalation", step.id) in done else "quiet"
+                reminded = ("reminder", step.id) in done
+                lapse = {**about, "after": after, "reminded": reminded}
+                notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
+            continue
+        if (
+            now >= undo_by - timedelta(seconds=rules.remind_before_seconds)
+            and ("reminder", step.id) not in done
+        ):
             notices.append(
                 Notice(
                     run.id,
-                    "review",
-                    {"to": principal, "link": link},
+                    "reminder",
+                    {**about, "to": principal, "link": link},
                     principal,
-                    f"Review of {run.agent}'s run {run.id}",
-                    f"{text}\n\nReview it: {link}\n",
+                    f"Undo window closes {step.undo_by}: {step.summary}",
+                    f"{_line(step)}\n\nAfter that it can't be undone. Review it: {link}\n",
                 )
             )
-        for step in windows:
-            assert step.undo_by is not None
-            undo_by = parse_wire_time(step.undo_by)
-            about = {"step": step.id, "undoBy": step.undo_by, "summary": step.summary}
-            if now >= undo_by:
-                if ("lapse", step.id) not in done:
-                    after = "escalation" if ("escalation", step.id) in done else "quiet"
-                    reminded = ("reminder", step.id) in done
-                    lapse = {**about, "after": after, "reminded": reminded}
-                    notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
-                continue
-            if (
-                now >= undo_by - timedelta(seconds=rules.remind_before_seconds)
-                and ("reminder", step.id) not in done
-            ):
-                notices.append(
-                    Notice(
-                        run.id,
-                        "reminder",
-                        {**about, "to": principal, "link": link},
-                        principal,
-                        f"Undo window closes {step.undo_by}: {step.summary}",
-                        f"{_line(step)}\n\nAfter that it can't be undone. Review it: {link}\n",
-                    )
+        escalate_at = undo_by - timedelta(seconds=rules.escalate_before_seconds)
+        if (
+            escalate_to is not None
+            and now >= escalate_at
+            and ("escalation", step.id) not in done
+            and ("reminder", step.id) in done
+            and not _looked_since_reminder(entries, step.id)
+        ):
+            holders = directory.holders(escalate_to)
+            notices.append(
+                Notice(
+                    run.id,
+                    "escalation",
+                    {**about, "role": escalate_to, "to": holders, "link": link},
+                    holders,
+                    f"Nobody has looked: undo window closes {step.undo_by}",
+                    f"{run.principal} has not looked at this yet.\n{_line(step)}\n\nReview it: {link}\n",
                 )
-            escalate_at = undo_by - timedelta(seconds=rules.escalate_before_seconds)
-            if (
-                escalate_to is not None
-                and now >= escalate_at
-                and ("escalation", step.id) not in done
-                and ("reminder", step.id) in done
-                and not _looked_since_reminder(entries, step.id)
-            ):
-                holders = directory.holders(escalate_to)
-                notices.append(
-                    Notice(
-                        run.id,
-                        "escalation",
-                        {**about, "role": escalate_to, "to": holders, "link": link},
-                        holders,
-                        f"Nobody has looked: undo window closes {step.undo_by}",
-                        f"{run.principal} has not looked at this yet.\n{_line(step)}\n\nReview it: {link}\n",
-                    )
-                )
+            )
     return notices
 
 
@@ -173,19 +201,19 @@ def record_seen(store: RunStore, run: str, person: str, now: datetime) -> Entry 
 
 
 def _open_windows(entries: list[Entry]) -> list[Step]:
-    undone = {
-        line["entry"]
-        for e in entries
-        if e.kind == "reversal"
-        for line in e.body.get("steps", [])
-        if line.get("status") == "reversed"
-    }
+    undone = reversed_entries(entries)
     windows = [s for s in steps_of(entries) if s.kind == "compensate" and s.undo_by and s.id not in undone]
     return sorted(windows, key=lambda s: (s.undo_by or "", s.number))
 
 
+def _notice_step(entry: Entry) -> str | None:
+    """The step a notice is about (None for a run's review, or a notice that names none readably)."""
+    step = entry.body.get("step")
+    return step if isinstance(step, str) else None
+
+
 def _looked_since_reminder(entries: list[Entry], step: str) -> bool:
-    reminded = next((e.seq for e in entries if e.kind == "reminder" and e.body.get("step") == step), None)
+    reminded = next((e.seq for e in entries if e.kind == "reminder" and _notice_step(e) == step), None)
     return reminded is not None and any(e.kind in ("seen", "plan") and e.seq > reminded for e in entries)
 
 

@@ -1,95 +1,104 @@
-"""One line per Run Record entry, for ``hatp-recorder show``: what happened, decided, and until when."""
+"""One line per Run Record entry, for ``hatp-recorder show``: what happened, decided, and until when.
+
+Bodies are read through ``record.entry_bodies``: an entry that does not fit its kind's model (or a
+call whose verified journal object does not fit the wire format) reads ``unreadable`` with its code,
+and the other lines are unaffected.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import (
+    Body,
+    CallBody,
+    DecisionBody,
+    HaltedBody,
+    IntentBody,
+    MailFailedBody,
+    MentionBody,
+    NoticeBody,
+    OutcomeBody,
+    PlanBody,
+    ReversalBody,
+    Unreadable,
+    read_body,
+    read_journal,
+)
+
+Line = tuple[str, str, str, str]
+_SECTIONS = ("steps", "conflicts", "notReversible")
 
 
 def entry_line(entry: Entry) -> str:
     """``eN <tab> kind <tab> what <tab> decision or status <tab> summary <tab> undoBy``."""
-    body = entry.body
-    describe = _DESCRIBE.get(entry.kind, _call)
-    what, status, summary, until = describe(body)
+    what, status, summary, until = describe(read_body(entry))
     return "\t".join([entry.id, entry.kind, what, status, summary, until])
 
 
-def _call(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    journal = _object(body.get("journal"))
-    effect, undo, decision = (
-        _object(journal.get("effect")),
-        _object(journal.get("undo")),
-        _object(body.get("decision")),
-    )
-    what = f"{body.get('server')}.{body.get('tool')}"
-    if body.get("remedies"):
-        what += f" (remedies {body['remedies']})"
-    return what, str(decision.get("action", "")), str(effect.get("summary", "")), str(undo.get("undoBy", ""))
+def describe(body: Body | Unreadable) -> Line:
+    """(what, decision or status, summary, undoBy) of one body as read."""
+    if isinstance(body, Unreadable):
+        return "unreadable", body.code, body.detail, ""
+    if isinstance(body, CallBody):
+        return _call(body)
+    if isinstance(body, PlanBody):
+        plan = body.plan
+        counted = (plan.steps, plan.conflicts, plan.not_reversible)
+        sizes = ", ".join(f"{len(items)} {name}" for items, name in zip(counted, _SECTIONS, strict=True))
+        return f"undo {plan.request}", f"asks {body.approver}", sizes, ""
+    if isinstance(body, DecisionBody):
+        return _decision(body)
+    if isinstance(body, IntentBody):
+        return f"undo {body.step}", "sending", f"ifVersion {body.request.if_version}", ""
+    if isinstance(body, OutcomeBody):
+        if body.answer is None:
+            return f"undo {body.step}", f"failed: {body.failed}", "", ""
+        return f"undo {body.step}", body.answer.status, body.answer.message, ""
+    if isinstance(body, ReversalBody):
+        counts = ", ".join(f"{n} {status}" for status, n in body.counts.items())
+        return f"of plan {body.plan}", "done", counts, ""
+    if isinstance(body, HaltedBody):
+        return f"of plan {body.plan}", body.code, body.reason, ""
+    if isinstance(body, MailFailedBody):
+        return f"mail for {body.notice}", "not delivered", body.error, ""
+    if isinstance(body, NoticeBody):
+        return f"step {body.step}" if body.step else "", "", body.summary or "", body.undo_by or ""
+    if isinstance(body, MentionBody):
+        return body.ask or body.entry or "", body.code, "", ""
+    return "", "", "", ""
 
 
-def _plan(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    plan = body.get("plan") or {}
-    sizes = ", ".join(
-        f"{len(plan.get(section) or [])} {section}" for section in ("steps", "conflicts", "notReversible")
-    )
-    return f"undo {plan.get('request', '')}", f"asks {body.get('approver', '')}", sizes, ""
+def _call(body: CallBody) -> Line:
+    what = f"{body.server}.{body.tool}"
+    if body.remedies:
+        what += f" (remedies {body.remedies})"
+    action = body.decision.action if body.decision is not None else ""
+    if body.intake is None or body.intake.status != "verified":
+        # Not vouched for by its server: its words are shown as they came, where they are text.
+        effect = _member(body.journal, "effect")
+        undo = _member(body.journal, "undo")
+        return what, action, _text(_member(effect, "summary")), _text(_member(undo, "undoBy"))
+    journal = read_journal(body.journal)
+    if isinstance(journal, Unreadable):
+        return what, action, f"unreadable: {journal.text()}", ""
+    summary = journal.effect.summary if journal.effect is not None else ""
+    undo_by = journal.undo.undo_by if journal.undo is not None else None
+    return what, action, summary, undo_by or ""
 
 
-def _decision(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    approval = body.get("approval") or {}
-    counted = "counted" if body.get("counted") else f"not counted: {body.get('why', '')}"
-    target = body.get("plan") or body.get("ask") or ""
-    overrides = [o["override"]["step"] for o in body.get("overrides") or []]
+def _decision(body: DecisionBody) -> Line:
+    counted = "counted" if body.counted else f"not counted: {body.why}"
+    target = body.plan or body.ask or ""
+    overrides = [signed.override.step for signed in body.overrides]
     extra = f"overrides {', '.join(overrides)}" if overrides else ""
-    return (
-        f"on {target}",
-        f"{approval.get('decision', '')} by {approval.get('by', '')} ({counted})",
-        extra,
-        "",
-    )
+    return f"on {target}", f"{body.approval.decision} by {body.approval.by} ({counted})", extra, ""
 
 
-def _intent(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    request = body.get("request") or {}
-    return f"undo {body.get('step')}", "sending", f"ifVersion {request.get('ifVersion')}", ""
+def _member(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else None
 
 
-def _outcome(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    answer = body.get("answer") or {}
-    status = answer.get("status") or f"failed: {body.get('failed', '')}"
-    return f"undo {body.get('step')}", str(status), str(answer.get("message", "")), ""
-
-
-def _reversal(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    counts = ", ".join(f"{n} {status}" for status, n in (body.get("counts") or {}).items())
-    return f"of plan {body.get('plan')}", "done", counts, ""
-
-
-def _halted(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    return f"of plan {body.get('plan')}", str(body.get("code", "")), str(body.get("reason", "")), ""
-
-
-def _mail_failed(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    return f"mail for {body.get('notice')}", "not delivered", str(body.get("error", "")), ""
-
-
-def _other(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    return str(body.get("ask") or body.get("entry") or ""), str(body.get("code", "")), "", ""
-
-
-_DESCRIBE = {
-    "plan": _plan,
-    "decision": _decision,
-    "undo-intent": _intent,
-    "undo-outcome": _outcome,
-    "reversal": _reversal,
-    "undo-halted": _halted,
-    "withdrawn": _other,
-    "link": _other,
-    "mail-failed": _mail_failed,
-}
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

@@ -167,7 +167,9 @@ def _written(body: Mapping[str, Any]) -> str | None:
 def _uses(journal: Mapping[str, Any]) -> list[str]:
     effect = journal.get("effect")
     uses = effect.get("uses") if isinstance(effect, dict) else None
-    return [str(u["resource"]) for u in uses or [] if isinstance(u, dict) and "resource" in u]
+    if not isinstance(uses, list):
+        return []  # not the wire format (a record kept before intake checked it): declares nothing
+    return [str(u["resource"]) for u in uses if isinstance(u, dict) and "resource" in u]
 
 
 def _host_uses(body: Mapping[str, Any]) -> list[str]:

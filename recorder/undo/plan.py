@@ -65,6 +65,11 @@ class Unresolved(PlannedItem):
     """A step whose journal object failed intake, or whose check could not run."""
 
     reason: str
+    code: str | None = Field(
+        default=None,
+        description="Set when what was recorded or answered could not be read: JOURNAL_UNREADABLE, "
+        "CHECK_ANSWER_UNREADABLE or BODY_UNREADABLE (docs/recorder.md)",
+    )
 
 
 class Expired(PlannedItem):

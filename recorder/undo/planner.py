@@ -16,6 +16,7 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import (
@@ -31,7 +32,7 @@ from hatp_journal.recorder.undo.plan import (
 )
 from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.wire import FieldChange, Money
+from hatp_journal.toolkit.wire import Money
 
 
 class CheckUnavailable(Exception):
@@ -214,7 +215,7 @@ def _place(
         "summary": step.summary,
     }
     if step.kind == "unresolved":
-        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved"))
+        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
         return
     if step.kind in ("none", "unknown"):
         remedy = step.journal.get("remedy")
@@ -233,7 +234,12 @@ def _place(
         plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {answer}"))
         return
     checks[step.id] = answer
-    status = answer.get("status")
+    read = read_check_answer(answer)
+    if isinstance(read, Unreadable):
+        # Signed by its server, yet not of the wire's shape: kept in the plan entry, step unresolved.
+        plan.unresolved.append(Unresolved(**item, reason=read.text(), code=read.code))
+        return
+    status = read.status
     undo = step.undo_text
     after = chains.next(step)
     gap = chains.gap(step)
@@ -243,8 +249,9 @@ def _place(
         and gap is None
         and _left_as_the_run_left_it(answer, chains.newest(step), answers)
     )
+    message = read.message
     if status == "conflict" and gap is not None:
-        answer = {**answer, "message": f"changed outside the run before {gap.id} (expected {gap.before})"}
+        message = f"changed outside the run before {gap.id} (expected {gap.before})"
     if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
@@ -264,19 +271,19 @@ def _place(
                 **item,
                 undo=undo,
                 resource=step.resource,
-                version_expected=answer.get("versionExpected"),
-                version_found=answer.get("versionFound"),
-                changed_by=answer.get("changedBy"),
-                changes=[FieldChange.model_validate(c) for c in answer.get("changes") or []],
-                message=str(answer.get("message", "")),
+                version_expected=read.version_expected,
+                version_found=read.version_found,
+                changed_by=read.changed_by,
+                changes=list(read.changes),
+                message=message,
             )
         )
     elif status == "expired":
-        plan.expired.append(Expired(**item, undo_by=answer.get("undoBy") or step.undo_by))
+        plan.expired.append(Expired(**item, undo_by=read.undo_by or step.undo_by))
     elif status == "done":
         plan.already_reversed.append(AlreadyReversed(**item))
     else:
-        why = f"check answered {answer.get('code') or status}: {answer.get('message', '')}".rstrip(": ")
+        why = f"check answered {read.code or status}: {read.message}".rstrip(": ")
         plan.unresolved.append(Unresolved(**item, reason=why))
 
 
@@ -383,7 +390,9 @@ def _reads(entry: Entry, by_name: Mapping[str, set[str]]) -> list[tuple[str, Rea
     journal = entry.body.get("journal")
     effect = journal.get("effect") if isinstance(journal, dict) else None
     if isinstance(effect, dict):
-        uses = [u.get("resource") for u in effect.get("uses") or [] if isinstance(u, dict)]
+        declared = effect.get("uses")  # the server's, verified or not: read only where it is a list
+        listed = declared if isinstance(declared, list) else []
+        uses = [u.get("resource") for u in listed if isinstance(u, dict)]
         for resource in [*uses, effect.get("resource")]:
             if isinstance(resource, str) and resource in by_name.get(resource, ()):
                 found[resource] = "uses"

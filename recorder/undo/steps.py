@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
+from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.undo.plan import undo_label
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.wire import EffectChange
@@ -26,6 +28,8 @@ class Step:
     """One forwarded call and what its journal object (if verified) says about undoing it.
 
     What it says is read once and kept (``cached_property``): a plan asks each step many times.
+    ``code`` is set when the call's entry could not be read (a ``ReadCode``): the step is then
+    ``unresolved`` and ``reason`` names what did not fit.
     """
 
     number: int
@@ -33,6 +37,7 @@ class Step:
     kind: StepKind
     reason: str | None = None
     journal: dict[str, Any] = field(default_factory=dict)
+    code: str | None = None
 
     @cached_property
     def id(self) -> str:
@@ -109,16 +114,19 @@ class Step:
     @cached_property
     def undo_by(self) -> str | None:
         undo_by = self.undo.get("undoBy")
-        return undo_by if isinstance(undo_by, str) else None
+        return undo_by if is_wire_time(undo_by) and isinstance(undo_by, str) else None
 
     @cached_property
     def side_effects(self) -> list[str]:
-        return [str(s) for s in self.undo.get("sideEffects") or []]
+        side_effects = self.undo.get("sideEffects")
+        return [str(s) for s in side_effects] if isinstance(side_effects, list) else []
 
     @cached_property
     def uses(self) -> list[str]:
         """Resources the server declared the call relied on (``effect.uses``)."""
-        return [str(u["resource"]) for u in self.effect.get("uses") or [] if isinstance(u, dict)]
+        uses = self.effect.get("uses")
+        listed = uses if isinstance(uses, list) else []
+        return [str(u["resource"]) for u in listed if isinstance(u, dict) and "resource" in u]
 
 
 NO_CHANGE_CODES = frozenset({ErrorCode.TOOL_FAILED, ErrorCode.INVALID_ARGUMENTS})
@@ -182,27 +190,37 @@ class Chains:
 
 
 def _classify(number: int, entry: Entry) -> Step:
-    body = entry.body
-    intake = _object(body.get("intake"))
-    outcome = _object(body.get("outcome")).get("status")
-    journal = _object(body.get("journal"))
+    body = read_as(CallBody, entry)
+    if isinstance(body, Unreadable):
+        return Step(number, entry, "unresolved", body.text(), code=body.code)
+    journal = _object(body.journal)
+    status = body.intake.status if body.intake is not None else None
+    outcome = body.outcome.status if body.outcome is not None else None
     if outcome == "failed":
         # A call that hung or crashed its server may or may not have had an effect.
-        why = _object(body.get("outcome")).get("error", "the call failed")
+        why = (body.outcome.error if body.outcome else None) or "the call failed"
         return Step(number, entry, "unresolved", f"the call failed, its effect is unknown: {why}")
-    if intake.get("status") == "error":
+    if status == "error":
         code = str(_object(journal.get("error")).get("code", ""))
         if code in NO_CHANGE_CODES:
             return Step(number, entry, "no-effect", f"the tool refused the call and changed nothing ({code})")
-        why = f"the tool failed, whether it changed anything is unknown: {intake.get('reason') or code}"
+        reason = body.intake.reason if body.intake else None
+        why = f"the tool failed, whether it changed anything is unknown: {reason or code}"
         return Step(number, entry, "unresolved", why)
-    if intake.get("status") == "unresolved":
-        return Step(number, entry, "unresolved", str(intake.get("reason") or "intake failed"), journal)
-    if outcome == "error" and body.get("declared") not in (None, "unknown"):
+    if status == "unresolved":
+        reason = body.intake.reason if body.intake else None
+        return Step(number, entry, "unresolved", reason or "intake failed", journal)
+    if outcome == "error" and body.declared not in (None, "unknown"):
         # A journal-aware tool that answered an error made no change (its transaction rolled back).
         return Step(number, entry, "no-effect", "the tool answered an error and changed nothing")
-    verified = journal if intake.get("status") == "verified" else {}
-    kind = intake.get("kind")
+    verified: dict[str, Any] = {}
+    if status == "verified":
+        # Its server signed it, yet it may not fit (an undoBy that is no time): unresolved, kept as is.
+        kept = read_journal(journal)
+        if isinstance(kept, Unreadable):
+            return Step(number, entry, "unresolved", kept.text(), journal, kept.code)
+        verified = journal
+    kind = body.intake.kind if body.intake is not None else None
     if kind == "compensate":
         return Step(number, entry, "compensate", None, verified)
     if kind == "read":

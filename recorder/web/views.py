@@ -10,6 +10,8 @@ from typing import Any
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import reversed_entries
+from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import steps_of
@@ -20,6 +22,8 @@ def time_left(until: str | None, now: datetime) -> str:
     """``2d 3h left``, ``14m left`` or ``closed``: a countdown as people read it."""
     if until is None:
         return "no window"
+    if not is_wire_time(until):
+        return "unreadable time"
     seconds = int((parse_wire_time(until) - now).total_seconds())
     if seconds <= 0:
         return "closed"
@@ -31,8 +35,8 @@ def time_left(until: str | None, now: datetime) -> str:
 
 
 def clock_time(wire: str) -> str:
-    """``18:15 UTC`` from a wire time."""
-    return parse_wire_time(wire).strftime("%H:%M UTC")
+    """``18:15 UTC`` from a wire time (what was recorded, as it was, when it is not one)."""
+    return parse_wire_time(wire).strftime("%H:%M UTC") if is_wire_time(wire) else str(wire)
 
 
 @dataclass(frozen=True)
@@ -106,28 +110,24 @@ class ReviewLine:
     left: str
     open: bool
     note: str
+    code: str | None = None  # set when the call's entry could not be read (shown as unreadable)
 
 
 def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[ReviewLine]]:
     """(reversible steps sorted by earliest ``undoBy``, closed ones marked; the rest of the run)."""
-    reversed_entries = {
-        step["entry"]
-        for entry in entries
-        if entry.kind == "reversal"
-        for step in entry.body.get("steps", [])
-        if step.get("status") == "reversed"
-    }
+    undone = reversed_entries(entries)
     windows, others = [], []
     for step in steps_of(entries):
-        if step.kind == "compensate" and step.id not in reversed_entries:
+        if step.kind == "compensate" and step.id not in undone:
             left = time_left(step.undo_by, now)
             line = ReviewLine(
                 step.number, step.id, step.summary, step.kind, step.undo_by, left, left != "closed", ""
             )
             windows.append(line)
         else:
-            note = "already undone" if step.id in reversed_entries else (step.reason or step.kind)
-            others.append(ReviewLine(step.number, step.id, step.summary, step.kind, None, "", False, note))
+            note = "already undone" if step.id in undone else (step.reason or step.kind)
+            line = ReviewLine(step.number, step.id, step.summary, step.kind, None, "", False, note, step.code)
+            others.append(line)
     windows.sort(key=lambda line: (line.undo_by or "9999", line.number))
     return windows, others
 
