@@ -17,7 +17,6 @@ from hatp_journal.toolkit import ResourceState, ToolFailed, Tx, Versioned
 from hatp_journal.toolkit.arguments import InvalidArguments
 from hatp_journal.toolkit.testing import JournalHarness
 
-
 UNDO_TABLES = ("hatp_undo_record", "hatp_undo_attempt", "hatp_undo_binding")
 
 
