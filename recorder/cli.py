@@ -23,6 +23,7 @@ from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.undo import commands as undo_commands
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     look.add_argument("--as", dest="person", required=True, help="your id in the directory")
     look.add_argument("--now", help="act as if it were this UTC time, for demos")
     commands.add_parser("runs", help="list runs")
+    commands.add_parser(
+        "store-check",
+        help="check the store's schema versions, changing nothing (exit 0 usable, 2 not)",
+    )
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):
         decide = commands.add_parser(verb, help=f"{verb} an ask, signed with your key")
@@ -116,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command in ("web", "web-link"):
             return web_commands.run(args, config)
+        if args.command == "store-check":
+            for line in store_check(config.recorder.store):
+                print(line)
+            return 0
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
         if args.command == "tick":
             return _tick(store, config, args.now)
@@ -140,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)
-    except (ConfigError, PolicyFileError, KeyFileError, StoreError, DirectoryError, KeyError) as error:
+    except StoreError as error:  # a bad URL, an unreachable database, a schema of a later version
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
         said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"hatp-recorder: error: {said}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ Tokens are stored hashed: a leaked database does not hand out working tokens.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +111,13 @@ def open_store_engine(url: str | Path) -> Engine:
     if engine.dialect.name == "sqlite":
         _make_sqlite_durable(engine)
     try:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
+        with engine.connect() as connection:  # SQLite reads its file's header only when asked
+            probe = "SELECT count(*) FROM sqlite_master" if engine.dialect.name == "sqlite" else "SELECT 1"
+            connection.exec_driver_sql(probe)
     except DBAPIError as error:
         engine.dispose()
         code = StoreCode.STORE_UNUSABLE if engine.dialect.name == "sqlite" else StoreCode.STORE_UNREACHABLE
-        raise StoreError(f"cannot open the store {_shown(text)}: {_reason(error)}", code) from None
+        raise StoreError(f"cannot open the store {_shown(str(url))}: {_reason(error)}", code) from None
     return engine
 
 
@@ -142,8 +144,8 @@ def _shown(text: str) -> str:
     """A URL as it may be printed: without its password."""
     try:
         return make_url(text).render_as_string(hide_password=True)
-    except ArgumentError:
-        return text
+    except (ArgumentError, ValueError):
+        return re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", text)  # malformed: still no password shown
 
 
 def _reason(error: DBAPIError) -> str:

@@ -66,7 +66,8 @@ def ensure_schema(engine: Engine, part: str, version: int, tables: Sequence[Tabl
         with engine.begin() as connection:
             _serialize(connection)
             _METADATA.create_all(connection)
-            found = _version(connection, part)
+            stored = _version(connection, part)
+            found = stored
             if found is None and _any_table_exists(connection, tables):
                 found = 1  # made before versioning: the schema as first shipped
             if found is not None and found > version:
@@ -79,7 +80,7 @@ def ensure_schema(engine: Engine, part: str, version: int, tables: Sequence[Tabl
                 MIGRATIONS[(part, step)](connection)
             for metadata in {table.metadata for table in tables}:
                 metadata.create_all(connection, tables=[t for t in tables if t.metadata is metadata])
-            _write_version(connection, part, version, found)
+            _write_version(connection, part, version, stored)
     except DBAPIError as error:
         raise StoreError(f"cannot create the {part} tables: {_reason(error)}") from None
     done.add((part, version))
