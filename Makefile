@@ -6,9 +6,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 THIRD  := third_party/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash screenshots clean
+.PHONY: setup postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash screenshots clean
 
-setup: $(STAMP) $(THIRD)
+setup: $(STAMP) $(THIRD) postgresql
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ $(STAMP): requirements.lock pyproject.toml
 # MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).
 $(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock scripts/third_party.sh
 	PYTHON=$(PYTHON) sh scripts/third_party.sh
+
+# PostgreSQL's server programs for the store tests (they run a throwaway cluster of their own).
+postgresql:
+	sh scripts/postgresql.sh
 
 test: $(STAMP) lint typecheck unit wheel-check
 
