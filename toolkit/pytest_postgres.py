@@ -46,9 +46,9 @@ _SERVER_USER: Final = "postgres"  # who runs the cluster when the tests run as r
 _START_ATTEMPTS: Final = 3  # a free port can be taken between choosing it and binding it
 
 
-def find_postgres(debian: Path = _DEBIAN_BINARIES) -> Path | None:
-    """The folder holding ``initdb`` and ``pg_ctl``: on ``PATH``, else Debian's newest version."""
-    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+def find_postgres(debian: Path = _DEBIAN_BINARIES, search: str | None = None) -> Path | None:
+    """The folder holding ``initdb`` and ``pg_ctl``: on ``search`` (``PATH``), else Debian's newest."""
+    initdb, pg_ctl = shutil.which("initdb", path=search), shutil.which("pg_ctl", path=search)
     if initdb and pg_ctl and Path(initdb).resolve().parent == Path(pg_ctl).resolve().parent:
         return Path(pg_ctl).resolve().parent
     versions = [path for path in debian.glob("*/bin") if (path / "pg_ctl").exists()]
@@ -59,8 +59,11 @@ def find_postgres(debian: Path = _DEBIAN_BINARIES) -> Path | None:
 def require_postgres(
     debian: Path = _DEBIAN_BINARIES, environ: Mapping[str, str] = os.environ
 ) -> tuple[Path, str | None]:
-    """PostgreSQL's binaries and the user to run them as (None: this one); else skip, or fail in CI."""
-    binaries = find_postgres(debian)
+    """PostgreSQL's binaries and the user to run them as (None: this one); else skip, or fail in CI.
+
+    ``environ``'s ``PATH`` is searched first, then ``debian``.
+    """
+    binaries = find_postgres(debian, environ.get("PATH"))
     user = _SERVER_USER if os.geteuid() == 0 else None
     problem = None
     if binaries is None:
