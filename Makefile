@@ -6,7 +6,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 THIRD  := third_party/.installed
 
-.PHONY: setup postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash screenshots clean
+.PHONY: setup postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash bench-startup \
+	screenshots clean
 
 setup: $(STAMP) $(THIRD) postgresql
 
@@ -64,6 +65,10 @@ bench-verify: $(STAMP)
 # Undo trials with kill -9 of the Recorder and the tool servers (a few seconds a trial; 200 by default).
 bench-crash: $(STAMP)
 	$(PY) bench/crash_trials.py
+
+# Every console script's --help, and each demo server from spawn to answering initialize + tools/list.
+bench-startup: $(STAMP)
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)

@@ -1,27 +1,25 @@
-"""What the Recorder adds to a tool call (issue 4, item 7).
+"""What the Recorder adds to a tool call, beside every other way to put a hop in front of a server.
 
-The same calls go to the example deals server (``tests/toolkit/example_server.py``) six ways,
-interleaved in one run so that machine noise hits every path alike:
+The same calls go to the demo CRM (``hatp-crm serve``, each variant its own process and
+database) from an MCP client over stdio, interleaved in one run so that machine noise hits every
+variant alike:
 
-* ``direct``: an MCP client talks to the server over stdio;
-* ``proxy``: the client talks in memory to a plain FastMCP proxy (``create_proxy`` over a kept-open
-  stdio session to its own copy of the server), which forwards and journals nothing: the cost of
-  being an MCP hop at all;
-* ``recorded``: the agent's client talks in memory to the Recorder, which forwards over stdio to
-  its own copy of the server and journals every call in a Run Record (SQLite, WAL,
-  ``synchronous=FULL``);
-* ``proxy-stdio`` and ``recorded-stdio``: the same two, each in its own process reached over
-  stdio, as an agent reaches ``hatp-recorder serve`` (``bench/plain_proxy.py`` is the proxy);
-* ``in-memory``: a client talks to the server in-process, for reference (no transport at all).
+* ``direct``: the client talks to the server;
+* ``relay``: through ``bench/jsonrpc_relay.py``, a stdio JSON-RPC relay that parses each message
+  once and journals nothing (the floor under any gateway written in Python);
+* ``fastmcp proxy``: through ``bench/plain_proxy.py``, FastMCP's ``create_proxy`` over one
+  kept-open session (no journaling);
+* ``unwind``: through unwind-mcp's ``unwind serve``, only when its command is installed;
+* ``recorder``: through ``hatp-recorder serve``, which forwards, checks the receipt, journals every
+  call in a signed Run Record (SQLite, WAL, ``synchronous=FULL``) and strips the token.
 
-Each iteration makes one read (``get_deal``) and one journaled write (``set_stage``, alternating
-Won and Proposal) on every path, rotating which path goes first. The added overhead is
-``recorded - direct`` (both reach the server over stdio); it splits into ``proxy - direct`` (the
-hop) and ``recorded - proxy`` (journaling, policy and intake), for either way the agent reaches
-the gateway. Then the durable-write costs are taken apart: a bare ``fsync``, a one-row SQLite
-commit with ``synchronous=FULL`` and ``NORMAL``, and a Run Record append under both settings.
+Each iteration makes one read (``get_deal``) and one write (``update_deal``, alternating two
+stages so that every write changes the deal) on every variant, the first variant rotating.
+Printed: median and p95 per call, what each variant adds over direct, the Recorder's targets,
+the load average. Then appends: ``--agents`` concurrent agents appending to one Run Record
+store through ``RunStore.append_async`` (entries per second, and a check that no run forked).
 
-Run: ``.venv/bin/python bench/recorder_overhead.py [--calls N]``.
+Run: ``.venv/bin/python bench/recorder_overhead.py [--calls N]`` or ``make bench``.
 """
 
 from __future__ import annotations
@@ -29,41 +27,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
-import sqlite3
+import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AsyncExitStack, ExitStack
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client, FastMCP
+from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from fastmcp.server import create_proxy
-from sqlalchemy import Engine, create_engine, event
 
-from hatp_journal.recorder import gateway
-from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
-from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tests" / "toolkit" / "example_server.py"
-sys.path.insert(0, str(EXAMPLE.parent))
+BENCH = Path(__file__).resolve().parent
+RELAY = BENCH / "jsonrpc_relay.py"
+PLAIN_PROXY = BENCH / "plain_proxy.py"
+MEMORY_DISK = Path("/dev/shm")
+"""Where the second Recorder keeps its store: fsync costs nothing there (Linux tmpfs)."""
+SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
+PROFILE_RECORDER = (
+    "import cProfile, sys; from hatp_journal.recorder.cli import main; "
+    "stats = sys.argv.pop(1); cProfile.run('main(sys.argv[1:])', stats)"
+)
 
-import example_server  # noqa: E402  (a test helper, found through the path set just above)
-
-TARGET_MS = {"read": 0.5, "write": 1.5}
-"""Issue 4: the Recorder adds at most this much to the median call."""
+TARGET_MS = {"read": 1.0, "write": 1.5}
+"""Issue 14: the Recorder adds at most this much over direct to the median call, over stdio."""
+TARGET_APPENDS = 2_000
+"""Issue 14: appends per second with several agents on one store."""
 
 POLICY = {
     "autonomy": {"compensate": "allow", "read": "allow", "unknown": "ask", "none": "ask"},
@@ -73,22 +72,19 @@ DEAL = "D-881"
 STAGES = ("Won", "Proposal")
 KINDS = ("read", "write")
 QUIET = {"FASTMCP_LOG_LEVEL": "WARNING"}
-"""For both stdio servers alike: no start-up banner lines in the figures."""
-PATHS = ("direct", "proxy", "recorded", "proxy-stdio", "recorded-stdio", "in-memory")
-FRONTS = {"agent in memory": ("proxy", "recorded"), "agent over stdio": ("proxy-stdio", "recorded-stdio")}
-"""How the agent reaches the gateway: (plain proxy, Recorder) paths."""
-PLAIN_PROXY = Path(__file__).resolve().parent / "plain_proxy.py"
-SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
+"""For every process alike: no start-up banner lines in the figures."""
 
 
 @dataclass
-class Route:
-    """One way of reaching the server (a path), and what its calls cost."""
+class Variant:
+    """One way of reaching the server, and what its calls cost."""
 
     name: str
     client: Client[Any]
-    prefix: str
+    prefix: str = ""
     writes: int = 0
+    cpu_ms: float | None = None
+    """CPU time the gateway's own process spent per call, if it has one."""
     samples: dict[str, list[float]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
 
     async def call(self, kind: str, *, keep: bool) -> None:
@@ -96,7 +92,7 @@ class Route:
         if kind == "read":
             name, arguments = "get_deal", {"deal_id": DEAL}
         else:
-            name, arguments = "set_stage", {"deal_id": DEAL, "stage": STAGES[self.writes % 2]}
+            name, arguments = "update_deal", {"deal_id": DEAL, "stage": STAGES[self.writes % 2]}
             self.writes += 1
         start = time.perf_counter_ns()
         result = await self.client.call_tool_mcp(self.prefix + name, arguments)
@@ -107,55 +103,69 @@ class Route:
             self.samples[kind].append(elapsed)
 
 
-@dataclass
-class Breakdown:
-    """Where a recorded call's time goes: wall time spent inside a few Recorder collaborators."""
+def crm(workdir: Path, name: str) -> list[str]:
+    """The command line of a CRM server with its own database and key."""
+    return [
+        sys.executable,
+        "-m",
+        "hatp_journal.servers.crm.cli",
+        "serve",
+        "--db",
+        str(workdir / f"{name}.db"),
+    ]
 
-    samples: dict[str, list[float]] = field(default_factory=dict)
 
-    def wrap(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        """``function`` (sync or async), timed into ``label``."""
-        if asyncio.iscoroutinefunction(function):
+def client(command: list[str], workdir: Path) -> Client[Any]:
+    """An MCP client over stdio to ``command``."""
+    transport = StdioTransport(command[0], command[1:], env={**os.environ, **QUIET}, cwd=str(workdir))
+    return Client(transport, timeout=120)
 
-            async def timed_async(*args: Any, **kwargs: Any) -> Any:
-                start = time.perf_counter_ns()
-                try:
-                    return await function(*args, **kwargs)
-                finally:
-                    self.add(label, start)
 
-            return timed_async
+def recorder_command(workdir: Path, name: str, store: Path, profile: Path | None = None) -> list[str]:
+    """``hatp-recorder serve`` with its own config, ``store`` and CRM (under cProfile if asked)."""
+    server = crm(workdir, name)
+    (workdir / "policy.json").write_text(json.dumps(POLICY))
+    config = workdir / f"{name}.toml"
+    config.write_text(
+        "[recorder]\n"
+        f'store = {json.dumps(str(store))}\nkey = {json.dumps(name + ".key")}\npolicy = "policy.json"\n'
+        'agent = "bench"\nprincipal = "human://acme.com/bench"\n\n'
+        "[servers.crm]\n"
+        f"command = {json.dumps(server[0])}\nargs = {json.dumps(server[1:])}\n"
+        f'env = {{ FASTMCP_LOG_LEVEL = "WARNING" }}\n'
+    )
+    code = [PROFILE_RECORDER, str(profile)] if profile is not None else [SERVE_RECORDER]
+    return [sys.executable, "-c", *code, "--config", str(config), "serve"]
 
-        def timed_sync(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter_ns()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                self.add(label, start)
 
-        return timed_sync
+def children() -> dict[int, str]:
+    """This process's children: pid -> command line (Linux ``/proc``)."""
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid():
+                cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                found[int(stat.parent.name)] = cmdline
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return found
 
-    def add(self, label: str, start: int) -> None:
-        """Record the time since ``start`` under ``label``."""
-        self.samples.setdefault(label, []).append((time.perf_counter_ns() - start) / 1e6)
 
-    def instrument(self, recorder: Recorder) -> None:
-        """Time the downstream calls, the Run Record's appends and reads, the intake and the policy.
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-        Public methods on the instances; intake and policy through the names the gateway calls
-        them by (skipped if the gateway no longer has them).
-        """
-        for downstream in recorder.downstreams.values():
-            downstream.call = self.wrap("downstream call over stdio", downstream.call)  # type: ignore[method-assign]
-        store = recorder.store
-        store.append = self.wrap("Run Record append (one per call)", store.append)  # type: ignore[method-assign]
-        store.entries = self.wrap("Run Record reads of the whole run", store.entries)  # type: ignore[method-assign]
-        for name, label in (
-            ("take_in", "intake: bounds, wire model, receipt"),
-            ("decide", "policy decision"),
-        ):
-            if callable(getattr(gateway, name, None)):
-                setattr(gateway, name, self.wrap(label, getattr(gateway, name)))
+
+MARKS = {
+    "relay": "jsonrpc_relay.py",
+    "fastmcp proxy": "plain_proxy.py",
+    "unwind": "unwind serve",
+    "recorder": "recorder.toml",
+    "recorder, tmpfs": "tmpfs.toml",
+}
+"""How each gateway's process is told apart by its command line."""
 
 
 def median(values: Sequence[float]) -> float:
@@ -168,193 +178,99 @@ def p95(values: Sequence[float]) -> float:
     return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
-async def run_calls(paths: list[Route], calls: int, warmup: int, breakdown: Breakdown) -> None:
-    """Warm up, then ``calls`` iterations of one read and one write per path, rotating the order."""
+async def run_calls(variants: list[Variant], calls: int, warmup: int) -> None:
+    """Warm up, then ``calls`` iterations of one read and one write per variant, rotating the order."""
     for iteration in range(warmup + calls):
-        if iteration == warmup:
-            breakdown.samples.clear()
-        order = paths[iteration % len(paths) :] + paths[: iteration % len(paths)]
+        order = variants[iteration % len(variants) :] + variants[: iteration % len(variants)]
         for kind in KINDS:
-            for path in order:
-                await path.call(kind, keep=iteration >= warmup)
+            for variant in order:
+                await variant.call(kind, keep=iteration >= warmup)
 
 
-def open_direct(workdir: Path, key: Path, name: str = "direct") -> Client[Any]:
-    """A client to the example server (its own database, ``{name}.db``) over stdio."""
-    db = workdir / f"{name}.db"
-    transport = StdioTransport(
-        sys.executable,
-        [str(EXAMPLE), "--db", str(db), "--key", str(key)],
-        env={**os.environ, **QUIET},
-        cwd=str(workdir),
-    )
-    return Client(transport)
-
-
-async def open_proxy(stack: AsyncExitStack, workdir: Path, key: Path) -> FastMCP[Any]:
-    """A plain FastMCP proxy over one kept-open stdio session to a copy of the server.
-
-    It forwards calls and journals nothing. The Recorder keeps its backend sessions open too, so
-    the two differ only by what the Recorder does with each call.
-    """
-    backend = await stack.enter_async_context(open_direct(workdir, key, "proxied"))
-    # create_proxy logs at INFO that it reuses the connected session: that is the point here.
-    logging.getLogger("fastmcp.server.providers.proxy").setLevel(logging.WARNING)
-    return create_proxy(backend, name="plain-proxy")
-
-
-def open_proxy_stdio(workdir: Path, key: Path) -> Client[Any]:
-    """A client over stdio to ``bench/plain_proxy.py``, which keeps a session to its own server."""
-    server = [sys.executable, str(EXAMPLE), "--db", str(workdir / "proxied-stdio.db"), "--key", str(key)]
-    transport = StdioTransport(
-        sys.executable, [str(PLAIN_PROXY), *server], env={**os.environ, **QUIET}, cwd=str(workdir)
-    )
-    return Client(transport)
-
-
-def open_recorded_stdio(workdir: Path, key: Path) -> tuple[Client[Any], Path]:
-    """A client over stdio to ``hatp-recorder serve`` (its own process, config and store)."""
-    server = {
-        "command": sys.executable,
-        "args": [str(EXAMPLE), "--db", str(workdir / "recorded-stdio.db"), "--key", str(key)],
-        "cwd": str(workdir),
-    }
-    config = workdir / "recorder-stdio.toml"
-    # JSON strings are TOML basic strings; the policy file is written by open_recorded.
-    config.write_text(
-        "[recorder]\n"
-        'store = "recorder-stdio.db"\nkey = "recorder-stdio.key"\npolicy = "policy.json"\n'
-        'agent = "bench"\nprincipal = "human://acme.com/bench"\n\n'
-        "[servers.deals]\n"
-        + "".join(f"{name} = {json.dumps(value)}\n" for name, value in server.items())
-        + f"env = {{ FASTMCP_LOG_LEVEL = {json.dumps(QUIET['FASTMCP_LOG_LEVEL'])} }}\n"
-    )
-    transport = StdioTransport(
-        sys.executable,
-        ["-c", SERVE_RECORDER, "--config", str(config), "serve"],
-        env={**os.environ, **QUIET},
-        cwd=str(workdir),
-    )
-    return Client(transport), workdir / "recorder-stdio.db"
-
-
-async def open_recorded(stack: AsyncExitStack, workdir: Path, key: Path) -> tuple[Client[Any], Recorder]:
-    """The Recorder fronting a stdio copy of the example server, and an in-memory agent client."""
-    (workdir / "policy.json").write_text(json.dumps(POLICY))
-    config = RecorderConfig(
-        recorder=RecorderSection(agent="bench", principal="human://acme.com/bench"),
-        servers={
-            "deals": ServerConfig(
-                command=sys.executable,
-                args=[str(EXAMPLE), "--db", str(workdir / "recorded.db"), "--key", str(key)],
-                env=QUIET,
-                cwd=str(workdir),
-            )
-        },
-    )
-    store = RunStore(workdir / "recorder.db", SigningKey.generate())
-    recorder = Recorder(config, store=store, policy=load_policy(workdir / "policy.json"))
-    mcp = await recorder.start(stack)
-    return Client(mcp), recorder
-
-
-def check_the_record(store: RunStore, run_id: str, calls: int, warmup: int) -> str:
-    """A recorded path really journaled every call: allowed, writes verified."""
-    entries = store.entries(run_id)
-    expected = 2 * (calls + warmup)
+def check_the_record(store_path: Path, key: Path, calls: int) -> str:
+    """The Recorder really journaled every call: allowed, writes verified."""
+    store = RunStore(store_path, SigningKey.from_file(key))
+    try:
+        (run,) = store.runs()
+        entries = store.entries(run.id)
+    finally:
+        store.dispose()
     decisions = {entry.body.get("decision", {}).get("action") for entry in entries}
-    writes = [entry for entry in entries if entry.body.get("tool") == "set_stage"]
+    writes = [entry for entry in entries if entry.body.get("tool") == "update_deal"]
     verified = sum(entry.body.get("intake", {}).get("status") == "verified" for entry in writes)
-    if len(entries) != expected or decisions != {"allow"} or verified != len(writes):
+    if len(entries) != calls or decisions != {"allow"} or verified != len(writes):
         raise SystemExit(
-            f"the Run Record is not what the bench expects: {len(entries)} entries (want {expected}), "
+            f"the Run Record is not what the bench expects: {len(entries)} entries (want {calls}), "
             f"decisions {decisions}, {verified}/{len(writes)} writes verified"
         )
     return f"{len(entries)} entries, every call allowed, {verified} writes with verified receipts"
 
 
-# -- durable writes, taken apart ----------------------------------------------------------------
+# -- appends from concurrent agents ----------------------------------------------------------------
+
+BODY = {
+    "agent": "bench",
+    "principal": "human://acme.com/bench",
+    "server": "crm",
+    "tool": "update_deal",
+    "arguments": {"deal_id": DEAL, "stage": "Won"},
+    "argumentsDigest": "sha256:" + "0" * 64,
+    "declared": "compensate",
+    "decision": {"action": "allow", "reasons": []},
+    "intake": {"status": "verified", "kind": "compensate"},
+    "journal": {"protocol": "hatp-journal/0.3", "effect": {"resource": "crm://deals/D-881", "version": "v2"}},
+    "outcome": {"status": "ok"},
+    "links": [],
+}
+"""An entry shaped like a recorded write (its size is what matters here)."""
 
 
-def fsync_action(workdir: Path, cleanup: ExitStack) -> Callable[[], None]:
-    """Append 200 bytes to a file and fsync it."""
+async def appends(workdir: Path, agents: int, each: int) -> tuple[float, str]:
+    """``agents`` tasks append ``each`` entries to their own runs on one store; entries per second."""
+    store = RunStore(workdir / "appends.db", SigningKey.generate())
+    runs = [store.open_run(agent=f"agent-{n}", principal="human://acme.com/bench").id for n in range(agents)]
+
+    async def agent(run: str) -> None:
+        for _ in range(each):
+            await store.append_async(run, "call", BODY)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(agent(run) for run in runs))
+    elapsed = time.perf_counter() - start
+    forks = 0
+    for run in runs:
+        entries = store.entries(run)
+        heads = [entry.prev_hash for entry in entries]
+        forks += len(heads) - len(set(heads)) + (len(entries) != each)
+        forks += sum(later.prev_hash != earlier.hash for earlier, later in pairwise(entries))
+    store.dispose()
+    return agents * each / elapsed, f"{forks} forks"
+
+
+def durable_costs(workdir: Path, samples: int) -> dict[str, list[float]]:
+    """A bare fsync and a Run Record append (``synchronous=FULL``, as the Recorder's), interleaved, in ms."""
+    store = RunStore(workdir / "durable.db", SigningKey.generate())
+    run = store.open_run(agent="bench", principal="human://acme.com/bench").id
     fd = os.open(workdir / "fsync.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    cleanup.callback(os.close, fd)
 
-    def append_and_sync() -> None:
+    def fsync() -> None:
         os.write(fd, b"x" * 200)
         os.fsync(fd)
 
-    return append_and_sync
-
-
-def commit_action(workdir: Path, synchronous: str, cleanup: ExitStack) -> Callable[[], None]:
-    """One-row INSERT and COMMIT in WAL mode with the given ``synchronous`` setting."""
-    connection = sqlite3.connect(workdir / f"commit-{synchronous}.db", isolation_level=None)
-    cleanup.callback(connection.close)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute(f"PRAGMA synchronous={synchronous}")
-    connection.execute("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, data BLOB)")
-
-    def commit() -> None:
-        connection.execute("BEGIN IMMEDIATE")
-        connection.execute("INSERT INTO t (data) VALUES (?)", (b"x" * 600,))
-        connection.execute("COMMIT")
-
-    return commit
-
-
-def engine_with(path: Path, synchronous: str) -> Engine:
-    """A SQLite engine set up like the toolkit's (WAL, BEGIN IMMEDIATE) with ``synchronous`` chosen."""
-    engine = create_engine(f"sqlite:///{path}")
-
-    @event.listens_for(engine, "connect")
-    def on_connect(connection: Any, _record: Any) -> None:
-        connection.isolation_level = None
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute("PRAGMA busy_timeout=10000")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-    return engine
-
-
-def append_action(
-    workdir: Path, synchronous: str, body: dict[str, Any], cleanup: ExitStack
-) -> Callable[[], None]:
-    """A Run Record append of a real recorded call's body, with ``synchronous`` chosen."""
-    engine = engine_with(workdir / f"append-{synchronous}.db", synchronous)
-    cleanup.callback(engine.dispose)
-    store = RunStore(engine, SigningKey.generate())
-    run = store.open_run(agent="bench", principal="human://acme.com/bench").id
-
-    def append() -> None:
-        store.append(run, "call", body)
-
-    return append
-
-
-def durable_costs(workdir: Path, body: dict[str, Any], samples: int) -> dict[str, list[float]]:
-    """Each durable-write measure ``samples`` times, interleaved, in ms."""
-    with ExitStack() as cleanup:
-        actions = {
-            "fsync of a 200-byte append": fsync_action(workdir, cleanup),
-            "SQLite one-row commit, WAL, synchronous=FULL": commit_action(workdir, "FULL", cleanup),
-            "SQLite one-row commit, WAL, synchronous=NORMAL": commit_action(workdir, "NORMAL", cleanup),
-            "Run Record append, synchronous=FULL": append_action(workdir, "FULL", body, cleanup),
-            "Run Record append, synchronous=NORMAL": append_action(workdir, "NORMAL", body, cleanup),
-        }
-        times: dict[str, list[float]] = {label: [] for label in actions}
+    actions = {
+        "fsync of a 200-byte append": fsync,
+        "Run Record append": lambda: store.append(run, "call", BODY),
+    }
+    times: dict[str, list[float]] = {label: [] for label in actions}
+    try:
         for _ in range(samples):
             for label, action in actions.items():
                 start = time.perf_counter_ns()
                 action()
                 times[label].append((time.perf_counter_ns() - start) / 1e6)
+    finally:
+        os.close(fd)
+        store.dispose()
     return times
 
 
@@ -362,121 +278,102 @@ def durable_costs(workdir: Path, body: dict[str, Any], samples: int) -> dict[str
 
 
 def report(
-    paths: dict[str, Route],
-    durable: dict[str, list[float]],
-    spent: dict[str, list[float]],
-    record_check: list[str],
+    variants: list[Variant],
     args: Any,
+    checks: list[str],
+    appended: tuple[float, str],
+    durable: dict[str, list[float]],
 ) -> str:
     """The figures as printed."""
     lines = [
-        f"Recorder overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {args.calls} calls per kind and path "
-        f"(+{args.warmup} warm-up), interleaved",
+        f"Recorder overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {args.calls} calls per kind and "
+        f"variant (+{args.warmup} warm-up), interleaved, every variant over stdio to its own hatp-crm",
         f"{platform.python_implementation()} {platform.python_version()}, {platform.platform()}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         "",
-        f"{'ms per call':<34}{'read median':>12}{'p95':>9}{'write median':>15}{'p95':>9}",
+        f"{'ms per call':<16}{'read median':>12}{'p95':>8}{'added':>8}"
+        f"{'write median':>15}{'p95':>8}{'added':>8}{'CPU':>7}",
     ]
-    labels = {
-        "direct": "direct, stdio",
-        "proxy": "plain proxy, agent in memory",
-        "recorded": "Recorder, agent in memory",
-        "proxy-stdio": "plain proxy, agent over stdio",
-        "recorded-stdio": "Recorder, agent over stdio",
-        "in-memory": "in-memory, in-process (reference)",
-    }
-    for name in PATHS:
-        read, write = paths[name].samples["read"], paths[name].samples["write"]
-        lines.append(
-            f"{labels[name]:<34}{median(read):>12.2f}{p95(read):>9.2f}{median(write):>15.2f}{p95(write):>9.2f}"
-        )
-    lines.append("(gateways reach their own copy of the server over stdio, like direct)")
-    for front, (proxy_path, recorder_path) in FRONTS.items():
-        lines += ["", f"added by the Recorder, {front}:"]
+    direct = variants[0].samples
+    for variant in variants:
+        cells = []
         for kind in KINDS:
-            direct, recorded = paths["direct"].samples[kind], paths[recorder_path].samples[kind]
-            proxy = paths[proxy_path].samples[kind]
-            added = median(recorded) - median(direct)
-            added_p95 = p95(recorded) - p95(direct)
-            verdict = "met" if added <= TARGET_MS[kind] else "NOT met"
-            quarter = max(1, len(recorded) // 4)
-            early = median(recorded[:quarter]) - median(direct[:quarter])
-            late = median(recorded[-quarter:]) - median(direct[-quarter:])
-            ratio = median(recorded) / median(direct)
-            hop, journaling = median(proxy) - median(direct), median(recorded) - median(proxy)
-            lines += [
-                f"  {kind:<5}: median {added:+.2f} ms (ratio {ratio:.2f}x), p95 {added_p95:+.2f} ms; "
-                f"target <= {TARGET_MS[kind]} ms: {verdict}",
-                f"{'':<9}of which the MCP hop (proxy - direct) {hop:+.2f} ms, "
-                f"journaling, policy and intake (Recorder - proxy) {journaling:+.2f} ms",
-                f"{'':<9}first quarter of the run {early:+.2f} ms, last quarter {late:+.2f} ms",
-            ]
-    recorded_calls = sum(len(paths["recorded"].samples[kind]) for kind in KINDS)
-    recorded_mean = sum(sum(paths["recorded"].samples[kind]) for kind in KINDS) / recorded_calls
-    inside = sum(sum(samples) for samples in spent.values()) / recorded_calls
+            samples = variant.samples[kind]
+            added = median(samples) - median(direct[kind])
+            cells.append(
+                f"{median(samples):>{12 if kind == 'read' else 15}.2f}{p95(samples):>8.2f}{added:>+8.2f}"
+            )
+        cpu = f"{variant.cpu_ms:>7.2f}" if variant.cpu_ms is not None else f"{'':>7}"
+        lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
     lines += [
+        "(CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike;",
+        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing)",
         "",
-        "where a call through the Recorder (agent in memory) spends its time,",
-        f"ms per call (mean over reads and writes: {recorded_mean:.2f}):",
-        f"  {'':<48}{'mean':>8}{'median':>9}",
     ]
-    for label, samples in spent.items():
-        lines.append(f"  {label:<48}{sum(samples) / recorded_calls:>8.2f}{median(samples):>9.2f}")
-    rest = "the rest (agent hop, FastMCP dispatch, gateway)"
-    lines.append(f"  {rest:<48}{recorded_mean - inside:>8.2f}")
-    lines += ["", *record_check, "", "durable writes on this disk (median / p95, ms):"]
-    for label, samples in durable.items():
-        lines.append(f"  {label:<48}{median(samples):>8.3f} / {p95(samples):.3f}")
-    full, normal = (
-        median(durable["Run Record append, synchronous=FULL"]),
-        median(durable["Run Record append, synchronous=NORMAL"]),
-    )
-    lines.append(
-        f"  -> synchronous=FULL costs {full - normal:.3f} ms of each append ({full:.3f} vs {normal:.3f})"
-    )
-    lines.append("     and every recorded call, read or write, makes one append")
+    for variant in (v for v in variants if v.name.startswith("recorder")):
+        for kind in KINDS:
+            added = median(variant.samples[kind]) - median(direct[kind])
+            verdict = "met" if added <= TARGET_MS[kind] else f"NOT met, by {added - TARGET_MS[kind]:.2f} ms"
+            lines.append(
+                f"{variant.name + ' ' + kind + ':':<23} adds {added:+.2f} ms (median), "
+                f"{p95(variant.samples[kind]) - p95(direct[kind]):+.2f} ms (p95); "
+                f"target <= {TARGET_MS[kind]} ms: {verdict}"
+            )
+    rate, forks = appended
+    verdict = "met" if rate >= TARGET_APPENDS and forks.startswith("0 ") else "NOT met"
+    lines += [
+        f"appends, {args.agents} agents on one store: {rate:,.0f} entries/s, {forks}; "
+        f"target >= {TARGET_APPENDS:,}/s and 0 forks: {verdict}",
+        *checks,
+        "",
+        "durable writes on this disk, measured right after (median / p95, ms):",
+        *(f"  {label:<28}{median(times):>8.3f} / {p95(times):.3f}" for label, times in durable.items()),
+        "  (every recorded call, read or write, waits for one Run Record append)",
+    ]
+    if shutil.which("unwind") is None:
+        lines.append("(unwind-mcp is not installed: its variant was left out; see bench/README.md)")
     return "\n".join(lines)
 
 
 async def bench(args: Any, workdir: Path) -> None:
-    key = workdir / "server.key"
-    SigningKey.generate().save(key)
-    async with AsyncExitStack() as stack:
-        direct = await stack.enter_async_context(open_direct(workdir, key))
-        proxy = await stack.enter_async_context(Client(await open_proxy(stack, workdir, key)))
-        agent_client, recorder = await open_recorded(stack, workdir, key)
-        agent = await stack.enter_async_context(agent_client)
-        proxy_stdio = await stack.enter_async_context(open_proxy_stdio(workdir, key))
-        stdio_client, stdio_store = open_recorded_stdio(workdir, key)
-        agent_stdio = await stack.enter_async_context(stdio_client)
-        mcp, _ = example_server.build(workdir / "memory.db", SigningKey.from_file(key))
-        memory = await stack.enter_async_context(Client(mcp))
-        paths = {
-            "direct": Route("direct", direct, ""),
-            "proxy": Route("proxy", proxy, ""),
-            "recorded": Route("recorded", agent, "deals_"),
-            "proxy-stdio": Route("proxy-stdio", proxy_stdio, ""),
-            "recorded-stdio": Route("recorded-stdio", agent_stdio, "deals_"),
-            "in-memory": Route("in-memory", memory, ""),
-        }
-        breakdown = Breakdown()
-        breakdown.instrument(recorder)
-        await run_calls(list(paths.values()), args.calls, args.warmup, breakdown)
-        spent = dict(breakdown.samples)  # before the checks below read the record again
-        assert recorder.run_id is not None
-        in_memory = check_the_record(recorder.store, recorder.run_id, args.calls, args.warmup)
-        checks = [f"Run Record, agent in memory: {in_memory}"]
-        body = recorder.store.entries(recorder.run_id)[-1].body
-        recorder.close()
-    # The stdio Recorder closed its run when its client went away; read what it wrote.
-    served = RunStore(stdio_store, SigningKey.generate())
-    (run,) = served.runs()
-    checks.append(
-        f"Run Record, agent over stdio: {check_the_record(served, run.id, args.calls, args.warmup)}"
-    )
-    served.dispose()
-    durable = durable_costs(workdir, body, args.durable_samples)
-    print(report(paths, durable, spent, checks, args))
+    profile = args.profile.resolve() if args.profile else None
+    commands = {
+        "direct": crm(workdir, "direct"),
+        "relay": [sys.executable, str(RELAY), *crm(workdir, "relayed")],
+        "fastmcp proxy": [sys.executable, str(PLAIN_PROXY), *crm(workdir, "proxied")],
+    }
+    unwind = shutil.which("unwind")
+    if unwind is not None:
+        commands["unwind"] = [unwind, "serve", "--", *crm(workdir, "unwound")]
+    commands["recorder"] = recorder_command(workdir, "recorder", workdir / "recorder.db", profile)
+    stores = {"recorder": workdir / "recorder.db"}
+    memory_disk = MEMORY_DISK if MEMORY_DISK.is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="recorder-bench-", dir=memory_disk) as memory:
+        if memory_disk is not None:
+            stores["recorder, tmpfs"] = Path(memory) / "recorder.db"
+            commands["recorder, tmpfs"] = recorder_command(workdir, "tmpfs", stores["recorder, tmpfs"])
+        async with AsyncExitStack() as stack:
+            variants = []
+            for name, command in commands.items():
+                connected = await stack.enter_async_context(client(command, workdir))
+                variants.append(Variant(name, connected, "crm_" if name.startswith("recorder") else ""))
+            await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
+            pids = {
+                name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
+            }
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            await run_calls(variants, args.calls, 0)
+            for variant in variants:
+                if variant.name in pids:
+                    spent = cpu_seconds(pids[variant.name]) - before[variant.name]
+                    variant.cpu_ms = spent * 1e3 / (2 * args.calls)
+        calls = 2 * (args.calls + args.warmup)
+        keys = {"recorder": workdir / "recorder.key", "recorder, tmpfs": workdir / "tmpfs.key"}
+        checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
+    if profile is not None:
+        checks.append(f"the Recorder's process was profiled: {profile} (python -m pstats)")
+    appended = await appends(workdir, args.agents, args.appends)
+    print(report(variants, args, checks, appended, durable_costs(workdir, 200)))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -485,10 +382,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--calls", type=int, default=200, help="measured calls per kind and path (default 200)"
+        "--calls", type=int, default=500, help="measured calls per kind and variant (default 500)"
     )
-    parser.add_argument("--warmup", type=int, default=20, help="unmeasured calls per kind and path first")
-    parser.add_argument("--durable-samples", type=int, default=300, help="samples per durable-write measure")
+    parser.add_argument("--warmup", type=int, default=30, help="unmeasured calls per kind and variant first")
+    parser.add_argument("--agents", type=int, default=8, help="concurrent agents in the appends bench")
+    parser.add_argument("--appends", type=int, default=500, help="entries each agent appends")
+    parser.add_argument("--profile", type=Path, help="run the Recorder under cProfile, writing stats here")
     parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.calls < 20:

@@ -7,14 +7,51 @@ SPEC.md. Passing it is how an operation becomes "verified" for the Recorder's ``
 policy: see :func:`attest`. What a target must offer is in ``docs/conformance.md``.
 """
 
-from hatp_journal.conformance.attestation import Attestation, attest, verify_attestation
-from hatp_journal.conformance.expected import ExpectedFailure, ExpectedFailuresError, load_expected_failures
-from hatp_journal.conformance.manifest import Requirement, requirements
-from hatp_journal.conformance.recorder_target import AgentCall, RecordedRun, RecorderUnderTest, RecordVerdict
-from hatp_journal.conformance.report import summary
-from hatp_journal.conformance.results import CheckOutcome, SuiteResult
-from hatp_journal.conformance.runner import run_recorder_suite, run_server_suite
-from hatp_journal.conformance.target import Target, TargetError
+from typing import TYPE_CHECKING
+
+from hatp_journal.toolkit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from hatp_journal.conformance.attestation import Attestation, attest, verify_attestation
+    from hatp_journal.conformance.expected import (
+        ExpectedFailure,
+        ExpectedFailuresError,
+        load_expected_failures,
+    )
+    from hatp_journal.conformance.manifest import Requirement, requirements
+    from hatp_journal.conformance.recorder_target import (
+        AgentCall,
+        RecordedRun,
+        RecorderUnderTest,
+        RecordVerdict,
+    )
+    from hatp_journal.conformance.report import summary
+    from hatp_journal.conformance.results import CheckOutcome, SuiteResult
+    from hatp_journal.conformance.runner import run_recorder_suite, run_server_suite
+    from hatp_journal.conformance.target import Target, TargetError
+else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "hatp_journal.conformance.attestation": ["Attestation", "attest", "verify_attestation"],
+            "hatp_journal.conformance.expected": [
+                "ExpectedFailure",
+                "ExpectedFailuresError",
+                "load_expected_failures",
+            ],
+            "hatp_journal.conformance.manifest": ["Requirement", "requirements"],
+            "hatp_journal.conformance.recorder_target": [
+                "AgentCall",
+                "RecordedRun",
+                "RecorderUnderTest",
+                "RecordVerdict",
+            ],
+            "hatp_journal.conformance.report": ["summary"],
+            "hatp_journal.conformance.results": ["CheckOutcome", "SuiteResult"],
+            "hatp_journal.conformance.runner": ["run_recorder_suite", "run_server_suite"],
+            "hatp_journal.conformance.target": ["Target", "TargetError"],
+        },
+    )
 
 __all__ = [
     "AgentCall",

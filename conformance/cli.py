@@ -17,17 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from hatp_journal.conformance.attestation import NothingToAttest, attest
-from hatp_journal.conformance.expected import ExpectedFailuresError, load_expected_failures
-from hatp_journal.conformance.report import summary
-from hatp_journal.conformance.runner import run_suites
-from hatp_journal.conformance.target import TargetError
-from hatp_journal.toolkit.canonical import canonical_bytes
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.signing import SigningKey
 
 USAGE_ERROR = 2
 
@@ -40,6 +30,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --target (a tool server), --recorder (a Recorder adapter), or both")
     if args.attest and not (args.attest_key and args.target):
         parser.error("--attest needs --attest-key and a --target whose operations it attests")
+    # Imported once the arguments are read: --help should not wait for the MCP stack.
+    import anyio
+
+    from hatp_journal.conformance.attestation import NothingToAttest, attest
+    from hatp_journal.conformance.expected import ExpectedFailuresError, load_expected_failures
+    from hatp_journal.conformance.report import summary
+    from hatp_journal.conformance.runner import run_suites
+    from hatp_journal.conformance.target import TargetError
+    from hatp_journal.toolkit.canonical import canonical_bytes
+    from hatp_journal.toolkit.clock import utc_now
+    from hatp_journal.toolkit.signing import SigningKey
+
     try:
         expected = load_expected_failures(args.expected_failures) if args.expected_failures else []
         key = SigningKey.load_or_create(args.attest_key) if args.attest else None

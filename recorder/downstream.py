@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from contextlib import AsyncExitStack
 from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -12,16 +13,30 @@ from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.intake import bounded
+from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
 
 # What a dead or broken downstream raises through the client.
 _TRANSPORT_ERRORS = (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError)
+
+# The request `_meta` members of the 2026 protocol era, which the data plane sends itself.
+_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+def _our_version() -> str:
+    try:
+        return version("hatp-journal")
+    except PackageNotFoundError:  # pragma: no cover - run from a bare checkout
+        return "0"
 
 
 class DownstreamCode(StrEnum):
@@ -58,11 +73,32 @@ class Downstream:
         self.keys: dict[str, VerifyKey] = {}
         self.request_meta: dict[str, Any] | None = None  # sent with every call (the Recorder's key)
         self._client: Client[Any] | None = None
+        self._link: ChildLink | None = None
+        self._wire_meta: dict[str, Any] | None = None  # set once the data plane may call directly
+
+    async def launch(self, stack: AsyncExitStack) -> None:
+        """Start a stdio server's process now, so that several boot at once (``connect`` waits)."""
+        if self.embedded is None and self.config.command is not None and self._link is None:
+            try:
+                self._link = await stack.enter_async_context(
+                    ChildLink.spawn(
+                        self.config.command,
+                        self.config.args,
+                        env={**os.environ, **self.config.env},
+                        cwd=self.config.cwd,
+                    )
+                )
+            except (OSError, ValueError) as error:
+                problem = f"{type(error).__name__}: {error}"
+                raise DownstreamError(f"{self.name} could not be started: {problem}") from None
 
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open the session, read ``tools/list`` and pin the receipt keys."""
+        await self.launch(stack)
         if self.embedded is not None:
             client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds)
+        elif self._link is not None:
+            client = Client(LinkTransport(self._link), timeout=self.config.timeout_seconds)
         elif self.config.command is not None:
             transport = StdioTransport(
                 self.config.command,
@@ -81,6 +117,13 @@ class Downstream:
         except _TRANSPORT_ERRORS as error:
             problem = f"{type(error).__name__}: {error}"
             raise DownstreamError(f"{self.name} could not be started: {problem}") from None
+        if self._link is not None and connected.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # Every request of this era carries who is asking; the data plane says it the same way.
+            self._wire_meta = {
+                _PROTOCOL_VERSION: connected.session.protocol_version,
+                _CLIENT_INFO: {"name": "hatp-recorder", "version": _our_version()},
+                _CLIENT_CAPABILITIES: {},
+            }
         if KEYS_TOOL in self.tools:
             await self._pin_keys()
 
@@ -106,6 +149,37 @@ class Downstream:
             ) from None
         except _TRANSPORT_ERRORS as error:
             raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
+
+    async def call_wire(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a tool; its result as the server wrote it (plain JSON, the wire's camelCase).
+
+        A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
+        way; any other goes through the client and its result is dumped to the same form.
+        """
+        if self._link is None or self._wire_meta is None:
+            called = await self.call(tool, arguments)
+            return called.model_dump(mode="json", by_alias=True, exclude_none=True)
+        params = {
+            "name": tool,
+            "arguments": arguments,
+            "_meta": {**self._wire_meta, **(self.request_meta or {})},
+        }
+        try:
+            answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
+        except TimeoutError:
+            raise DownstreamError(
+                f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
+            ) from None
+        except LinkClosed as error:
+            raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
+        result = answer.get("result")
+        if isinstance(result, dict):
+            return result
+        failed = answer.get("error")
+        message = failed.get("message") if isinstance(failed, dict) else None
+        if isinstance(message, str):
+            raise DownstreamError(f"{self.name} failed on {tool}: MCPError: {message}")
+        raise DownstreamError(f"{self.name} failed on {tool}: an answer that is neither result nor error")
 
     async def _pin_keys(self) -> None:
         result = await self.call(KEYS_TOOL, {})

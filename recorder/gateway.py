@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.tokens import recorder_announcement, redact
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.canonical import canonical_bytes
@@ -77,13 +79,21 @@ class Recorder:
         self.asks = Asks(store)
         self._unsettled: set[str] = set()  # asks of this run not yet used or refused
         self._links = LinkIndex()  # what this run's calls wrote, to link each new call
+        self.forwards: dict[str, tuple[str, str]] = {}  # agent-facing name -> (server, tool)
+        self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
+        self._in_flight = 0  # calls being answered now, by any agent of this Recorder
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
         for downstream in self.downstreams.values():
+            await downstream.launch(stack)  # all stdio servers boot at once; connect waits for each
+        for downstream in self.downstreams.values():
             await downstream.connect(stack)
             for tool in downstream.agent_tools():
-                self.mcp.add_tool(ForwardTool.for_downstream(self, downstream.name, tool))
+                forward = ForwardTool.for_downstream(self, downstream.name, tool)
+                self.mcp.add_tool(forward)
+                self.forwards[forward.name] = (downstream.name, tool.name)
+                self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
         section = self.config.recorder
         self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
         return self.mcp
@@ -94,17 +104,35 @@ class Recorder:
             self.store.close_run(self.run_id)
 
     async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """:meth:`answer` for a call that came through the mcp library (in memory, HTTP)."""
+        return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+
+    async def answer(
+        self, server: str, tool: str, arguments: dict[str, Any], meta: Any = None
+    ) -> dict[str, Any]:
         """Decide, forward (or not), take in the journal object and append the entry.
+
+        ``meta`` is the request's ``_meta`` as the agent sent it. The answer is the tool call's
+        result as the agent sees it, plain JSON: the downstream's own result with the token
+        stripped and ``_meta["hatp/recorder"]`` added, or the Recorder's pending or refusal.
 
         A call the policy holds becomes an ask; calling again learns its fate: still pending,
         forwarded once approved, or refused after a denial or the deadline.
         """
+        self._in_flight += 1
+        try:
+            return await self._answer(server, tool, arguments, _host_meta(meta))
+        finally:
+            self._in_flight -= 1
+
+    async def _answer(
+        self, server: str, tool: str, arguments: dict[str, Any], host: dict[str, Any] | None
+    ) -> dict[str, Any]:
         run = self.run_id
         assert run is not None, "start() first"
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
-        host = _host_meta()
         if checked.refusal is not None:
-            return self._refuse_arguments(run, server, tool, checked.refusal, host)
+            return await self._refuse_arguments(run, server, tool, checked.refusal, host)
         downstream = self.downstreams[server]
         now: datetime = self.clock()
         facts = self._facts(downstream, tool, arguments, now)
@@ -155,9 +183,9 @@ class Recorder:
             return _pending(run, entry.id)
         return await self._forward(run, downstream, facts, body, held)
 
-    def _refuse_arguments(
+    async def _refuse_arguments(
         self, run: str, server: str, tool: str, refusal: Refusal, host: dict[str, Any] | None
-    ) -> ToolResult:
+    ) -> dict[str, Any]:
         """Journal a call whose arguments the record can't hold, without them, and refuse it.
 
         Refused before the policy and never forwarded: the tool server's receipt would sign an
@@ -173,24 +201,38 @@ class Recorder:
         }
         if host is not None:
             body["host"] = host
-        entry = self.store.append(run, "refused", body)
+        entry = await self._append(run, "refused", body)
         return _refusal(refusal.code, refusal.message(), entry.id)
+
+    async def _append(
+        self, run: str, kind: str, body: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
+    ) -> Entry:
+        """Append durably, without holding up other calls.
+
+        A call alone appends right here: the loop has nothing else to run meanwhile, and a hand-off
+        to the writer thread and back costs two thread switches. With other calls in flight the
+        writer thread commits, so they run on during the fsync, and shares commits among them.
+        """
+        if self._in_flight <= 1:
+            return self.store.append(run, kind, body, tokens=tokens or ())
+        return await self.store.append_async(run, kind, body, tokens=tokens or ())
 
     async def _forward(
         self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], held: Hold | None
-    ) -> ToolResult:
+    ) -> dict[str, Any]:
         tool, arguments = body["tool"], body["arguments"]
         try:
-            result = await downstream.call(tool, arguments)
+            result = await downstream.call_wire(tool, arguments)
         except DownstreamError as error:
             self.ledger.settle(held, moved=False)  # a failed call does not count
             body["outcome"] = {"status": "failed", "error": str(error)}
             body["links"] = self._links.links(body)
-            entry = self.store.append(run, "call", body)
+            entry = await self._append(run, "call", body)
             self._links.add(entry.id, body)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
+        is_error = bool(result.get("isError"))
         intake = take_in(
-            result.meta,
+            result.get("_meta"),
             tool=tool,
             arguments=arguments,
             server_keys=downstream.keys,
@@ -203,10 +245,10 @@ class Recorder:
             intake, journal = Intake("unresolved", "unknown", oversize["rejected"]), oversize
         body["intake"] = intake.wire()
         body["journal"], tokens = redact(downstream.name, journal)
-        body["outcome"] = {"status": "error" if result.is_error else "ok"}
-        self.ledger.settle(held, moved=not result.is_error)
+        body["outcome"] = {"status": "error" if is_error else "ok"}
+        self.ledger.settle(held, moved=not is_error)
         body["links"] = self._links.links(body)
-        entry = self.store.append(run, "call", body, tokens=tokens)
+        entry = await self._append(run, "call", body, tokens)
         self._links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
 
@@ -224,17 +266,25 @@ class Recorder:
     def _facts(
         self, downstream: Downstream, tool: str, arguments: dict[str, Any], now: datetime
     ) -> CallFacts:
-        declaration = _declaration(downstream, tool)
-        amount = _amount(arguments) if declaration is not None and declaration.charges else None
-        return CallFacts.from_declaration(
-            declaration,
-            server=downstream.name,
-            tool=tool,
-            at=now,
-            amount=amount,
-            run=self.run_id,
-            server_keys=frozenset(downstream.keys),  # what requireVerified's attestations must name
-        )
+        facts = self._facts_of.get((downstream.name, tool))
+        if facts is None:  # a tool not published at start (only a direct handle() call)
+            facts = _tool_facts(downstream, tool)
+        amount = _amount(arguments) if facts.charges else None
+        return replace(facts, at=now, amount=amount, run=self.run_id)
+
+
+def _tool_facts(downstream: Downstream, tool: str) -> CallFacts:
+    """What the tool's declaration says about every call of it, read once at connect.
+
+    Keys are pinned before the tools are published and never change while the session lasts.
+    """
+    return CallFacts.from_declaration(
+        _declaration(downstream, tool),
+        server=downstream.name,
+        tool=tool,
+        at=datetime.min,  # each call sets its own time, amount and run
+        server_keys=frozenset(downstream.keys),  # what requireVerified's attestations must name
+    )
 
 
 class ForwardTool(Tool):
@@ -275,16 +325,20 @@ def _declaration(downstream: Downstream, tool: str) -> Declaration | None:
         return None  # an unreadable declaration is no declaration: unknown, fail closed
 
 
-def _host_meta() -> dict[str, Any] | None:
-    """What the agent's host said about this call (``_meta["hatp/host"]``, e.g. ``{"uses": ["e2"]}``).
-
-    It is agent-sent, so what the record can't hold is replaced by ``{"rejected": why}``.
-    """
+def _request_meta() -> Any:
+    """The ``_meta`` of the request being handled through the mcp library, if any."""
     try:
         request = get_context().request_context
     except RuntimeError:
         return None
-    meta = request.meta if request is not None else None
+    return request.meta if request is not None else None
+
+
+def _host_meta(meta: Any) -> dict[str, Any] | None:
+    """What the agent's host said about this call (``_meta["hatp/host"]``, e.g. ``{"uses": ["e2"]}``).
+
+    It is agent-sent, so what the record can't hold is replaced by ``{"rejected": why}``.
+    """
     host = meta.get(HOST_META_KEY) if isinstance(meta, dict) else None
     if host is None:
         return None
@@ -319,25 +373,45 @@ def _kept(raw: Any) -> Any:
     return raw if bounded(raw) is None else {"rejected": "not kept: too large, too deep or not JSON"}
 
 
-def _strip_token(meta: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not meta or not isinstance(meta.get(META_KEY), dict):
+def _strip_token(meta: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(meta.get(META_KEY), dict):
         return meta
     journal = {k: v for k, v in meta[META_KEY].items() if k != "compensationToken"}
     return {**meta, META_KEY: journal}
 
 
-def _for_agent(result: CallToolResult, run: str, entry_id: str) -> ToolResult:
-    meta = _strip_token(dict(result.meta) if result.meta else None) or {}
-    meta = {**meta, "hatp/recorder": {"run": run, "entry": entry_id}}
+def _for_agent(result: dict[str, Any], run: str, entry_id: str) -> dict[str, Any]:
+    """The downstream's result as it came, but for its token and with where it was recorded."""
+    meta = result.get("_meta")
+    kept = _strip_token(meta) if isinstance(meta, dict) else {}
+    kept = {**kept, "hatp/recorder": {"run": run, "entry": entry_id}}
+    if "_meta" not in result:
+        return {**result, "_meta": kept}
+    return {key: kept if key == "_meta" else value for key, value in result.items()}
+
+
+def _tool_result(answer: dict[str, Any]) -> ToolResult:
+    """An answer as the mcp library serves it."""
+    result = CallToolResult.model_validate(answer)
     return ToolResult(
         content=list(result.content),
         structured_content=result.structured_content,
-        meta=meta,
+        meta=result.meta,
         is_error=bool(result.is_error),
     )
 
 
-def _pending(run: str, entry_id: str) -> ToolResult:
+def _answer(text: str, body: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
+    """One of the Recorder's own answers, as plain JSON."""
+    return {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": body,
+        "_meta": {"hatp/recorder": body},
+        "isError": is_error,
+    }
+
+
+def _pending(run: str, entry_id: str) -> dict[str, Any]:
     """Tell the agent the call waits for a person. The reasons stay in the record: the policy
     (caps, windows, who may approve) is the organisation's and never shown to the agent."""
     body = {
@@ -346,13 +420,9 @@ def _pending(run: str, entry_id: str) -> ToolResult:
         "ask": entry_id,
         "message": "This call needs a person's approval; it has not been made. Call again later.",
     }
-    return ToolResult(
-        content=f"Waiting for approval ({entry_id}).", structured_content=body, meta={"hatp/recorder": body}
-    )
+    return _answer(f"Waiting for approval ({entry_id}).", body, is_error=False)
 
 
-def _refusal(code: str, message: str, entry_id: str) -> ToolResult:
+def _refusal(code: str, message: str, entry_id: str) -> dict[str, Any]:
     body = {"code": code, "message": message, "entry": entry_id}
-    return ToolResult(
-        content=f"{code}: {message}", structured_content=body, meta={"hatp/recorder": body}, is_error=True
-    )
+    return _answer(f"{code}: {message}", body, is_error=True)

@@ -6,10 +6,13 @@ closes (lead time from the policy's ``review.remindBeforeSeconds``); if nobody h
 by ``review.escalateBeforeSeconds`` before it closes, the holders of ``review.escalateTo`` are told;
 a window that closed is recorded as a ``lapse``, ``after: "escalation"`` or ``after: "quiet"``.
 
-Each notice is an entry in the Run Record, appended *before* the mail is sent, so a second tick (a
-restart, cron and the scheduler both running) finds it and sends nothing twice: a crash between the
-entry and the mail loses that mail rather than doubling it. Looking at a run's review page appends a
-``seen`` entry, which is what "somebody has looked" means.
+Each notice is an entry in the Run Record, appended as soon as its mail was accepted by the SMTP
+server (or refused), so a second tick finds it and sends nothing twice. Each mail has a stable
+Message-ID made from the run, the kind and the step (``<reminder.e2.run_…@acme.com>``), kept in the
+entry as ``messageId``: a tick killed before the server accepted the mail sends it on the next tick
+(none is lost), and one killed in the instant between the server's acceptance and the entry sends it
+again with the same Message-ID, which a receiver can recognise. Looking at a run's review page
+appends a ``seen`` entry, which is what "somebody has looked" means.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.servers.smtp import MailDeliveryError, send_message
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 
@@ -134,17 +138,29 @@ def tick(
         body = {**notice.body, "at": wire_time(now)}
         if notice.to:
             body["mailedTo"] = addresses if mail.smtp_port is not None else []
+        refused: MailDeliveryError | None = None
+        if addresses and mail.smtp_port is not None:
+            body["messageId"] = notice_message_id(notice, mail.sender)
+            try:
+                _send(mail, addresses, notice.subject, notice.text, body["messageId"])
+            except MailDeliveryError as error:
+                refused = error
+            else:
+                crash_point("reminders:mailed")
         entry = store.append(notice.run, notice.kind, body)
         appended.append(entry)
-        if addresses and mail.smtp_port is not None:
-            try:
-                _send(mail, addresses, notice.subject, notice.text)
-            except MailDeliveryError as error:
-                # The notice's entry says whom it was for; this one says the mail never left.
-                body = {"notice": entry.id, "error": str(error), "at": wire_time(now)}
-                appended.append(store.append(notice.run, "mail-failed", body))
-                failed.append(f"{notice.run}/{entry.id} {notice.kind}: {error}")
+        if refused is not None:
+            # The notice's entry says whom it was for; this one says the mail never left.
+            body = {"notice": entry.id, "error": str(refused), "at": wire_time(now)}
+            appended.append(store.append(notice.run, "mail-failed", body))
+            failed.append(f"{notice.run}/{entry.id} {notice.kind}: {refused}")
     return appended, failed
+
+
+def notice_message_id(notice: Notice, sender: str) -> str:
+    """The Message-ID of a notice's mail: the same on every tick, so a resent copy is recognisable."""
+    about = notice.body.get("step") or "run"
+    return f"<{notice.kind}.{about}.{notice.run}@{sender.rpartition('@')[2] or 'localhost'}>"
 
 
 def record_seen(store: RunStore, run: str, person: str, now: datetime) -> Entry | None:
@@ -182,11 +198,12 @@ def _address(directory: Directory, person_id: str) -> str | None:
     return person.email if person is not None else None
 
 
-def _send(mail: MailSection, to: list[str], subject: str, text: str) -> None:
+def _send(mail: MailSection, to: list[str], subject: str, text: str, message_id: str) -> None:
     message = EmailMessage()
     message["From"] = mail.sender
     message["To"] = ", ".join(to)
     message["Subject"] = subject
+    message["Message-ID"] = message_id
     message.set_content(text)
     assert mail.smtp_port is not None
     send_message(message, mail.smtp_host, mail.smtp_port)

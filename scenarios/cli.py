@@ -9,13 +9,9 @@ Exits 0 when the story ran to its end; otherwise prints one line on stderr and e
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-
-from hatp_journal.scenarios import d881, friday
 
 FAILED = 1
 
@@ -23,6 +19,12 @@ FAILED = 1
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
+    # Imported once the arguments are read: --help should not wait for asyncio and the stories.
+    import asyncio
+    import tempfile
+
+    from hatp_journal.scenarios import d881, friday
+
     try:
         if args.command == "friday":
             with tempfile.TemporaryDirectory(prefix="hatp-friday-") as scratch:

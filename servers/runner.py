@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fastmcp import FastMCP
+if TYPE_CHECKING:  # the servers' --help must not wait for the MCP stack
+    from fastmcp import FastMCP
 
 from hatp_journal.toolkit.errors import KeyFileError
 

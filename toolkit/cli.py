@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.schema import write
-from hatp_journal.toolkit.signing import SigningKey
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     schema = commands.add_parser("schema", help="write the wire format's JSON Schemas")
     schema.add_argument("directory", type=Path, nargs="?", default=Path("docs/schema"))
     args = parser.parse_args(argv)
+    # Imported here, not above: --help should not wait for pydantic and the crypto library.
+    from hatp_journal.toolkit.schema import write
+    from hatp_journal.toolkit.signing import SigningKey
+
     try:
         if args.command == "keygen":
             if args.path.exists():

@@ -27,7 +27,8 @@ class Tx:
     ``session`` is a SQLModel session on the journal's engine; the toolkit
     commits it (with its own records) after the function returns, or rolls it
     back if the function raises. Work that must not happen unless the commit
-    does (sending mail, calling another system) goes through :meth:`after_commit`.
+    does (sending mail, calling another system) goes through :meth:`after_commit`;
+    what must be undone if the work is dropped (an open connection) through :meth:`after_rollback`.
     """
 
     session: Session
@@ -36,21 +37,39 @@ class Tx:
     tool: str = ""
     override: Override | None = None
     _after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    _after_rollback: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def after_commit(self, action: Callable[[], None]) -> None:
         """Run ``action`` once the transaction has committed (never if it rolls back)."""
         self._after_commit.append(action)
 
+    def after_rollback(self, action: Callable[[], None]) -> None:
+        """Run ``action`` if the work is dropped instead: the function raised, the commit failed,
+        or (in a compensation) the toolkit rolled the undo back. Never after a commit."""
+        self._after_rollback.append(action)
+
     def run_after_commit(self) -> list[str]:
-        """Run the queued actions in order; return the errors of those that raised."""
-        errors: list[str] = []
-        actions, self._after_commit = self._after_commit, []
-        for action in actions:
-            try:
-                action()
-            except Exception as error:  # noqa: BLE001 - author code; the commit already stands
-                errors.append(f"{type(error).__name__}: {error}")
-        return errors
+        """The commit stands: run the ``after_commit`` actions in order and forget the others.
+
+        Returns the errors of the actions that raised.
+        """
+        actions, self._after_commit, self._after_rollback = self._after_commit, [], []
+        return _run_all(actions)
+
+    def run_after_rollback(self) -> list[str]:
+        """The work was dropped: run the ``after_rollback`` actions in order and forget the others."""
+        actions, self._after_commit, self._after_rollback = self._after_rollback, [], []
+        return _run_all(actions)
+
+
+def _run_all(actions: list[Callable[[], None]]) -> list[str]:
+    errors: list[str] = []
+    for action in actions:
+        try:
+            action()
+        except Exception as error:  # noqa: BLE001 - author code; the commit or rollback already stands
+            errors.append(f"{type(error).__name__}: {error}")
+    return errors
 
 
 class Summary(str):

@@ -216,17 +216,22 @@ class Journal:
         now = self.now()
         with Session(self.engine) as session:
             tx = Tx(session=session, now=now, server=self.server, tool=tool)
-            returned = _call(spec.function, spec.tx_param, tx, **values)
-            journal, record = self._journal_for(spec, returned, now)
-            if record is not None:
-                record.arguments_digest = sha256_digest(raw)
-                session.add(record)
-                if recorder is not None:
-                    binding = UndoBinding(
-                        token_hash=record.token_hash, kid=recorder.kid, public_key=b64url(recorder.raw())
-                    )
-                    session.add(binding)
-            session.commit()
+            try:
+                returned = _call(spec.function, spec.tx_param, tx, **values)
+                journal, record = self._journal_for(spec, returned, now)
+                if record is not None:
+                    record.arguments_digest = sha256_digest(raw)
+                    session.add(record)
+                    if recorder is not None:
+                        binding = UndoBinding(
+                            token_hash=record.token_hash, kid=recorder.kid, public_key=b64url(recorder.raw())
+                        )
+                        session.add(binding)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                tx.run_after_rollback()
+                raise
         tx.run_after_commit()
         receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))
         result = returned.result if isinstance(returned, Effect) else returned
@@ -240,8 +245,11 @@ class Journal:
         values = validate_arguments(tool, self._argument_models[tool], arguments)
         with Session(self.engine) as session:
             tx = Tx(session=session, now=self.now(), server=self.server, tool=tool)
-            effect = _call(spec.function, spec.tx_param, tx, **values)
-            session.rollback()
+            try:
+                effect = _call(spec.function, spec.tx_param, tx, **values)
+            finally:
+                session.rollback()
+                tx.run_after_rollback()  # a dry run: nothing it prepared may go out
         if not isinstance(effect, Effect):
             raise ToolFailed(f"preview of {tool} returned {type(effect).__name__}, not Effect")
         return _effect_info(effect)

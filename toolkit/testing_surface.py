@@ -140,7 +140,12 @@ class ConformanceSurface:
         with Session(self.journal.engine) as session:
             tx = Tx(session=session, now=self.journal.now(), server=self.journal.server, tool=tool)
             kwargs = {tx_param: tx} if tx_param else {}
-            returned = function(*args, **kwargs)
-            session.commit()
+            try:
+                returned = function(*args, **kwargs)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                tx.run_after_rollback()
+                raise
         tx.run_after_commit()
         return returned

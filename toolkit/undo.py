@@ -97,26 +97,34 @@ class UndoEngine:
                 return UndoAnswer.model_validate_json(attempt.answer_json)
             answer, done_tx = self._attempt(session, record, request, now)
             answer_json = answer.model_dump_json(by_alias=True, exclude_none=True)
-            if answer.status == "done":
-                # Conditional write: if another process finished first, we lose and roll back.
-                claimed = session.execute(
-                    update(UndoRecord)
-                    .where(col(UndoRecord.token_hash) == token_hash)
-                    .where(col(UndoRecord.done_answer_json).is_(None))
-                    .values(done_answer_json=answer_json)
+            try:
+                if answer.status == "done":
+                    # Conditional write: if another process finished first, we lose and roll back.
+                    claimed = session.execute(
+                        update(UndoRecord)
+                        .where(col(UndoRecord.token_hash) == token_hash)
+                        .where(col(UndoRecord.done_answer_json).is_(None))
+                        .values(done_answer_json=answer_json)
+                    )
+                    if claimed.rowcount != 1:  # type: ignore[attr-defined]
+                        session.rollback()
+                        if done_tx is not None:
+                            done_tx.run_after_rollback()
+                        return self.compensate(request)
+                session.add(
+                    UndoAttempt(
+                        token_hash=token_hash,
+                        request_key=request_key,
+                        answer_json=answer_json,
+                        at=answer.at,
+                    )
                 )
-                if claimed.rowcount != 1:  # type: ignore[attr-defined]
-                    session.rollback()
-                    return self.compensate(request)
-            session.add(
-                UndoAttempt(
-                    token_hash=token_hash,
-                    request_key=request_key,
-                    answer_json=answer_json,
-                    at=answer.at,
-                )
-            )
-            session.commit()
+                session.commit()
+            except BaseException:
+                session.rollback()
+                if done_tx is not None:
+                    done_tx.run_after_rollback()
+                raise
         if done_tx is not None:
             done_tx.run_after_commit()
         return answer
@@ -159,6 +167,7 @@ class UndoEngine:
             problem = None if request.override else self._verify(record, tx)
         except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
             savepoint.rollback()
+            tx.run_after_rollback()
             reason = error.message if isinstance(error, JournalError) else f"{type(error).__name__}: {error}"
             code = error.code if isinstance(error, JournalError) else ErrorCode.UNDO_FAILED
             status: UndoStatus = "unverified" if code is ErrorCode.UNDO_UNVERIFIED else "failed"
@@ -175,6 +184,7 @@ class UndoEngine:
             return self._sign(failed), None
         if problem is not None:
             savepoint.rollback()
+            tx.run_after_rollback()
             unverified = base.model_copy(
                 update={
                     "status": "unverified",

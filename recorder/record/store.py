@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
+from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import (
@@ -114,6 +115,7 @@ class RunStore:
             self.engine.dialect.name == "sqlite" and self.engine.dialect.driver == "pysqlite"
         )
         self._genesis: dict[str, str] = {}  # run id -> genesis hash, for runs known to exist
+        self._group: GroupCommit | None = None  # the writer thread of append_async, once used
 
     def _session(self) -> Session:
         # Objects stay readable after commit: re-reading them would open another transaction.
@@ -126,6 +128,9 @@ class RunStore:
 
     def dispose(self) -> None:
         """Release the database connections (only of an engine this store created)."""
+        if self._group is not None:
+            self._group.close()
+            self._group = None
         if self._owns_engine:
             self.engine.dispose()
 
@@ -174,10 +179,7 @@ class RunStore:
         ``tokens`` — (digest, server, token) — are kept beside the record in the same
         transaction: the entry names each by its digest only (``recorder/tokens.py``).
         """
-        if not isinstance(kind, str) or not kind:
-            raise BadEntry(f"entry kind must be a non-empty string, got {kind!r}")
-        if not isinstance(body, dict):
-            raise BadEntry(f"entry body must be a JSON object, got {type(body).__name__}")
+        _check_entry(kind, body)
         for attempt in range(_APPEND_ATTEMPTS):
             try:
                 return self._append_once(run_id, kind, body, tokens)
@@ -186,6 +188,67 @@ class RunStore:
                 if attempt == _APPEND_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def append_async(
+        self, run_id: str, kind: str, body: dict[str, Any], *, tokens: Sequence[tuple[str, str, str]] = ()
+    ) -> Entry:
+        """:meth:`append` for async code: the event loop runs on while the entry is made durable.
+
+        A writer thread commits; appends that arrive together share one transaction (and one
+        fsync). The entry is returned once it is committed, as durably as :meth:`append`.
+        """
+        _check_entry(kind, body)
+        if self._group is None:
+            self._group = GroupCommit(self.append_many, lambda one: self.append(*one[:3], tokens=one[3]))
+        return await self._group.append((run_id, kind, body, tuple(tokens)))
+
+    def append_many(self, appends: Sequence[Append]) -> list[Entry]:
+        """Several appends (run, kind, body, tokens) in one transaction, each after its run's head.
+
+        All or none: any failure rolls every one of them back and raises.
+        """
+        for _, kind, body, _ in appends:
+            _check_entry(kind, body)
+        if not self._sqlite_driver:
+            return [self.append(run, kind, body, tokens=tokens) for run, kind, body, tokens in appends]
+        geneses = {run: self._genesis_of(run) for run, _, _, _ in appends}
+        connection = self.engine.raw_connection()
+        driver = connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        made: list[Entry] = []
+        heads: dict[str, tuple[int, str]] = {}
+        statement = "BEGIN IMMEDIATE"
+        try:
+            driver.execute(statement)
+            try:
+                for run_id, kind, body, tokens in appends:
+                    if run_id not in heads:
+                        statement = _HEAD_SQL
+                        last = driver.execute(statement, (run_id,)).fetchone()
+                        heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
+                    seq, head = heads[run_id][0] + 1, heads[run_id][1]
+                    data, digest = self._sealed(run_id, seq, kind, body, head)
+                    statement = _INSERT_ENTRY_SQL
+                    driver.execute(statement, (run_id, seq, kind, digest, data))
+                    statement = _INSERT_TOKEN_SQL
+                    for token in tokens:
+                        driver.execute(statement, token)
+                    checkpoint = self._every_n(run_id, seq, digest)
+                    if checkpoint is not None:
+                        statement = _INSERT_CHECKPOINT_SQL
+                        driver.execute(statement, tuple(checkpoint[name] for name in _CHECKPOINT_COLUMNS))
+                    heads[run_id] = (seq, digest)
+                    made.append(_entry_model(data, digest))
+                statement = "COMMIT"
+                driver.execute(statement)
+            finally:
+                if driver.in_transaction:
+                    driver.rollback()
+        except sqlite3.Error as error:
+            raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
+        finally:
+            connection.close()
+        return made
 
     def _append_once(
         self, run_id: str, kind: str, body: dict[str, Any], tokens: Sequence[tuple[str, str, str]]
@@ -631,6 +694,13 @@ def _checkpoint_rows(session: Session, run_id: str, *, latest: bool = False) -> 
     if latest:
         return session.exec(query.order_by(col(RecCheckpoint.id).desc()).limit(1)).all()
     return session.exec(query.order_by(col(RecCheckpoint.id))).all()
+
+
+def _check_entry(kind: Any, body: Any) -> None:
+    if not isinstance(kind, str) or not kind:
+        raise BadEntry(f"entry kind must be a non-empty string, got {kind!r}")
+    if not isinstance(body, dict):
+        raise BadEntry(f"entry body must be a JSON object, got {type(body).__name__}")
 
 
 def _seal_checked(hashed: dict[str, Any]) -> tuple[bytes, str]:

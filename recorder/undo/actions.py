@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
@@ -21,8 +21,10 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import execute_plan
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
-from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit.signing import SigningKey
+
+if TYPE_CHECKING:  # only named here: commands that read the record should not load the MCP stack
+    from hatp_journal.recorder.undo.servers import UndoServers
 
 
 async def ask_for_plan(

@@ -123,16 +123,12 @@ def decide_plan(
         "receipt": key.sign({"approval": approval}, stamp).wire(),
         "directory": store.keep_directory(directory.snapshot()),
     }
+    check_overrides(plan, decision, overrides)
     conflicts = {c.entry: c for c in plan.conflicts}
-    wrong = [o for o in overrides if o not in conflicts]
-    if wrong:
-        raise UndoError(
-            UndoCode.BAD_OVERRIDE,
-            f"{wrong[0]} is not a conflict of this plan (conflicts: {', '.join(conflicts) or 'none'})",
-        )
-    if decision == "deny" and overrides:
-        raise UndoError(UndoCode.BAD_OVERRIDE, "overrides go with an approval, not a denial")
-    why = _why_not(ask, person, key, directory, undo_authority, fresh if decision == "approve" else plan, now)
+    why = refusal(ask, person, key, directory, undo_authority, now)
+    shown = fresh if decision == "approve" else plan
+    if why is None and (shown is None or shown.digest() != ask.digest):
+        why = "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
     if why is not None:
         entry = store.append(ask.run, "decision", {**body, "counted": False, "why": why})
         return False, f"not counted: {why}", entry
@@ -145,27 +141,48 @@ def decide_plan(
     return True, f"{decision} recorded for {ref}", entry
 
 
-def _why_not(
+def check_overrides(plan: ReversalPlan, decision: str, overrides: Sequence[str]) -> None:
+    """BAD_OVERRIDE unless every override names a conflict of ``plan`` and goes with an approval."""
+    conflicts = [c.entry for c in plan.conflicts]
+    wrong = [o for o in overrides if o not in conflicts]
+    if wrong:
+        raise UndoError(
+            UndoCode.BAD_OVERRIDE,
+            f"{wrong[0]} is not a conflict of this plan (conflicts: {', '.join(conflicts) or 'none'})",
+        )
+    if decision == "deny" and overrides:
+        raise UndoError(UndoCode.BAD_OVERRIDE, "overrides go with an approval, not a denial")
+
+
+def refusal(
     ask: PlanAsk,
     person: str,
     key: SigningKey,
     directory: Directory,
     undo_authority: str | None,
-    fresh: ReversalPlan | None,
     now: datetime,
 ) -> str | None:
+    """Why ``person``'s decision on ``ask`` would not count, whatever the plan built again says; None if
+    nothing yet stands in its way. Cheap: it asks no tool server."""
     if undo_authority is None:
         return "the policy names no undoAuthority: nobody may approve an undo"
-    refusal = directory.may_decide(person, undo_authority, key.public)
-    if refusal is not None:
-        return refusal
+    not_theirs = directory.may_decide(person, undo_authority, key.public)
+    if not_theirs is not None:
+        return not_theirs
     if ask.state != "pending":
         return f"this plan was already {ask.state}"
     if now > parse_wire_time(ask.decide_by):
         return f"this plan closed at {ask.decide_by} because of the deadline"
-    if fresh is None or fresh.digest() != ask.digest:
-        return "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
     return None
+
+
+def last_refusal(entries: Sequence[Entry], plan: str) -> str | None:
+    """Why the latest decision on the plan asked for in entry ``plan`` did not count; None if it
+    counted or there is none."""
+    decisions = [e for e in entries if e.kind == "decision" and e.body.get("plan") == plan]
+    if not decisions or decisions[-1].body.get("counted"):
+        return None
+    return str(decisions[-1].body.get("why", "not counted"))
 
 
 def _override(

@@ -1,6 +1,19 @@
 """The web approver: the Human Gateway's pages in a browser (SPEC §9, §11, §12)."""
 
-from hatp_journal.recorder.web.app import WebApprover
-from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+from typing import TYPE_CHECKING
+
+from hatp_journal.toolkit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from hatp_journal.recorder.web.app import WebApprover
+    from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "hatp_journal.recorder.web.app": ["WebApprover"],
+            "hatp_journal.recorder.web.errors": ["WebCode", "WebRefusal"],
+        },
+    )
 
 __all__ = ["WebApprover", "WebCode", "WebRefusal"]

@@ -31,11 +31,17 @@ from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
-    decide_on_plan,
     display_name,
     load_directory,
 )
-from hatp_journal.recorder.undo.approval import find_plan, pending_plans
+from hatp_journal.recorder.undo.approval import (
+    check_overrides,
+    decide_plan,
+    find_plan,
+    last_refusal,
+    pending_plans,
+    refusal,
+)
 from hatp_journal.recorder.undo.authority import halt_of, halted
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
@@ -44,7 +50,7 @@ from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
-from hatp_journal.recorder.web.runner import UndoRunner
+from hatp_journal.recorder.web.runner import Approval, UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
 from hatp_journal.recorder.web.views import ask_view, clock_time, plan_line, review, time_left, undo_steps
 from hatp_journal.toolkit.clock import utc_now
@@ -322,28 +328,31 @@ class WebApprover:
             )
         key = self._key(session.person)
         self.signin.use_form(session, _one(fields, "form"))
-        # The decision re-plans (a plan that changed since it was shown is not approved), which
-        # asks the tool servers; the undo itself then runs in the background.
-        async with AsyncExitStack() as stack:
-            servers = UndoServers(self.config, self.store, stack)
-            counted, message, _ = await decide_on_plan(
-                self.store,
-                self._policy(),
-                self._directory(),
-                servers,
-                ref,
-                decision,
-                person=session.person,
-                key=key,
-                overrides=overrides,
-                now=self.clock(),
-            )
+        check_overrides(ask.plan, decision, overrides)
+        policy, directory, now = self._policy(), self._directory(), self.clock()
+        person = session.person
+        if decision == "approve" and refusal(ask, person, key, directory, policy.undo_authority, now) is None:
+            # An approval counts only if the plan built again now is the one shown, which asks the
+            # tool servers: that check, then the undo, run in the background; the page answers now.
+            approval = Approval(person, key, tuple(overrides), policy, directory, now)
+            self.undos.start(ref, approval)
+            return RedirectResponse(f"/plans/{ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
+        # A denial, or an approval refused whatever the plan says now: recorded at once, no server asked.
+        counted, message, _ = decide_plan(
+            self.store,
+            ref,
+            decision,
+            person=person,
+            key=key,
+            directory=directory,
+            undo_authority=policy.undo_authority,
+            fresh=None,
+            overrides=overrides,
+            now=now,
+        )
         if not counted:
             return self._message(request, WebCode.NOT_COUNTED, message)
-        if decision == "deny":
-            return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
-        self.undos.start(ref)
-        return RedirectResponse(f"/plans/{ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
+        return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
 
     async def _outcome(self, request: Request) -> Response:
         session = self._session(request)
@@ -367,13 +376,21 @@ class WebApprover:
                 csrf=session.csrf,
                 form=session.new_form() if retry else None,
             )
-        if ask.state != "approved":
+        checking = ask.state == "pending" and running
+        if ask.state == "pending" and not running:
+            # This process's check of an approval failed (a server it could not ask), or the
+            # record says why the latest decision did not count.
+            why = self.undos.stopped(ask.ref) or last_refusal(entries, ask.entry.id)
+            if why is not None:
+                return self._message(request, WebCode.NOT_COUNTED, f"not counted: {why}")
+        if ask.state != "approved" and not checking:
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         return self._render(
             request,
             "undoing.html",
             ref=ask.ref,
             steps=undo_steps(ask.plan, *undo_progress(entries, ask.entry.id)),
+            checking=checking,
             running=running,
             stopped=self.undos.stopped(ask.ref),
             halted=None if halt is None or running else halted(ask, halt),

@@ -1,5 +1,17 @@
 """The Friday-evening story (SPEC §12): ``hatp-demo friday``."""
 
-from hatp_journal.scenarios.friday.story import run
+from typing import TYPE_CHECKING
+
+from hatp_journal.toolkit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from hatp_journal.scenarios.friday.story import run
+else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "hatp_journal.scenarios.friday.story": ["run"],
+        },
+    )
 
 __all__ = ["run"]

@@ -4,6 +4,7 @@
                         [--smtp-host 127.0.0.1] [--smtp-port 25] [--organizer sales-bot@acme.com]
     hatp-calendar edit  --db DB UID [--summary TEXT] [--start TIME] [--end TIME] --by eve@acme.com
     hatp-calendar show  --db DB [UID]
+    hatp-calendar outbox --db DB [--send --smtp-host 127.0.0.1 --smtp-port 25]
 
 Bad input (unknown event, a time without a timezone, a missing database) prints a message on
 stderr and exits 2.
@@ -18,14 +19,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from sqlmodel import Session
-
-from hatp_journal.servers.calendar.itip import InvalidEventError
-from hatp_journal.servers.calendar.server import DEFAULT_ORGANIZER, build, check_organizer
-from hatp_journal.servers.calendar.store import UnknownEventError, all_events, edit_event, require_event
-from hatp_journal.servers.calendar.tools import public
+from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, create_store_engine, utc_now
+from hatp_journal.toolkit.errors import KeyFileError, StoreError
 
 USAGE_ERROR = 2
 
@@ -40,11 +36,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed the problem itself
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    # Imported once the command is known: --help should not wait for the MCP stack and SQLAlchemy.
+    from hatp_journal.servers.calendar.itip import InvalidEventError
+    from hatp_journal.servers.calendar.store import UnknownEventError
+
     try:
         if args.command == "serve":
             return _serve(args)
         if args.command == "edit":
             return _edit(args)
+        if args.command == "outbox":
+            return _outbox(args)
         return _show(args)
     except (_BadInput, InvalidEventError, UnknownEventError, KeyFileError, StoreError) as error:
         print(f"hatp-calendar {args.command}: {error}", file=sys.stderr)
@@ -71,10 +73,20 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="list events, or print one with its stored iCalendar text")
     show.add_argument("--db", type=Path, required=True)
     show.add_argument("uid", nargs="?", help="the event's UID (omit to list all)")
+    outbox = commands.add_parser("outbox", help="print every mail notice and its state (one JSON line each)")
+    outbox.add_argument("--db", type=Path, required=True)
+    outbox.add_argument(
+        "--send", action="store_true", help="first send the notices still prepared (with the server stopped)"
+    )
+    outbox.add_argument("--smtp-host", default="127.0.0.1", help="SMTP server for --send")
+    outbox.add_argument("--smtp-port", type=_port, default=25, help="SMTP port for --send (default 25)")
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from hatp_journal.servers.calendar.server import build, check_organizer
+    from hatp_journal.toolkit import SigningKey
+
     check_organizer(args.organizer)
     key = SigningKey.load_or_create(key_path(args))
     mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer)
@@ -87,6 +99,9 @@ def _edit(args: argparse.Namespace) -> int:
         raise _BadInput("give at least one of --summary, --start, --end")
     if not args.by.strip():
         raise _BadInput("--by: say who made the edit, e.g. --by eve@acme.com")
+    from hatp_journal.servers.calendar.store import edit_event
+    from hatp_journal.toolkit import create_store_engine, utc_now
+
     engine = create_store_engine(_existing(args.db))
     edited = edit_event(
         engine, args.uid, by=args.by, now=utc_now(), summary=args.summary, start=args.start, end=args.end
@@ -96,6 +111,12 @@ def _edit(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from sqlmodel import Session
+
+    from hatp_journal.servers.calendar.store import all_events, require_event
+    from hatp_journal.servers.calendar.tools import public
+    from hatp_journal.toolkit import create_store_engine
+
     engine = create_store_engine(_existing(args.db))
     with Session(engine) as session:
         if args.uid is not None:
@@ -105,6 +126,24 @@ def _show(args: argparse.Namespace) -> int:
             return 0
         for shown in sorted((public(row) for row in all_events(session)), key=lambda e: e["start"]):
             print("\t".join(str(shown[k]) for k in ("uid", "version", "status", "start", "summary")))
+    return 0
+
+
+def _outbox(args: argparse.Namespace) -> int:
+    from sqlmodel import Session, col, select
+
+    from hatp_journal.servers.outbox import Outbox, OutboxNotice
+    from hatp_journal.toolkit import create_store_engine
+
+    engine = create_store_engine(_existing(args.db))
+    try:
+        if args.send:
+            Outbox(engine, args.smtp_host, args.smtp_port).flush()
+        with Session(engine) as session:
+            for notice in session.exec(select(OutboxNotice).order_by(col(OutboxNotice.created_at))):
+                print(json.dumps(notice.view(), ensure_ascii=False))
+    finally:
+        engine.dispose()
     return 0
 
 

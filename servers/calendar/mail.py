@@ -1,7 +1,10 @@
-"""Mailing iTIP messages: one email per attendee, with an exact record of who received it.
+"""Mailing iTIP messages: one email per attendee, through the outbox, with an exact record of whom.
 
 One message per attendee (rather than one message to all) means a refusal of one address can't
 hide behind the others: every attendee is either in ``delivered`` or in ``failed``/``skipped``.
+Each message is staged in the tool's transaction (see :mod:`hatp_journal.servers.outbox`): the
+SMTP server has accepted the attendee and the content, and the message is released after the
+commit, or dropped unsent if the call rolls back.
 """
 
 from __future__ import annotations
@@ -9,14 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hatp_journal.servers.calendar.itip import EventData, invitation_email, parse_event, parse_method
-from hatp_journal.servers.smtp import MailDeliveryError, send_message
+from hatp_journal.servers.outbox import Outbox, Staged
+from hatp_journal.servers.smtp import MailDeliveryError
+from hatp_journal.toolkit import Tx
 
 __all__ = ["Delivery", "Mailer"]
 
 
 @dataclass
 class Delivery:
-    """Who an iTIP message reached (``delivered``), who refused it and why, who was not tried.
+    """Who an iTIP message goes to (``delivered``), who refused it and why, who was not tried.
+
+    ``notices`` are the staged messages, one per address in ``delivered``, with their Message-IDs.
 
     ``codes`` gives each address in ``failed`` the stable code of its failure, e.g.
     ``MAIL_DELIVERY_FAILED`` or ``SMTPUTF8_NOT_OFFERED`` (a non-ASCII address the server can't take).
@@ -26,6 +33,7 @@ class Delivery:
     failed: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     codes: dict[str, str] = field(default_factory=dict)
+    notices: list[Staged] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -40,25 +48,33 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Mailer:
-    """Sends iTIP messages from ``organizer`` through the SMTP server at ``host:port``."""
+    """Sends iTIP messages from ``organizer`` through ``outbox``."""
 
-    host: str
-    port: int
+    outbox: Outbox
     organizer: str
 
-    def send(self, ics: str, attendees: tuple[str, ...], *, stop_at_first_failure: bool) -> Delivery:
-        """Mail ``ics`` (a REQUEST or CANCEL) to each attendee in its own message.
+    @property
+    def smtp(self) -> str:
+        """The SMTP server, as ``host:port``."""
+        return f"{self.outbox.host}:{self.outbox.port}"
 
-        ``stop_at_first_failure`` suits a new invitation (the fewer people got it, the fewer must be
-        told it is withdrawn); a cancellation tries everyone, since each one reached counts.
+    def send(
+        self, tx: Tx, ics: str, attendees: tuple[str, ...], *, about: str, stop_at_first_failure: bool
+    ) -> Delivery:
+        """Stage ``ics`` (a REQUEST or CANCEL) for each attendee in its own message, in ``tx``.
+
+        ``stop_at_first_failure`` suits a new invitation (one refusal fails the call, so trying the
+        others is pointless); a cancellation tries everyone, since each one reached counts.
         """
         method = parse_method(ics)
         subject = _subject(method, parse_event(ics))
+        kind = "cancellation notice" if method == "CANCEL" else "invitation"
         delivery = Delivery()
+        batch = self.outbox.batch(tx)  # released together after the commit
         for index, address in enumerate(attendees):
             message = invitation_email(ics, method, self.organizer, [address], subject)
             try:
-                send_message(message, self.host, self.port)
+                staged = batch.stage(message, kind=kind, about=about)
             except MailDeliveryError as error:
                 delivery.failed[address] = _reason(error, address)
                 delivery.codes[address] = error.code
@@ -67,6 +83,7 @@ class Mailer:
                     break
             else:
                 delivery.delivered.append(address)
+                delivery.notices.append(staged)
         return delivery
 
 

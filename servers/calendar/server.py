@@ -15,11 +15,13 @@ from fastmcp import FastMCP
 from pydantic import AwareDatetime
 
 from hatp_journal.servers.calendar import tools
+from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
 from hatp_journal.servers.calendar.itip import _check_email
 from hatp_journal.servers.calendar.mail import Mailer
 from hatp_journal.servers.calendar.store import SERVER, event_state
 from hatp_journal.servers.calendar.testing import calendar_testing_hooks
 from hatp_journal.servers.calendar.tools import CANCEL_NOTICE, UPDATE_NOTICE, CancelPayload, RestorePayload
+from hatp_journal.servers.outbox import Outbox
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -32,8 +34,6 @@ from hatp_journal.toolkit import (
     undoable,
     utc_now,
 )
-
-DEFAULT_ORGANIZER = "sales-bot@acme.com"
 
 __all__ = ["DEFAULT_ORGANIZER", "build", "calendar_tools", "check_organizer"]
 
@@ -104,12 +104,20 @@ def build(
     clock: Callable[[], datetime] | None = None,
     organizer: str = DEFAULT_ORGANIZER,
 ) -> tuple[FastMCP, Journal]:
-    """The calendar server and its journal, with events and undo records in one SQLite file."""
+    """The calendar server and its journal, with events, outbox and undo records in one SQLite file.
+
+    Notices left unsent by a crash (``prepared`` in the outbox) are sent before this returns.
+    """
     check_organizer(organizer)
     mcp = FastMCP("hatp-calendar")
-    # One engine for the events and the toolkit's undo records: an effect and its undo commit together.
-    journal = Journal(SERVER, key=key, store=create_store_engine(db), clock=clock or utc_now)
+    # One engine for the events, the outbox and the toolkit's undo records: an effect, its mail and
+    # its undo commit together.
+    engine = create_store_engine(db)
+    journal = Journal(SERVER, key=key, store=engine, clock=clock or utc_now)
+    outbox = Outbox(engine, smtp_host, smtp_port)
     # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
     hooks = calendar_testing_hooks(organizer)
-    journal.register(mcp, *calendar_tools(Mailer(smtp_host, smtp_port, organizer)), *hooks)
+    journal.register(mcp, *calendar_tools(Mailer(outbox, organizer)), *hooks)
+    # Mail a crash left committed but unsent goes out before the server takes calls.
+    outbox.flush()
     return mcp, journal

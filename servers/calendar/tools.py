@@ -1,14 +1,16 @@
 """What the calendar tools and their compensations do, given a :class:`Mailer` and the transaction.
 
 How mail relates to the transaction: a tool stores the event first (flushed, so store errors come
-before any mail), then mails each attendee *inside* the call, before the toolkit commits. If any
-attendee can't be reached the tool raises :class:`ToolFailed`, the transaction rolls back (nothing
-is stored, no token is issued), and those who had already received the message are told it is
-withdrawn. Sending after commit instead would report success for mail that never left.
+before any mail), then stages one message per attendee in the outbox, *inside* the call: the SMTP
+server has accepted the attendee and the content, only the final "." is left, and it is sent after
+the toolkit commits (see :mod:`hatp_journal.servers.outbox`). If any attendee can't be reached the
+tool raises :class:`ToolFailed`, the transaction rolls back, the staged messages are dropped unsent,
+and nothing is stored, nobody is mailed, no token is issued.
 
-Compensations work the same way, except that every attendee is tried: each notice that arrives
-counts, and the undo receipt lists exactly who was notified and who was not. Only if nobody could
-be reached does the undo fail (``UNDO_FAILED``) and leave the event as it was.
+Compensations work the same way, except that every attendee is tried: each notice that can go
+counts, and the undo receipt lists exactly who is notified (with each notice's Message-ID) and who
+is not. Only if nobody could be reached does the undo fail (``UNDO_FAILED``) and leave the event
+as it was. A retry of the same compensate request gets the stored answer and queues nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NoReturn
 
 from pydantic import AwareDatetime, BaseModel
@@ -82,13 +84,13 @@ def create(
         )
         ics = build_request(event, stamp=tx.now)
     _, after = write_event(tx.session, ics, by=mailer.organizer, now=tx.now)
-    delivery = mailer.send(ics, event.attendees, stop_at_first_failure=True)
+    delivery = mailer.send(tx, ics, event.attendees, about=event_uri(event.uid), stop_at_first_failure=True)
     if not delivery.complete:
-        _fail_delivery(mailer, delivery, build_cancel(event, stamp=tx.now), "the invitation")
+        _fail_delivery(mailer, delivery, "the invitation")
     row = require_event(tx.session, event.uid)
     stored = event_of(row)
     return Effect(
-        result={**public(row), "invited": delivery.delivered},
+        result={**public(row), "invited": delivery.delivered, "notices": _notice_list(delivery)},
         # The attendees are in the effect's fields; the summary stays the line SPEC §0 shows.
         summary=f'Create "{stored.summary}" on {_day(stored.start)}',
         resource=event_uri(stored.uid),
@@ -121,15 +123,13 @@ def update(
         raise ToolFailed("nothing to change: give a summary, start or end that differs", cause="NO_CHANGE")
     before, after = write_event(tx.session, ics, by=mailer.organizer, now=tx.now)
     assert before is not None  # the event existed
-    delivery = mailer.send(ics, new.attendees, stop_at_first_failure=True)
+    delivery = mailer.send(tx, ics, new.attendees, about=event_uri(uid), stop_at_first_failure=True)
     if not delivery.complete:
-        # Same SEQUENCE, later DTSTAMP: by RFC 5546 the old content then wins for those who got the new.
-        again = build_request(replace(old, sequence=new.sequence), stamp=tx.now + timedelta(seconds=1))
-        _fail_delivery(mailer, delivery, again, "the update")
+        _fail_delivery(mailer, delivery, "the update")
     row = require_event(tx.session, uid)
     stored = event_of(row)
     return Effect(
-        result={**public(row), "notified": delivery.delivered},
+        result={**public(row), "notified": delivery.delivered, "notices": _notice_list(delivery)},
         summary=summarize(f'Event "{old.summary}"', _display(old), _display(stored)),
         resource=event_uri(uid),
         before=before.version,
@@ -167,11 +167,14 @@ def cancel(mailer: Mailer, payload: CancelPayload, tx: Tx) -> Undone:
         return Undone(version=row.version, side_effects=["the event was already cancelled; no notice sent"])
     ics = build_cancel(event, stamp=tx.now)
     _, after = write_event(tx.session, ics, by=_undo_actor(mailer), now=tx.now)
-    delivery = _deliver_some(mailer, ics, event.attendees, "cancellation notice")
+    delivery = _deliver_some(mailer, tx, ics, event, "cancellation notice")
     return Undone(
         version=after.version,
         side_effects=_notices("cancellation notice", delivery),
-        evidence=[f"METHOD:CANCEL UID:{event.uid} SEQUENCE:{event.sequence + 1} STATUS:CANCELLED"],
+        evidence=[
+            f"METHOD:CANCEL UID:{event.uid} SEQUENCE:{event.sequence + 1} STATUS:CANCELLED",
+            *_message_ids(delivery),
+        ],
     )
 
 
@@ -185,11 +188,11 @@ def restore(mailer: Mailer, payload: RestorePayload, tx: Tx) -> Undone:
         restored = _changed(current, payload.summary, payload.start, payload.end)
     ics = build_request(restored, stamp=tx.now)
     _, after = write_event(tx.session, ics, by=_undo_actor(mailer), now=tx.now)
-    delivery = _deliver_some(mailer, ics, restored.attendees, "updated invitation")
+    delivery = _deliver_some(mailer, tx, ics, restored, "updated invitation")
     return Undone(
         version=after.version,
         side_effects=_notices("updated invitation", delivery),
-        evidence=[f"METHOD:REQUEST UID:{restored.uid} SEQUENCE:{restored.sequence}"],
+        evidence=[f"METHOD:REQUEST UID:{restored.uid} SEQUENCE:{restored.sequence}", *_message_ids(delivery)],
     )
 
 
@@ -227,28 +230,21 @@ def _refused_as_undo_failure() -> Iterator[None]:
         raise UndoFailed(str(error)) from None
 
 
-def _fail_delivery(mailer: Mailer, delivery: Delivery, withdrawal: str, what: str) -> NoReturn:
-    """Refuse the call; tell whoever already received ``what`` that it is withdrawn."""
-    told = mailer.send(withdrawal, tuple(delivery.delivered), stop_at_first_failure=False)
-    message = f"{what} could not be delivered ({'; '.join(delivery.problems())}); nothing was stored"
-    if told.delivered:
-        message += f"; {', '.join(told.delivered)} had received it and were told it is withdrawn"
-    if told.failed:
-        message += f"; could not withdraw it from {', '.join(told.failed)}"
+def _fail_delivery(mailer: Mailer, delivery: Delivery, what: str) -> NoReturn:
+    """Refuse the call: the rollback drops the messages staged for the others, unsent."""
+    message = f"{what} could not be delivered ({'; '.join(delivery.problems())}); nothing was stored or sent"
     raise ToolFailed(
         message,
         # The first failure stopped the sending; its code says why (e.g. SMTPUTF8_NOT_OFFERED).
         cause=next(iter(delivery.codes.values()), MailDeliveryError.code),
-        smtp=f"{mailer.host}:{mailer.port}",
+        smtp=mailer.smtp,
         undelivered=delivery.failed,
         notSent=delivery.skipped,
-        withdrawn=told.delivered,
-        notWithdrawn=list(told.failed),
     )
 
 
-def _deliver_some(mailer: Mailer, ics: str, attendees: tuple[str, ...], what: str) -> Delivery:
-    delivery = mailer.send(ics, attendees, stop_at_first_failure=False)
+def _deliver_some(mailer: Mailer, tx: Tx, ics: str, event: EventData, what: str) -> Delivery:
+    delivery = mailer.send(tx, ics, event.attendees, about=event_uri(event.uid), stop_at_first_failure=False)
     if not delivery.delivered:
         raise UndoFailed(f"no {what} could be delivered ({'; '.join(delivery.problems())}); nothing changed")
     return delivery
@@ -257,6 +253,15 @@ def _deliver_some(mailer: Mailer, ics: str, attendees: tuple[str, ...], what: st
 def _notices(what: str, delivery: Delivery) -> list[str]:
     sent = [f"{what} sent to {', '.join(delivery.delivered)}"]
     return sent + [f"{what} NOT delivered to {line}" for line in delivery.problems()]
+
+
+def _message_ids(delivery: Delivery) -> list[str]:
+    # A receiver recognises a resent copy by its Message-ID; the receipt names each one.
+    return [f"Message-ID {notice.message_id} to {', '.join(notice.to)}" for notice in delivery.notices]
+
+
+def _notice_list(delivery: Delivery) -> list[dict[str, Any]]:
+    return [{"to": list(notice.to), "messageId": notice.message_id} for notice in delivery.notices]
 
 
 def _changed(old: EventData, summary: str | None, start: datetime | None, end: datetime | None) -> EventData:

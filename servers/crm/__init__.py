@@ -4,8 +4,32 @@
 ``edit_deal`` is a colleague's edit outside any agent run. See README.md.
 """
 
-from .server import REFUND_FEE, TOOLS, build
-from .store import SERVER, STAGES, Deal, Order, deal_uri, deal_view, edit_deal, order_uri, read_deal, seed
+from typing import TYPE_CHECKING
+
+from hatp_journal.toolkit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .server import REFUND_FEE, TOOLS, build
+    from .store import SERVER, STAGES, Deal, Order, deal_uri, deal_view, edit_deal, order_uri, read_deal, seed
+else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "hatp_journal.servers.crm.server": ["REFUND_FEE", "TOOLS", "build"],
+            "hatp_journal.servers.crm.store": [
+                "SERVER",
+                "STAGES",
+                "Deal",
+                "Order",
+                "deal_uri",
+                "deal_view",
+                "edit_deal",
+                "order_uri",
+                "read_deal",
+                "seed",
+            ],
+        },
+    )
 
 __all__ = [
     "REFUND_FEE",

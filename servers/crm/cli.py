@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, ToolFailed, create_store_engine
+from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
-from .server import build
-from .store import STAGES, deal_view, edit_deal, read_deal
+from .constants import STAGES
 
 USAGE_ERROR = 2
 
@@ -27,7 +26,15 @@ USAGE_ERROR = 2
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
+    # Imported once the command is known: --help should not wait for SQLAlchemy, nor edit and show
+    # for the MCP stack.
+    from hatp_journal.toolkit import SigningKey, create_store_engine
+
+    from .store import deal_view, edit_deal, read_deal
+
     if args.command == "serve":
+        from .server import build
+
         try:
             key = SigningKey.load_or_create(key_path(args))
         except KeyFileError as error:

@@ -17,10 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, ToolFailed, create_store_engine
-
-from .server import MailSettings, build
-from .store import check_recipients, list_sent
+from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
 USAGE_ERROR = 2
 
@@ -28,7 +25,15 @@ USAGE_ERROR = 2
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
+    # Imported once the command is known: --help should not wait for SQLAlchemy, nor sent for the
+    # MCP stack.
+    from hatp_journal.toolkit import SigningKey, create_store_engine
+
+    from .store import check_recipients, list_sent
+
     if args.command == "serve":
+        from .server import MailSettings, build
+
         try:
             [sender] = check_recipients([args.sender])
         except ToolFailed as error:

@@ -1,7 +1,9 @@
 """Email as a journal-aware MCP server: sending (irreversible) and drafts (reversible).
 
-``send_email`` really delivers over SMTP before it returns, so a failed delivery is an error
-result and the transaction that would have recorded the message rolls back.
+``send_email`` goes through SMTP up to the message content before it records anything, so a
+refused or unreachable delivery is an error result and nothing is recorded; the message is then
+written to the outbox with the sent-mail row, and released (the final ".") after the commit —
+see :mod:`hatp_journal.servers.outbox` for what survives a crash at each point.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from fastmcp import FastMCP
 from pydantic import BaseModel
 from sqlmodel import col, select
 
-from hatp_journal.servers.smtp import MailDeliveryError, send_message
+from hatp_journal.servers.outbox import Outbox
+from hatp_journal.servers.smtp import MailDeliveryError
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -47,6 +50,7 @@ from .store import (
     SentMail,
     check_recipients,
     check_subject,
+    delivery_of,
     draft_fields,
     draft_uri,
     draft_view,
@@ -79,44 +83,43 @@ class DraftRef(BaseModel):
     draft_id: str
 
 
-def mail_tools(settings: MailSettings) -> tuple[Callable[..., Any], ...]:
-    """Every tool and compensation, with ``send_email`` bound to ``settings``."""
+def mail_tools(settings: MailSettings, outbox: Outbox) -> tuple[Callable[..., Any], ...]:
+    """Every tool and compensation, with ``send_email`` sending as ``settings`` says through ``outbox``."""
 
     @irreversible(reason="delivered to external recipients", remedy="send a correction email")
     def send_email(to: list[str], subject: str, body: str, tx: Tx) -> Effect:
         """Send an email now. It cannot be unsent; the remedy for a mistake is a correction email."""
-        return _send(settings, check_recipients(to), check_subject(subject), body, tx)
+        return _send(settings, outbox, check_recipients(to), check_subject(subject), body, tx)
 
     return (send_email, draft_email, discard_draft, delete_draft, restore_draft, list_drafts, list_sent)
 
 
-def _send(settings: MailSettings, recipients: list[str], subject: str, body: str, tx: Tx) -> Effect:
+def _send(
+    settings: MailSettings, outbox: Outbox, recipients: list[str], subject: str, body: str, tx: Tx
+) -> Effect:
     sent_id = secrets.token_hex(8)
-    message = _compose(settings.sender, sent_id, recipients, subject, body, tx.now)
-    refused: list[str] = []
-    # Deliver before touching the store: the SQLite write lock is not held across the network,
-    # and if delivery fails the tool raises, so nothing is recorded as sent.
+    message = _compose(settings.sender, recipients, subject, body, tx.now)
+    # Stage before touching the store: the SQLite write lock is not held across the SMTP dialogue,
+    # and if the server refuses, the tool raises with nothing recorded and nothing sent.
     try:
-        send_message(message, settings.host, settings.port, timeout=settings.timeout)
+        staged = outbox.stage(tx, message, kind="email", about=sent_uri(sent_id))
     except MailDeliveryError as error:
-        said_no = {address.lower() for address in error.refused}
-        refused = [address for address in recipients if address.lower() in said_no]
-        if not error.refused or len(refused) == len(recipients):
-            # Only a refusal of every recipient is the fault of the "to" argument.
-            blame = {"field": "to"} if error.refused else {}
-            raise ToolFailed(
-                f"email not delivered: {error.reason}",
-                **blame,
-                delivery=error.code,
-                reason=error.reason,
-                refused=refused,
-                smtp=f"{settings.host}:{settings.port}",
-            ) from None
-        # Some recipients got it: that disclosure happened, so it is recorded and reported.
+        # Only a refusal of every recipient is the fault of the "to" argument.
+        blame = {"field": "to"} if error.refused else {}
+        raise ToolFailed(
+            f"email not delivered: {error.reason}",
+            **blame,
+            delivery=error.code,
+            reason=error.reason,
+            refused=_refused(recipients, error.refused),
+            smtp=f"{settings.host}:{settings.port}",
+        ) from None
+    # Some recipients may have been refused: the others get it, so it is recorded and reported.
+    refused = _refused(recipients, staged.refused)
     delivered = [address for address in recipients if address not in refused]
     row = SentMail(
         id=sent_id,
-        message_id=str(message["Message-ID"]),
+        message_id=staged.message_id,
         sender=settings.sender,
         recipients_json=json.dumps(delivered),
         refused_json=json.dumps(refused),
@@ -132,15 +135,18 @@ def _send(settings: MailSettings, recipients: list[str], subject: str, body: str
     return Effect(result=sent_view(row), summary=summary, resource=sent_uri(row.id))
 
 
-def _compose(
-    sender: str, sent_id: str, recipients: list[str], subject: str, body: str, now: datetime
-) -> EmailMessage:
+def _refused(recipients: list[str], refused: dict[str, Any]) -> list[str]:
+    said_no = {address.lower() for address in refused}
+    return [address for address in recipients if address.lower() in said_no]
+
+
+def _compose(sender: str, recipients: list[str], subject: str, body: str, now: datetime) -> EmailMessage:
+    # The outbox sets the Message-ID: the notice's own, kept if the message is ever sent again.
     message = EmailMessage()
     message["From"] = sender
     message["To"] = ", ".join(recipients)
     message["Subject"] = subject
     message["Date"] = format_datetime(now)
-    message["Message-ID"] = f"<{sent_id}@{sender.rsplit('@', 1)[-1]}>"
     message.set_content(body)
     return message
 
@@ -235,10 +241,10 @@ def list_drafts(tx: Tx) -> Effect:
 
 @read_only()
 def list_sent(tx: Tx) -> Effect:
-    """List the emails sent so far, oldest first."""
+    """List the emails sent so far, oldest first, each with its delivery state (sent, prepared, failed)."""
     rows = tx.session.exec(select(SentMail).order_by(col(SentMail.sent_at), col(SentMail.id))).all()
     return Effect(
-        result={"sent": [sent_view(row) for row in rows]},
+        result={"sent": [sent_view(row, delivery_of(tx.session, row)) for row in rows]},
         summary=f"Listed {len(rows)} sent email(s)",
         resource=f"{SERVER}/sent",
     )
@@ -251,9 +257,17 @@ def build(
     *,
     smtp: MailSettings | None = None,
 ) -> tuple[FastMCP, Journal]:
-    """The email server and its journal over the SQLite file ``db``, sending through ``smtp``."""
+    """The email server and its journal over the SQLite file ``db``, sending through ``smtp``.
+
+    Messages left unsent by a crash (``prepared`` in the outbox) are sent before this returns.
+    """
     mcp = FastMCP("hatp-email", instructions="Acme's outgoing email: send now, or keep drafts.")
-    journal = Journal(SERVER, key=key, store=create_store_engine(db), clock=clock or utc_now)
+    settings = smtp or MailSettings()
+    engine = create_store_engine(db)
+    journal = Journal(SERVER, key=key, store=engine, clock=clock or utc_now)
+    outbox = Outbox(engine, settings.host, settings.port, settings.timeout)
     # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
-    journal.register(mcp, *mail_tools(smtp or MailSettings()), *TESTING_HOOKS)
+    journal.register(mcp, *mail_tools(settings, outbox), *TESTING_HOOKS)
+    # Mail a crash left committed but unsent goes out before the server takes calls.
+    outbox.flush()
     return mcp, journal

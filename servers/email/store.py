@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
+from hatp_journal.servers.outbox import OutboxNotice
 from hatp_journal.toolkit import Revision, ToolFailed, Versioned, wire_time
 
 SERVER = "email://acme"
@@ -98,9 +99,15 @@ def draft_view(draft: Draft) -> dict[str, Any]:
     return {"id": draft.id, **draft_fields(draft), "version": draft.version}
 
 
-def sent_view(sent: SentMail) -> dict[str, Any]:
-    """A sent message as tools show it."""
-    return {
+def delivery_of(session: Session, sent: SentMail) -> str | None:
+    """The outbox state of a sent message: ``sent``, ``prepared`` (not yet released) or ``failed``."""
+    notice = session.exec(select(OutboxNotice).where(col(OutboxNotice.message_id) == sent.message_id)).first()
+    return None if notice is None else notice.state
+
+
+def sent_view(sent: SentMail, delivery: str | None = None) -> dict[str, Any]:
+    """A sent message as tools show it; ``delivery`` is its outbox state when known."""
+    shown = {
         "id": sent.id,
         "message_id": sent.message_id,
         "from": sent.sender,
@@ -109,6 +116,7 @@ def sent_view(sent: SentMail) -> dict[str, Any]:
         "subject": sent.subject,
         "sent_at": sent.sent_at,
     }
+    return shown if delivery is None else {**shown, "delivery": delivery}
 
 
 def new_draft(draft_id: str, to: list[str], subject: str, body: str, by: str, now: datetime) -> Draft:
@@ -148,4 +156,4 @@ def list_sent(engine: Engine) -> list[dict[str, Any]]:
     """Every recorded sent message, oldest first (for the command line and tests)."""
     with Session(engine) as session:
         rows = session.exec(select(SentMail).order_by(col(SentMail.sent_at), col(SentMail.id))).all()
-        return [sent_view(row) for row in rows]
+        return [sent_view(row, delivery_of(session, row)) for row in rows]

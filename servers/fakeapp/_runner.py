@@ -19,11 +19,11 @@ from uvicorn.config import LOGGING_CONFIG
 from ._app import create_app
 from ._clock import Clock
 from ._controls import Controls
+from ._host import HOST as HOST  # re-exported
 from ._invoice import Invoice
 from ._knobs import Knobs, Layout, is_layout
 from ._store import InvoiceStore
 
-HOST = "127.0.0.1"
 # How often start() looks at uvicorn's ``started`` flag; the whole wait is bounded by its timeout.
 _POLL_SECONDS = 0.01
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from ._errors import StoreError
-from ._runner import HOST, FakeApp
+from ._host import HOST
 
 DEFAULT_PORT = 8765
 
@@ -25,6 +25,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "serve":
         parser.print_usage(sys.stderr)
         return 2
+
+    from ._runner import FakeApp  # here, not above: --help should not wait for the web server
 
     db = Path(args.db)
     if not db.parent.is_dir():

@@ -16,9 +16,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from ._maildir import DeliveredMessage, read_maildir
-from ._server import MailSink
+if TYPE_CHECKING:
+    from ._maildir import DeliveredMessage
 
 USAGE_ERROR = 2
 RUNTIME_ERROR = 1
@@ -27,6 +28,8 @@ RUNTIME_ERROR = 1
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
+    from ._maildir import read_maildir  # here, not above: --help should not wait for the mail libraries
+
     try:
         if args.command == "serve":
             return _serve(args.dir, args.host, args.port)
@@ -65,6 +68,8 @@ def _serve(directory: Path, host: str, port: int) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    from ._server import MailSink
+
     sink = MailSink(directory, host=host, port=port)
     try:
         sink.start()

@@ -5,10 +5,32 @@ record each call changes, and undoes through the app's own reverse actions (SPEC
 ``build(UiSettings(...))`` gives the FastMCP server, its journal and its browser. See README.md.
 """
 
-from .browser import BrowserThread, BrowserUnavailable
-from .evidence import EvidenceFiles, evidence_file
-from .server import SERVER, RetentionMismatch, UiServer, UiSettings, app_retention_days, build
-from .tools import SEND_REASON, SEND_REMEDY
+from typing import TYPE_CHECKING
+
+from hatp_journal.toolkit.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .browser import BrowserThread, BrowserUnavailable
+    from .evidence import EvidenceFiles, evidence_file
+    from .server import SERVER, RetentionMismatch, UiServer, UiSettings, app_retention_days, build
+    from .tools import SEND_REASON, SEND_REMEDY
+else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "hatp_journal.servers.ui.browser": ["BrowserThread", "BrowserUnavailable"],
+            "hatp_journal.servers.ui.evidence": ["EvidenceFiles", "evidence_file"],
+            "hatp_journal.servers.ui.server": [
+                "SERVER",
+                "RetentionMismatch",
+                "UiServer",
+                "UiSettings",
+                "app_retention_days",
+                "build",
+            ],
+            "hatp_journal.servers.ui.tools": ["SEND_REASON", "SEND_REMEDY"],
+        },
+    )
 
 __all__ = [
     "SEND_REASON",

@@ -22,6 +22,8 @@ from playwright.sync_api import Error as PlaywrightError
 
 from hatp_journal.toolkit import ToolFailed
 
+from .constants import DEFAULT_CHROMIUM as DEFAULT_CHROMIUM  # re-exported
+
 T = TypeVar("T")
 
 # Keeps headless chromium off the network it cannot reach here (see TECH-NOTES "Browser").
@@ -33,7 +35,6 @@ CHROMIUM_ARGS: Final = (
     "--disable-sync",
     "--no-first-run",
 )
-DEFAULT_CHROMIUM: Final = Path("/usr/bin/chromium")
 INSTALL_HINT: Final = "apt-get install chromium"
 
 

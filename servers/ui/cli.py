@@ -17,10 +17,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
-from hatp_journal.toolkit import KeyFileError, SigningKey, StoreError, ToolFailed
+from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
-from .browser import DEFAULT_CHROMIUM
-from .server import SERVER, RetentionMismatch, UiSettings, build
+from .constants import DEFAULT_CHROMIUM, SERVER
 
 USAGE_ERROR = 2
 
@@ -31,6 +30,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse has printed the problem itself
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    # Imported once the command is known: --help should not wait for the MCP stack and the browser.
+    from hatp_journal.toolkit import SigningKey
+
+    from .server import RetentionMismatch, UiSettings, build
+
     try:
         settings = UiSettings(
             app_url=args.app_url,

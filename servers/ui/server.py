@@ -11,13 +11,13 @@ from fastmcp import FastMCP
 
 from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_engine, utc_now
 
-from .browser import DEFAULT_CHROMIUM, BrowserThread
+from .browser import BrowserThread
+from .constants import DEFAULT_CHROMIUM
+from .constants import SERVER as SERVER  # re-exported
 from .evidence import EvidenceFiles
 from .screens import InvoiceScreens
 from .testing import ui_testing_hooks
 from .tools import InvoiceUi, build_tools
-
-SERVER = "ui://fakeapp"
 
 INSTRUCTIONS = (
     "Invoicing in the team's web app, done the way a person does it: every tool opens the app in a "

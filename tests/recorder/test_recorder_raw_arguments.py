@@ -1,10 +1,9 @@
 """An agent writes its JSON-RPC itself to ``hatp-recorder serve``, to send what JSON libraries won't.
 
-Over stdio: NaN, a number too big for a double (read as Infinity) and an integer beyond 2^53. Over
-HTTP: lone surrogates (``"\\ud800"``) in a value and in a key, which that transport's parser hands
-over as they are. Each such call is journaled without its arguments and refused; the tool server is
-not called; the run goes on and its record verifies. Over stdio a lone surrogate never reaches the
-Recorder: the transport's JSON parser refuses the line and nothing answers it.
+Over stdio: NaN, a number too big for a double (read as Infinity), an integer beyond 2^53 and a lone
+surrogate (``"\\ud800"``). Over HTTP: lone surrogates in a value and in a key, which that transport's
+parser hands over as they are. Each such call is journaled without its arguments and refused; the
+tool server is not called; the run goes on and its record verifies.
 """
 
 from __future__ import annotations
@@ -124,7 +123,7 @@ def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_
     infinity = agent.call("plain_shout", '{"text":"hi","times":1e400}')
     big = agent.call("plain_shout", '{"text":"hi","times":123456789012345678901234567890}')
     oversize = agent.call("plain_shout", json.dumps({"text": "x" * MAX_ARGUMENTS_BYTES}))
-    agent.send("plain_shout", '{"text":"\\ud800"}')  # never answered: the next answer is the next call's
+    surrogate = agent.call("plain_shout", '{"text":"\\ud800"}')
     after = agent.call("plain_shout", '{"text":"bye"}')
     assert process.stdin is not None
     process.stdin.close()  # the agent leaves: the Recorder closes and signs the run
@@ -132,10 +131,10 @@ def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_
 
     assert exit_code == 0
     assert first["structuredContent"] == {"result": "HI"}
-    refusals = [nan, infinity, big]
+    refusals = [nan, infinity, big, surrogate]
     assert all(result["isError"] for result in refusals)
-    assert [result["structuredContent"]["code"] for result in refusals] == ["ARGUMENTS_NOT_CANONICAL"] * 3
-    assert [result["structuredContent"]["entry"] for result in refusals] == ["e2", "e3", "e4"]
+    assert [result["structuredContent"]["code"] for result in refusals] == ["ARGUMENTS_NOT_CANONICAL"] * 4
+    assert [result["structuredContent"]["entry"] for result in refusals] == ["e2", "e3", "e4", "e6"]
     assert oversize["structuredContent"]["code"] == "ARGUMENTS_TOO_LARGE"
     assert after["structuredContent"] == {"result": "BYE"}
     store, run = recorded(tmp_path)
@@ -146,11 +145,13 @@ def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
         ("refused", "ARGUMENTS_NOT_CANONICAL"),
         ("refused", "ARGUMENTS_TOO_LARGE"),
+        ("refused", "ARGUMENTS_NOT_CANONICAL"),
         ("call", None),
     ]
     assert [e.body["argumentsRefused"]["path"] for e in entries[1:4]] == ["/times"] * 3
     assert "arguments" not in entries[4].body
-    assert entries[5].body["arguments"] == {"text": "bye"}
+    assert entries[5].body["argumentsRefused"]["path"] == "/text"
+    assert entries[6].body["arguments"] == {"text": "bye"}
     assert store.run(run).closed_at is not None
     assert verifies(store, run)
 

@@ -69,6 +69,8 @@ def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
 
     assert public == {
         "append",
+        "append_async",
+        "append_many",
         "checkpoint",
         "checkpoints",
         "close_run",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -190,6 +192,31 @@ def test_tick_says_mail_failed_naming_the_notice_when_the_mail_server_is_down(
     assert err.startswith(f"hatp-recorder: MAIL_FAILED: {run}/{review.id} review: ")
     assert failed.body["notice"] == review.id
     assert failed.body["error"]
+
+
+def test_a_tick_killed_after_the_mail_left_sends_it_again_on_the_next_tick_with_the_same_message_id(
+    org: Org, mail: MailSink
+) -> None:
+    run = org.agent([("chain_put", {"key": "a", "value": "1"})])
+    at = minutes_before(undo_by(org, run), 59)
+    killed = subprocess.run(
+        [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(org.config), "tick", "--now", at],
+        env={**os.environ, "HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": "reminders:mailed"},
+        capture_output=True,
+        check=False,
+    )
+    unrecorded = kinds(org, run)
+
+    [row] = tick(org, at)
+    delivered = mail.wait_for(2)
+
+    assert killed.returncode == -signal.SIGKILL
+    assert unrecorded == []  # killed between the server's 250 and the entry
+    assert row[1] == "review"
+    [review] = [e for e in org.entries(run) if e.kind == "review"]
+    # The one window where a notice goes twice: the same Message-ID, so the receiver can tell.
+    assert [str(m.message["Message-ID"]) for m in delivered] == [review.body["messageId"]] * 2
+    assert tick(org, at) == []
 
 
 def test_review_of_a_run_that_does_not_exist_is_refused(org: Org) -> None:

@@ -6,13 +6,15 @@ the run's undo lease, exactly as when an undo of the same run is running elsewhe
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
-from chain_server import values
-from http_browser import Browser, code, form_fields, signed_in
+from chain_server import outside_edit, values
+from http_browser import Browser, code, decisions, form_fields, signed_in
 from sqlmodel import Session, SQLModel
 from undo_org import DANA
 from web_org import WAIT_SECONDS, Approver
@@ -28,6 +30,11 @@ def planned(approver: Approver) -> tuple[str, str]:
     )
     ref, _ = approver.org.plan(run, "--from", "1", by=DANA)
     return run, ref
+
+
+# A tool server that waits for the test to open ``gate`` (a FIFO) before it starts: argv is the gate,
+# then the server's own command line.
+GATED = "import os, sys; open(sys.argv[1]).read(); os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
 
 
 def hold_the_undo_lease(approver: Approver, run: str, pid: int) -> None:
@@ -73,6 +80,45 @@ def test_an_approved_undo_runs_in_the_background_and_the_outcome_page_shows_its_
     assert 'id="reversal"' in html, html
     assert values(approver.org.db()) == {}
     assert approver.org.reversal(run) == {"e2": "reversed", "e1": "reversed"}
+
+
+def test_approve_answers_before_any_tool_server_is_asked_and_the_check_then_counts_it_and_runs_the_undo(
+    approver: Approver, planned: tuple[str, str], tmp_path: Path
+) -> None:
+    run, ref = planned
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    chain = approver.web.config.servers["chain"]
+    chain.args = ["-c", GATED, str(gate), *chain.args]
+    browser = signed_in(approver)
+
+    landed = approve(browser, ref)
+    recorded_before_the_servers_answered = decisions(approver, run)
+    with gate.open("w") as opened:  # lets the chain server start
+        opened.write("go")
+    done = outcome_once(browser, ref, 'id="reversal"')
+
+    assert 'data-state="checking"' in landed, landed
+    assert recorded_before_the_servers_answered == []
+    assert 'id="reversal"' in done, done
+    assert decisions(approver, run) == [True]
+    assert approver.org.reversal(run) == {"e2": "reversed", "e1": "reversed"}
+
+
+def test_an_approval_of_a_plan_that_changed_since_it_was_shown_is_checked_in_the_background_and_not_counted(
+    approver: Approver, planned: tuple[str, str]
+) -> None:
+    run, ref = planned
+    browser = signed_in(approver)
+    outside_edit(approver.org.db(), "a", "3", by="eve")
+
+    approve(browser, ref)
+    told = outcome_once(browser, ref, 'data-code="NOT_COUNTED"')
+
+    assert code(told) == "NOT_COUNTED"
+    assert "the plan changed since it was shown" in told
+    assert decisions(approver, run) == [False]
+    assert values(approver.org.db()) == {"a": "3"}
 
 
 def test_an_undo_held_by_another_live_process_stops_with_undo_busy_and_resumes_once_it_is_gone(

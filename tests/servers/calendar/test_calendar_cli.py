@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import Session
 
 from hatp_journal.servers.calendar.cli import main
+from hatp_journal.servers.outbox import OutboxNotice
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +99,28 @@ async def test_bad_input_prints_a_message_on_stderr_exits_2_and_changes_nothing(
     assert capsys.readouterr().err.strip()
     assert (await calendar.event(uid))["version"] == "v1"
     assert not (tmp_path / "nope.db").exists()
+
+
+async def test_outbox_lists_each_notice_and_send_delivers_those_a_crash_left_prepared(
+    calendar, tmp_path, capsys
+):
+    await calendar.create()
+    invitations = calendar.smtp.wait_for(2)
+    db = str(tmp_path / "calendar.db")
+    with Session(calendar.journal.engine) as session:  # as if killed after the commit, before the "."
+        session.execute(update(OutboxNotice).values(state="prepared"))
+        session.commit()
+
+    listed = main(["outbox", "--db", db])
+    before = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    sent = main(["outbox", "--db", db, "--send", "--smtp-port", str(calendar.smtp.port)])
+    after = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    assert (listed, sent) == (0, 0)
+    assert [notice["state"] for notice in before] == ["prepared", "prepared"]
+    assert [notice["state"] for notice in after] == ["sent", "sent"]
+    assert {notice["kind"] for notice in after} == {"invitation"}
+    ids = sorted(str(m.message["Message-ID"]) for m in invitations)
+    assert sorted(notice["messageId"] for notice in after) == ids
+    resent = calendar.smtp.wait_for(4)[2:]
+    assert sorted(str(m.message["Message-ID"]) for m in resent) == ids

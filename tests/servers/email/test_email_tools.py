@@ -139,3 +139,4 @@ async def test_an_email_some_recipients_received_is_recorded_as_sent_to_them_and
     assert reply.journal["undo"]["kind"] == "none"
     assert reply.data["refused"] == ["gone@globex.com"]
     assert [(row["to"], row["refused"]) for row in sent] == [(["buyer@globex.com"], ["gone@globex.com"])]
+    assert [row["delivery"] for row in sent] == ["sent"]  # released from the outbox after the commit

@@ -1,0 +1,231 @@
+"""What ``hatp-recorder``'s commands do, once :mod:`hatp_journal.recorder.cli` has read the arguments.
+
+Kept apart from the argument parser so that ``hatp-recorder --help`` does not import the gateway,
+the MCP stack and the Run Record; and the commands that talk to tool servers (``serve``, the undo
+commands) or serve pages (``web``) import those parts themselves, so that reading, exporting and
+verifying a record does not wait for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
+from hatp_journal.recorder.directory import Directory, DirectoryError
+from hatp_journal.recorder.export import export_run_to
+from hatp_journal.recorder.policy import PolicyFileError, load_policy
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.undo.actions import load_directory
+from hatp_journal.recorder.undo.approval import pending_plans
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.store_check import store_check
+from hatp_journal.recorder.verify_cli import verify_command
+from hatp_journal.recorder.web.views import review
+from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
+from hatp_journal.toolkit.errors import KeyFileError, StoreError
+from hatp_journal.toolkit.signing import SigningKey
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command ``args`` names; returns the exit code (2 for bad input, 1 for a record that fails)."""
+    try:
+        if args.command == "verify":
+            return verify_command(args)
+        config = load_config(args.config)
+        if args.command == "serve":
+            return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
+        if args.command in ("web", "web-link"):
+            from hatp_journal.recorder.web import commands as web_commands
+
+            return web_commands.run(args, config)
+        if args.command == "store-check":
+            for line in store_check(config.recorder.store):
+                print(line)
+            return 0
+        store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
+        if args.command == "tick":
+            return _tick(store, config, args.now)
+        if args.command == "review":
+            return _review(store, config, args)
+        if args.command in ("plan", "undo", "confirm-link", "remedy", "approve", "deny"):
+            from hatp_journal.recorder.undo import commands as undo_commands
+
+            if undo_commands.handles(args, store):
+                return _with_tool_servers(lambda: anyio.run(undo_commands.run_command, args, config, store))
+        if args.command == "runs":
+            for run in store.runs():
+                print(f"{run.id}\t{run.agent}\t{run.principal}")
+        elif args.command in ("asks", "approve", "deny"):
+            return _asks(store, config, args)
+        elif args.command == "show" and args.json:
+            print(
+                json.dumps([entry.wire() for entry in store.entries(args.run)], indent=2, ensure_ascii=False)
+            )
+        elif args.command == "show":
+            for entry in store.entries(args.run):
+                print(entry_line(entry))
+        elif args.command == "export":
+            export_run_to(store, args.run, args.out)
+            print(args.out)
+        elif args.command == "head":
+            return _head(store, args.run, args.out)
+    except StoreError as error:  # a bad URL, an unreachable database, a schema of a later version
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
+        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"hatp-recorder: error: {said}", file=sys.stderr)
+        return 2
+    except UndoError as error:
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
+        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _with_tool_servers(work: Callable[[], int | None]) -> int:
+    """Run ``work``, which talks to tool servers; DownstreamError (a tool server that won't start,
+    answers garbage, or changed key) is exit status 2 with its code."""
+    from hatp_journal.recorder.downstream import DownstreamError
+
+    try:
+        return int(work() or 0)
+    except DownstreamError as error:
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+
+
+def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
+    if config.recorder.directory is None:
+        raise ConfigError("[recorder] directory is not set: nobody can decide asks")
+    directory = Directory.load(Path(config.recorder.directory))
+    asks = Asks(store)
+    now = utc_now()
+    for run in store.runs():
+        asks.withdraw_overdue(run.id, now, directory)
+    if args.command == "asks":
+        for ask in asks.pending():
+            body = ask.entry.body
+            reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
+            print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+        for plan in pending_plans(store):
+            body = plan.entry.body
+            summary = f"{len(plan.plan.steps)} steps, {len(plan.plan.conflicts)} conflicts"
+            print(f"{plan.ref}\tundo {plan.plan.request}\t{summary}\tdecide by {body['decideBy']}")
+        return 0
+    decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
+    outcome = asks.decide(
+        args.ask,
+        decision,
+        person=args.person,
+        key=SigningKey.from_file(args.key),
+        directory=directory,
+        now=now,
+    )
+    print(outcome.message)
+    head = store.latest_checkpoint(args.ask.rpartition("/")[0])
+    if head is not None:
+        print(f"latest signed head: size {head.size}, {head.head}")
+    return 0 if outcome.counted else 1
+
+
+def _now(at: str | None) -> datetime:
+    try:
+        return parse_wire_time(at) if at else utc_now()
+    except ValueError:
+        raise ConfigError(f"--now must look like 2026-11-07T18:00:00Z, got {at!r}") from None
+
+
+def _review(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
+    now = _now(args.now)
+    if load_directory(config).person(args.person) is None:
+        raise UndoError(UndoCode.NOT_PERMITTED, f"{args.person} is not in the directory")
+    try:
+        run = store.run(args.run)
+    except UnknownRun:
+        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {args.run!r}") from None
+    if run.closed_at is not None:
+        record_seen(store, run.id, args.person, now)
+    windows, others = review(store.entries(run.id), now)
+    print(f"Run {run.id} by {run.agent} for {run.principal}, read at {wire_time(now)}:")
+    for line in windows:
+        print(f"  step {line.number}  {line.left:<14} {line.summary}   (until {line.undo_by})")
+    for line in others:
+        print(f"  step {line.number}  {'—':<14} {line.summary}   ({line.note})")
+    return 0
+
+
+def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
+    now = _now(at)
+    policy = load_policy(Path(config.recorder.policy))
+    directory = load_directory(config)
+    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
+    for entry in entries:
+        body = entry.body
+        to = ", ".join(body.get("mailedTo", [])) or "-"
+        print(
+            f"{entry.run}/{entry.id}\t{entry.kind}\t{body.get('step', '')}\t{body.get('after', '')}\tto {to}"
+        )
+    for failure in failed:
+        print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
+    from hatp_journal.recorder.front import serve_stdio
+    from hatp_journal.recorder.gateway import Recorder
+
+    policy = load_policy(Path(config.recorder.policy))
+    store = RunStore(
+        config.recorder.store,
+        SigningKey.load_or_create(config.recorder.key),
+        checkpoint_every=config.recorder.checkpoint_every,
+    )
+    recorder = Recorder(config, store=store, policy=policy)
+    async with AsyncExitStack() as stack:
+        mcp = await recorder.start(stack)
+        try:
+            async with anyio.create_task_group() as tasks:
+                # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
+                tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
+                if transport == "stdio":
+                    await serve_stdio(recorder, mcp)
+                else:
+                    await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+                tasks.cancel_scope.cancel()
+        finally:
+            recorder.close()
+            print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+def _head(store: RunStore, run: str, out: Path | None) -> int:
+    head = store.latest_checkpoint(run) or store.checkpoint(run, "manual")
+    text = json.dumps(head.wire(), indent=2)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        print(out)
+    return 0

@@ -1,0 +1,180 @@
+"""The Recorder's stdio front: tool calls on the data plane, everything else through the mcp library.
+
+Each line from the agent is parsed once. A ``tools/call`` of a published tool, in the 2026
+protocol era (its ``_meta`` names the version, so no session state is needed), goes straight to
+:meth:`Recorder.answer` and its answer is written back as one JSON-RPC line; calls run
+concurrently, each answered when its entry is durable. Every other message (discovery, the
+legacy handshake, ``tools/list``, the binding tools, anything malformed) is handed to the
+FastMCP server, which answers as it always has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import stat
+import sys
+from typing import Any
+
+import anyio
+import mcp_types
+from fastmcp import FastMCP
+from fastmcp.server.context import reset_transport, set_transport
+from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from hatp_journal.recorder.gateway import Recorder
+
+LINE_LIMIT = 64 * 1024 * 1024
+"""Longest line read from the agent (a call's arguments are bounded later, with a clear refusal)."""
+
+_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+logger = logging.getLogger(__name__)
+
+
+async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
+    """Serve the agent on this process's stdin and stdout until stdin closes."""
+    if stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode):
+        # A file is no pipe the event loop can watch: the library's transport reads it on a thread.
+        await mcp.run_async(transport="stdio", show_banner=False)
+        return
+    loop = asyncio.get_running_loop()
+    wire_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
+    wire_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    # Stray reads and prints (ours or a library's) miss the wire: stdin is empty, stdout is stderr.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, sys.stdin.fileno())
+    os.close(null)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), wire_in)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, wire_out)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    front = _Front(recorder, mcp, reader, writer)
+    token = set_transport("stdio")
+    try:
+        async with mcp._lifespan_manager():
+            await front.run()
+    finally:
+        reset_transport(token)
+        writer.close()
+
+
+class _Front:
+    def __init__(
+        self, recorder: Recorder, mcp: FastMCP, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.recorder = recorder
+        self.mcp = mcp
+        self.reader = reader
+        self.writer = writer
+        self.stamp = mcp._mcp_server.server_info_stamp
+        self.calls: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+        library_out, from_library = anyio.create_memory_object_stream[SessionMessage](64)
+        server = self.mcp._mcp_server
+
+        async def serve() -> None:
+            await server.run(library_in, library_out, server.create_initialization_options())
+
+        async with anyio.create_task_group() as library:
+            library.start_soon(serve)
+            library.start_soon(self._answer_library, from_library)
+            async with to_library:
+                while line := await self._line():
+                    await self._take(line, to_library)
+                if self.calls:  # stdin closed: answer the calls still in flight first
+                    await asyncio.wait(self.calls)
+            # Stdin closed and every call answered: the agent is gone, so is the library's server.
+            await _drained(self.writer)
+            library.cancel_scope.cancel()
+
+    async def _line(self) -> bytes:
+        try:
+            return await self.reader.readline()
+        except (ValueError, ConnectionError):  # a line over the limit, or the pipe went away
+            return b""
+
+    async def _take(self, line: bytes, to_library: Any) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            if line.strip():
+                await to_library.send(_library_message(line))
+            return
+        call = self._fast_call(message)
+        if call is not None:
+            # A plain task per call (an anyio task group costs more per task); _call never raises.
+            task = asyncio.create_task(self._call(message["id"], *call))
+            self.calls.add(task)
+            task.add_done_callback(self.calls.discard)
+            return
+        await to_library.send(_library_message(message))
+
+    def _fast_call(self, message: Any) -> tuple[str, str, dict[str, Any], Any] | None:
+        """(server, tool, arguments, request _meta) of a call the data plane answers, else None."""
+        if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+            return None
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return None
+        meta = params.get("_meta")
+        if not isinstance(meta, dict) or meta.get(_PROTOCOL_VERSION) not in MODERN_PROTOCOL_VERSIONS:
+            return None  # the legacy era keeps its session: the library serves it
+        forward = self.recorder.forwards.get(params.get("name"))  # type: ignore[arg-type]
+        arguments = params.get("arguments", {})
+        if forward is None or not isinstance(arguments, dict):
+            return None  # not ours to answer fast: unknown tools and bad params get the library's error
+        return forward[0], forward[1], arguments, meta
+
+    async def _call(
+        self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any
+    ) -> None:
+        try:
+            result = await self.recorder.answer(server, tool, arguments, meta)
+        except Exception:
+            logger.exception("the Recorder failed on %s_%s", server, tool)
+            error = {"code": -32603, "message": "Internal error"}
+            self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
+            return
+        result.setdefault("resultType", "complete")
+        meta_out = result.get("_meta")
+        if isinstance(meta_out, dict) and meta_out.get(_SERVER_INFO) is None:
+            result["_meta"] = {**meta_out, _SERVER_INFO: self.stamp}
+        self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
+        await _drained(self.writer)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        if not self.writer.is_closing():
+            self.writer.write(line.encode())
+
+    async def _answer_library(self, from_library: Any) -> None:
+        async with from_library:
+            async for session_message in from_library:
+                dumped = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                if not self.writer.is_closing():
+                    self.writer.write(dumped.encode() + b"\n")
+                    await self.writer.drain()
+
+
+def _library_message(message: Any) -> SessionMessage | Exception:
+    """A message for the mcp library, validated as its own stdio transport would."""
+    try:
+        if isinstance(message, bytes):
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(message, by_name=False))
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+    except ValueError as error:
+        return error
+
+
+async def _drained(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        await writer.drain()

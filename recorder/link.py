@@ -1,0 +1,187 @@
+"""A stdio tool server's JSON-RPC lines, shared by the mcp client session and the data plane.
+
+The mcp library keeps the rare traffic (``server/discover`` or ``initialize``, ``tools/list``,
+the key binding): its messages pass through here as they would through its own stdio client. A
+hot request (``tools/call``) skips it: :meth:`ChildLink.request` writes the JSON-RPC message
+itself and gets the response back parsed once, as plain JSON, by an id of its own (``hatp-N``),
+so a call costs one ``json.dumps`` out and one ``json.loads`` back instead of two rounds of
+pydantic models and a hop through the session's tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+from fastmcp.client.transports.base import ClientTransport, SessionKwargs, TransportOptions
+from mcp import ClientSession
+from mcp.client.stdio import (
+    _create_platform_compatible_process,
+    _get_executable_command,
+    _stop_server_process,
+)
+from mcp.shared.message import SessionMessage
+from typing_extensions import Unpack
+
+RAW_ID_PREFIX = "hatp-"
+"""Ids of the requests the data plane sends; the session's own ids are integers."""
+
+
+class LinkClosed(ConnectionError):
+    """The server's process ended (or its pipe broke) before it answered."""
+
+
+class ChildLink:
+    """One server process and the lines on its stdin and stdout."""
+
+    def __init__(self, process: Any) -> None:
+        """``process``: as the mcp library spawns it (an anyio process with stdin and stdout pipes)."""
+        self.process = process
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._next = 0
+        self._to_session: Any = None  # where the session's messages go, once a session is open
+        self._closed: BaseException | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def spawn(
+        cls, command: str, args: list[str], env: dict[str, str] | None, cwd: str | Path | None
+    ) -> AsyncIterator[ChildLink]:
+        """Start the server now (it boots while others do) and stop it on exit."""
+        executable = await _get_executable_command(command)
+        process = await _create_platform_compatible_process(executable, args, env, sys.stderr, cwd)
+        link = cls(process)
+        # A plain task, not a task group: an error in the caller's block stays that error.
+        reading = asyncio.create_task(link._read())
+        try:
+            yield link
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop_server_process(process)
+            reading.cancel()
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request; its response message (``result`` or ``error``), as parsed JSON.
+
+        Raises :class:`LinkClosed` if the server is gone, ``TimeoutError`` after ``timeout``.
+        """
+        if self._closed is not None:
+            raise LinkClosed(f"the server's process has ended ({self._closed})")
+        self._next += 1
+        request_id = f"{RAW_ID_PREFIX}{self._next}"
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = answer
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        try:
+            # asyncio's own timeout: the same bound for a fraction of an anyio cancel scope's cost.
+            async with asyncio.timeout(timeout):
+                await self._write(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+                return await answer
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def _write(self, line: str) -> None:
+        assert self.process.stdin is not None
+        try:
+            # No lock: each line is written whole at once, so concurrent writers never interleave.
+            await self.process.stdin.send(line.encode() + b"\n")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
+            raise LinkClosed(f"could not write to the server: {type(error).__name__}") from None
+
+    async def _read(self) -> None:
+        """Route each line: a data-plane answer to its waiter, anything else to the session."""
+        assert self.process.stdout is not None
+        buffer = b""
+        try:
+            async for chunk in self.process.stdout:
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if line.strip():
+                        await self._route(line)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
+            self._closed = error
+        finally:
+            self._closed = self._closed or LinkClosed("end of output")
+            for answer in self._pending.values():
+                if not answer.done():
+                    answer.set_exception(LinkClosed(f"the server's process has ended ({self._closed})"))
+            if self._to_session is not None:
+                self._to_session.close()
+
+    async def _route(self, line: bytes) -> None:
+        parsed: SessionMessage | Exception
+        try:
+            message: Any = json.loads(line)
+        except ValueError as error:
+            message, parsed = None, error
+        if isinstance(message, dict):
+            answer = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            if answer is not None:
+                if not answer.done():
+                    answer.set_result(message)
+                return
+        if self._to_session is None:
+            return  # nobody asked: a stray line before the session opened, or a late answer
+        if message is not None:
+            try:
+                parsed = SessionMessage(
+                    mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+                )
+            except ValueError as error:
+                parsed = error
+        try:
+            await self._to_session.send(parsed)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._to_session = None
+
+    @asynccontextmanager
+    async def session_streams(self) -> AsyncGenerator[tuple[Any, Any], None]:
+        """The read and write streams an mcp ``ClientSession`` speaks over, for as long as it is open."""
+        to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+        write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](64)
+        self._to_session = to_session
+
+        async def pump() -> None:
+            async with from_session:
+                async for session_message in from_session:
+                    dumped = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    try:
+                        await self._write(dumped)
+                    except LinkClosed:
+                        to_session.close()
+                        return
+
+        pumping = asyncio.create_task(pump())
+        async with to_session, read_stream, write_stream:
+            try:
+                yield read_stream, write_stream
+            finally:
+                self._to_session = None
+                pumping.cancel()
+
+
+class LinkTransport(ClientTransport):
+    """A fastmcp client transport over a :class:`ChildLink` that is already running."""
+
+    def __init__(self, link: ChildLink) -> None:
+        self.link = link
+
+    @asynccontextmanager
+    async def connect_session(
+        self, *, transport_options: TransportOptions | None = None, **session_kwargs: Unpack[SessionKwargs]
+    ) -> AsyncGenerator[ClientSession, None]:
+        """A session on the link's streams (the process outlives it)."""
+        options = transport_options or TransportOptions()
+        async with (
+            self.link.session_streams() as (read, write),
+            options.session_class(read, write, **session_kwargs) as session,
+        ):
+            yield session

@@ -1,0 +1,51 @@
+"""Testing only: kill this process at a named point, to test what survives a crash.
+
+With ``HATP_JOURNAL_TESTING=1`` and ``HATP_JOURNAL_CRASH_AT=NAME`` (or ``NAME#N``: the N-th time
+that point is reached, counting from 1), the process sends itself SIGKILL when it reaches
+:func:`crash_point` ``(NAME)``: no cleanup, no flush, open connections dropped by the kernel — as a
+``kill -9`` from outside would, but at an exact place. Without testing mode nothing ever happens.
+
+The points are listed in :data:`CRASH_POINTS`, documented where they are placed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections import Counter
+
+from hatp_journal.toolkit.testing_surface import surface_requested
+
+CRASH_ENV = "HATP_JOURNAL_CRASH_AT"
+
+CRASH_POINTS = (
+    # servers/outbox.py:
+    "outbox:staged",  # each notice, in the transaction: SMTP content sent (no final "."), row added
+    "outbox:committed",  # each batch (a call's notices): committed, not yet marked handed
+    "outbox:handed",  # each batch: marked handed, no final "." sent yet (the microsecond gap)
+    "outbox:delivered",  # each batch: the SMTP server answered every "."; none marked sent yet
+    "outbox:marked",  # each batch: all marked (one write)
+    # (a flush after a restart reaches "outbox:handed", "outbox:delivered" and "outbox:marked"
+    # once per notice)
+    # recorder/reminders.py, for every review, reminder or escalation mail:
+    "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
+)
+
+_reached: Counter[str] = Counter()
+_lock = threading.Lock()
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process if the environment asks for a crash here (testing mode only)."""
+    wanted = os.environ.get(CRASH_ENV)
+    if not wanted or not surface_requested():
+        return
+    point, _, nth = wanted.partition("#")
+    if point != name:
+        return
+    with _lock:
+        _reached[name] += 1
+        count = _reached[name]
+    if count == (int(nth) if nth else 1):
+        os.kill(os.getpid(), signal.SIGKILL)

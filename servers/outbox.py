@@ -1,0 +1,336 @@
+"""A durable outbox: mail written in the same transaction as the change, sent after the commit.
+
+Each notice is a row in the server's own store, committed with the change it announces, with a
+stable Message-ID (``<ntc_…@domain>``, set on the message) and the exact bytes that go on the wire.
+:meth:`Outbox.stage` (or :meth:`Batch.stage`) runs inside the tool's transaction and goes through
+SMTP up to the content (MAIL, RCPT, DATA), so a refused address or a server that can't carry the
+message fails the call while it can still roll back. After the commit, the notices are marked
+``handed`` (a synced commit) and only then get their final ``.``, which makes the SMTP server take
+responsibility for them; its answer then marks each ``sent`` or ``failed``. The notices of one
+:class:`Batch` (a call's messages, one per attendee) are marked and released together.
+
+Why the mark comes before the ``.``: whatever a process has written to a socket, the kernel still
+sends when the process is killed, and once the server has the ``.`` it stores the message. So a
+notice that got its ``.`` is always marked, and a marked notice is never sent again. Crash by crash:
+
+- before the commit: the SMTP transaction is never finished, so the server discards it; no row,
+  no mail;
+- after the commit, before the mark: the row is ``prepared``; :meth:`Outbox.flush` (run when the
+  server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
+- after the ``.``: the server has it; the row says ``handed`` (answer unseen) or ``sent``.
+
+The one gap left is the instant between the mark's commit returning and the ``.`` being written
+(a single write to a socket, microseconds): a kill exactly there leaves a ``handed`` notice that
+never went. SMTP offers no way to close it (nor to ask whether a message arrived), and the other
+order would trade it for a window the length of the server's own storing (~50 ms here) in which a
+notice is sent twice. ``hatp-calendar outbox`` lists ``handed`` notices whose answer was never
+seen. A notice the server refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code;
+a 4xx or a connection lost before the ``.`` leaves it ``prepared`` for the next flush. One server
+process per store is assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.utils import parseaddr
+from typing import Any
+
+from sqlalchemy import Engine, LargeBinary, create_engine, event
+from sqlmodel import Column, Field, Session, SQLModel, col, select
+
+from hatp_journal.servers.crashpoints import crash_point
+from hatp_journal.servers.smtp import (
+    Envelope,
+    MailDeliveryError,
+    OpenDelivery,
+    open_delivery,
+    reopen_delivery,
+)
+from hatp_journal.toolkit import Tx, utc_now, wire_time
+
+__all__ = [
+    "FAILED",
+    "HANDED",
+    "PREPARED",
+    "SENT",
+    "Batch",
+    "Outbox",
+    "OutboxNotice",
+    "Staged",
+    "notices_about",
+]
+
+PREPARED = "prepared"
+HANDED = "handed"  # the final "." was handed to the connection; the server's answer not seen yet
+SENT = "sent"
+FAILED = "failed"
+
+
+class OutboxNotice(SQLModel, table=True):
+    """One message to send: its stable Message-ID, the exact bytes, and whether it went out."""
+
+    __tablename__ = "outbox_notice"
+
+    id: str = Field(primary_key=True)
+    message_id: str = Field(unique=True)
+    kind: str  # what it is, for people: "invitation", "cancellation notice", "email"
+    about: str = Field(index=True)  # the resource it announces
+    sender: str
+    recipients_json: str  # the recipients the SMTP server accepted
+    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    options_json: str
+    state: str = PREPARED
+    code: str | None = None
+    reason: str | None = None
+    attempts: int = 0
+    created_at: str
+    sent_at: str | None = None
+
+    def recipients(self) -> list[str]:
+        """Who the notice goes to."""
+        found: list[str] = json.loads(self.recipients_json)
+        return found
+
+    def view(self) -> dict[str, object]:
+        """The notice as tools and the command line show it (without its bytes)."""
+        return {
+            "id": self.id,
+            "messageId": self.message_id,
+            "kind": self.kind,
+            "about": self.about,
+            "to": self.recipients(),
+            "state": self.state,
+            "code": self.code,
+            "attempts": self.attempts,
+            "sentAt": self.sent_at,
+        }
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A notice written to the outbox: sent once the transaction commits."""
+
+    id: str
+    message_id: str
+    to: tuple[str, ...]
+    refused: dict[str, tuple[int, bytes]]
+
+
+class Outbox:
+    """Stages notices in a tool's transaction and delivers them after its commit, through one SMTP server."""
+
+    def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
+        self.engine = engine
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._in_flight: set[str] = set()  # staged in a transaction of this process, not yet finished
+        self._marks = _quick_commits(engine)
+
+    def batch(self, tx: Tx) -> Batch:
+        """A batch of notices staged in ``tx`` and released together after its commit."""
+        return Batch(self, tx)
+
+    def stage(self, tx: Tx, message: EmailMessage, *, kind: str, about: str) -> Staged:
+        """Stage one message in ``tx``, in a batch of its own (see :meth:`Batch.stage`)."""
+        return self.batch(tx).stage(message, kind=kind, about=about)
+
+    def flush(self) -> list[str]:
+        """Send every ``prepared`` notice no call of this process is finishing; returns their ids.
+
+        Stops at the first one that fails for a reason that may pass (the server down): the rest
+        stay ``prepared`` for the next flush.
+        """
+        sent: list[str] = []
+        with self._lock:
+            with Session(self.engine) as session:
+                query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
+                waiting = [row for row in session.exec(query.order_by(col(OutboxNotice.created_at)))]
+                waiting = [row for row in waiting if row.id not in self._in_flight]
+            for row in waiting:
+                envelope = Envelope(
+                    row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
+                )
+                self._count_attempt(row.id)
+                try:
+                    delivery = reopen_delivery(envelope, self.host, self.port, self.timeout)
+                except MailDeliveryError as error:
+                    self._mark({row.id: error}, handed=False)
+                    if error.temporary:
+                        break
+                    continue
+                outcome = self._hand_over([(row.id, delivery)])[row.id]
+                crash_point("outbox:delivered")
+                self._mark({row.id: outcome})
+                crash_point("outbox:marked")
+                if outcome is None:
+                    sent.append(row.id)
+        return sent
+
+    def pending(self) -> list[OutboxNotice]:
+        """The notices not sent yet (``prepared``), oldest first."""
+        with Session(self.engine) as session:
+            query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
+            return list(session.exec(query.order_by(col(OutboxNotice.created_at))))
+
+    def _release(self, staged: list[tuple[str, OpenDelivery]]) -> None:
+        """After the commit: mark the batch handed, end every SMTP transaction, mark the answers."""
+        crash_point("outbox:committed")
+        try:
+            outcomes = self._hand_over(staged)
+            crash_point("outbox:delivered")
+            self._mark(outcomes)
+            crash_point("outbox:marked")
+        finally:
+            with self._lock:
+                self._in_flight.difference_update(notice_id for notice_id, _ in staged)
+        if self.pending():
+            self.flush()  # what an earlier crash or a dropped connection left behind
+
+    def _hand_over(self, staged: list[tuple[str, OpenDelivery]]) -> dict[str, MailDeliveryError | None]:
+        """Mark the notices ``handed`` (a synced commit), then send each final ``.`` and read the
+        answers: None for a 250, else the error. Every connection is closed afterwards."""
+        try:
+            with Session(self.engine) as session:
+                for notice_id, _ in staged:
+                    row = session.get(OutboxNotice, notice_id)
+                    if row is not None:
+                        row.state = HANDED
+                        session.add(row)
+                session.commit()
+            crash_point("outbox:handed")
+            for _, delivery in staged:
+                delivery.end()  # all the "."s first, so the servers store them side by side
+            outcomes: dict[str, MailDeliveryError | None] = {}
+            for notice_id, delivery in staged:
+                try:
+                    delivery.answer()
+                    outcomes[notice_id] = None
+                except MailDeliveryError as error:
+                    outcomes[notice_id] = error
+            return outcomes
+        finally:
+            for _, delivery in staged:
+                delivery.close()
+
+    def _drop(self, staged: list[tuple[str, OpenDelivery]]) -> None:
+        for _, delivery in staged:
+            delivery.abort()
+        with self._lock:
+            self._in_flight.difference_update(notice_id for notice_id, _ in staged)
+
+    def _count_attempt(self, notice_id: str) -> None:
+        with Session(self._marks) as session:
+            row = session.get(OutboxNotice, notice_id)
+            if row is not None:
+                row.attempts += 1
+                session.add(row)
+                session.commit()
+
+    def _mark(self, outcomes: dict[str, MailDeliveryError | None], *, handed: bool = True) -> None:
+        """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared.
+
+        After the ``.`` was ``handed``, a lost answer leaves the notice ``handed``: the server may
+        have stored it, so it is never sent again.
+        """
+        with Session(self._marks) as session:
+            for notice_id, error in outcomes.items():
+                row = session.get(OutboxNotice, notice_id)
+                if row is None:
+                    continue
+                if error is None:
+                    row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
+                elif handed and error.smtp_code is None:
+                    row.code, row.reason = error.code, error.reason  # stays handed: it may have arrived
+                else:
+                    # A 4xx or (before the ".") a lost connection may pass: kept prepared, reason noted.
+                    row.state = PREPARED if error.temporary else FAILED
+                    row.code, row.reason = error.code, error.reason
+                session.add(row)
+            session.commit()
+
+
+class Batch:
+    """Notices staged in one transaction: each one's SMTP transaction waits, content sent, for the
+    commit; then all are released together and marked in one quick write."""
+
+    def __init__(self, outbox: Outbox, tx: Tx) -> None:
+        self._outbox = outbox
+        self._tx = tx
+        self._staged: list[tuple[str, OpenDelivery]] = []
+
+    def stage(self, message: EmailMessage, *, kind: str, about: str) -> Staged:
+        """Write ``message`` to the outbox in the transaction; its final ``.`` goes after the commit.
+
+        Sets the message's Message-ID. Raises :class:`MailDeliveryError` (nothing staged) if the
+        server can't be reached, refuses the message, or refuses every recipient.
+        """
+        outbox, tx = self._outbox, self._tx
+        notice_id = f"ntc_{secrets.token_hex(10)}"
+        domain = parseaddr(str(message["From"]))[1].rpartition("@")[2] or "localhost"
+        del message["Message-ID"]
+        message["Message-ID"] = f"<{notice_id}@{domain}>"
+        delivery = open_delivery(message, outbox.host, outbox.port, outbox.timeout)
+        envelope = delivery.envelope
+        tx.session.add(
+            OutboxNotice(
+                id=notice_id,
+                message_id=str(message["Message-ID"]),
+                kind=kind,
+                about=about,
+                sender=envelope.sender,
+                recipients_json=json.dumps(list(envelope.recipients)),
+                data=envelope.data,
+                options_json=json.dumps(list(envelope.options)),
+                attempts=1,
+                created_at=wire_time(tx.now),
+            )
+        )
+        with outbox._lock:
+            outbox._in_flight.add(notice_id)
+        if not self._staged:
+            staged = self._staged
+            tx.after_commit(lambda: outbox._release(staged))
+            tx.after_rollback(lambda: outbox._drop(staged))
+        self._staged.append((notice_id, delivery))
+        crash_point("outbox:staged")
+        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
+
+
+def _quick_commits(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose commits skip the fsync (WAL, ``synchronous=NORMAL``).
+
+    For the outbox's own marks only: the resend window ends when the ``sent`` mark commits, and an
+    fsync is most of that time. A commit without it survives the process being killed (the WAL is
+    written); only a power loss can take the last marks back, and then those notices are resent
+    with their Message-IDs. The notices themselves commit with the change, fully synced.
+    """
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return engine  # another database, or one a second engine would not share
+    quick = create_engine(engine.url)
+
+    @event.listens_for(quick, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=10000")
+        cursor.close()
+
+    @event.listens_for(quick, "begin")
+    def on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return quick
+
+
+def notices_about(session: Session, about: str) -> list[OutboxNotice]:
+    """The notices of one resource, oldest first."""
+    query = select(OutboxNotice).where(col(OutboxNotice.about) == about)
+    return list(session.exec(query.order_by(col(OutboxNotice.created_at), col(OutboxNotice.id))))

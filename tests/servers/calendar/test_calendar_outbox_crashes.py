@@ -1,0 +1,142 @@
+"""The calendar server killed (SIGKILL) at each point of sending a notice, then started again.
+
+The kill happens inside a real ``hatp-calendar serve`` process at a named crash point
+(``HATP_JOURNAL_CRASH_AT``, testing mode only); the restart is ``build`` over the same store, the
+code ``serve`` runs, in this process. The mail sink is the witness: notices are counted by
+Message-ID.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
+from sqlmodel import Session, select
+
+from hatp_journal.servers.calendar import build
+from hatp_journal.servers.mailsink import MailSink
+from hatp_journal.servers.outbox import OutboxNotice
+from hatp_journal.toolkit import META_KEY, SigningKey, create_store_engine
+
+pytestmark = pytest.mark.anyio
+
+UNDO = {"requestId": "plan-1#e2"}
+
+
+def killed_server(tmp_path: Path, sink: MailSink, crash_at: str) -> Client[Any]:
+    """``hatp-calendar serve`` over stdio that SIGKILLs itself at ``crash_at``."""
+    serve = ["serve", "--db", str(tmp_path / "calendar.db"), "--key", str(tmp_path / "calendar.key")]
+    serve += ["--smtp-port", str(sink.port)]
+    env = {**os.environ, "HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": crash_at}
+    transport = StdioTransport(sys.executable, ["-m", "hatp_journal.servers.calendar", *serve], env=env)
+    return Client(transport)
+
+
+def restarted(tmp_path: Path, sink: MailSink) -> Client[Any]:
+    """The server started again over the same store (``build`` flushes the outbox first)."""
+    key = SigningKey.from_file(tmp_path / "calendar.key")
+    mcp, _ = build(tmp_path / "calendar.db", key, sink.host, sink.port)
+    return Client(mcp)
+
+
+def message_ids(sink: MailSink, method: str) -> Counter[str]:
+    return Counter(str(m.message["Message-ID"]) for m in sink.messages() if m.calendar_method == method)
+
+
+def notices(tmp_path: Path) -> list[OutboxNotice]:
+    engine = create_store_engine(tmp_path / "calendar.db")
+    with Session(engine) as session:
+        rows = list(session.exec(select(OutboxNotice)))
+    engine.dispose()
+    return rows
+
+
+async def created_kickoff(tmp_path: Path, sink: MailSink, kickoff: dict[str, Any]) -> dict[str, Any]:
+    SigningKey.generate().save(tmp_path / "calendar.key")
+    async with restarted(tmp_path, sink) as client:
+        created = await client.call_tool_mcp("create_event", kickoff)
+    sink.wait_for(2)
+    journal: dict[str, Any] = created.meta[META_KEY]
+    return {**UNDO, "token": journal["compensationToken"], "ifVersion": journal["effect"]["version"]}
+
+
+@pytest.mark.parametrize(
+    ("crash_at", "copies", "states"),
+    [
+        # The issue's case: killed with the cancellation staged, before the commit. Nothing left.
+        ("outbox:staged#2", [1, 1], {"sent"}),
+        # Committed, not yet handed: the restart sends them.
+        ("outbox:committed", [1, 1], {"sent"}),
+        # The 250s came, the sent mark did not: handed notices are never sent again.
+        ("outbox:delivered", [1, 1], {"handed"}),
+        ("outbox:marked", [1, 1], {"sent"}),
+    ],
+)
+async def test_an_undo_killed_at_any_point_of_mailing_sends_each_cancellation_once_after_the_restart(
+    tmp_path, mail_sink, kickoff, crash_at, copies, states
+):
+    undo = await created_kickoff(tmp_path, mail_sink, kickoff)
+
+    async with killed_server(tmp_path, mail_sink, crash_at) as client:
+        with pytest.raises(MCPError):
+            await client.call_tool_mcp("hatp_journal_compensate", undo)
+    async with restarted(tmp_path, mail_sink) as client:
+        answer = (await client.call_tool_mcp("hatp_journal_compensate", undo)).meta[META_KEY]
+        again = (await client.call_tool_mcp("hatp_journal_compensate", undo)).meta[META_KEY]
+        uid = answer["resource"].rsplit("/", 1)[-1]
+        event = (await client.call_tool_mcp("get_event", {"uid": uid})).structured_content
+    sent = message_ids(mail_sink, "CANCEL")
+
+    assert answer["status"] == "done"
+    assert again == answer  # the retry gets the stored answer and queues nothing
+    assert (event["status"], event["version"]) == ("CANCELLED", "v2")
+    assert sorted(sent.values()) == copies
+    named = [line.split()[1] for line in answer["evidence"] if line.startswith("Message-ID")]
+    assert sorted(named) == sorted(sent)
+    assert {row.state for row in notices(tmp_path) if row.kind == "cancellation notice"} == states
+    assert sorted(message_ids(mail_sink, "REQUEST").values()) == [1, 1]
+
+
+async def test_an_undo_killed_between_the_handed_mark_and_the_final_dot_sends_nothing_and_says_so(
+    tmp_path, mail_sink, kickoff
+):
+    # The microsecond gap servers/outbox.py describes, hit on purpose: the notices are marked
+    # handed, their "." never left, so they stay handed (answer unseen) and are not sent again.
+    undo = await created_kickoff(tmp_path, mail_sink, kickoff)
+
+    async with killed_server(tmp_path, mail_sink, "outbox:handed") as client:
+        with pytest.raises(MCPError):
+            await client.call_tool_mcp("hatp_journal_compensate", undo)
+    async with restarted(tmp_path, mail_sink) as client:
+        answer = (await client.call_tool_mcp("hatp_journal_compensate", undo)).meta[META_KEY]
+
+    assert answer["status"] == "done"
+    assert message_ids(mail_sink, "CANCEL") == Counter()
+    cancellations = [row for row in notices(tmp_path) if row.kind == "cancellation notice"]
+    assert [row.state for row in cancellations] == ["handed", "handed"]
+
+
+async def test_a_create_killed_after_its_commit_still_invites_each_attendee_once_at_the_restart(
+    tmp_path, mail_sink, kickoff
+):
+    SigningKey.generate().save(tmp_path / "calendar.key")
+
+    async with killed_server(tmp_path, mail_sink, "outbox:committed") as client:
+        with pytest.raises(MCPError):
+            await client.call_tool_mcp("create_event", kickoff)
+    prepared = notices(tmp_path)
+    async with restarted(tmp_path, mail_sink) as client:
+        events = (await client.call_tool_mcp("list_events", {})).structured_content["events"]
+
+    assert {row.state for row in prepared} == {"prepared"}
+    assert [event["summary"] for event in events] == [kickoff["summary"]]
+    assert sorted(message_ids(mail_sink, "REQUEST").values()) == [1, 1]
+    assert sorted(message_ids(mail_sink, "REQUEST")) == sorted(row.message_id for row in prepared)
+    assert {row.state for row in notices(tmp_path)} == {"sent"}

@@ -1,0 +1,170 @@
+"""The outbox over a real SQLite store and real SMTP: released after commit, dropped on rollback,
+sent again (same Message-ID) by a flush when a crash left it, kept when the server is down."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Iterator
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, Envelope, Session
+from sqlalchemy import Engine
+from sqlmodel import Session as DbSession
+
+from hatp_journal.servers.mailsink import MailSink
+from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
+from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
+from hatp_journal.toolkit import Tx, create_store_engine
+
+__all__ = ["mail_sink"]
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = create_store_engine(tmp_path / "server.db")
+    yield engine
+    engine.dispose()
+
+
+def notice(subject: str) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = "sales-bot@acme.com"
+    message["To"] = "buyer@globex.com"
+    message["Subject"] = subject
+    message.set_content("Hello.")
+    return message
+
+
+def staged_in_a_transaction(
+    engine: Engine, outbox: Outbox, subject: str, *, commit: bool
+) -> tuple[Tx, Staged]:
+    with DbSession(engine) as session:
+        tx = Tx(session=session, now=datetime(2026, 11, 4, tzinfo=UTC), server="test://outbox")
+        staged = outbox.stage(tx, notice(subject), kind="email", about="test://outbox/1")
+        if commit:
+            session.commit()
+        else:
+            session.rollback()
+    return tx, staged
+
+
+def row(engine: Engine, notice_id: str) -> OutboxNotice | None:
+    with DbSession(engine) as session:
+        return session.get(OutboxNotice, notice_id)
+
+
+def test_a_notice_goes_out_after_the_commit_with_its_message_id_and_is_marked_sent(engine, mail_sink):
+    outbox = Outbox(engine, mail_sink.host, mail_sink.port)
+
+    tx, staged = staged_in_a_transaction(engine, outbox, "Welcome", commit=True)
+    before = mail_sink.messages()
+    tx.run_after_commit()
+    [delivered] = mail_sink.wait_for(1)
+
+    assert before == []  # staged: the server holds the content but has not accepted it
+    assert str(delivered.message["Message-ID"]) == staged.message_id
+    assert staged.message_id.startswith(f"<{staged.id}@acme.com")
+    sent = row(engine, staged.id)
+    assert sent is not None
+    assert (sent.state, sent.attempts, sent.recipients()) == ("sent", 1, ["buyer@globex.com"])
+
+
+def test_a_notice_staged_in_a_transaction_that_rolls_back_is_never_delivered(engine, mail_sink):
+    outbox = Outbox(engine, mail_sink.host, mail_sink.port)
+
+    dropped_tx, dropped = staged_in_a_transaction(engine, outbox, "Dropped", commit=False)
+    dropped_tx.run_after_rollback()
+    kept_tx, _ = staged_in_a_transaction(engine, outbox, "Kept", commit=True)
+    kept_tx.run_after_commit()
+
+    assert [m.subject for m in mail_sink.wait_for(1)] == ["Kept"]
+    assert row(engine, dropped.id) is None
+    assert outbox.flush() == []
+
+
+def test_a_committed_notice_a_crash_left_unsent_goes_out_once_with_the_next_flush(engine, mail_sink):
+    first_life = Outbox(engine, mail_sink.host, mail_sink.port)
+    tx, staged = staged_in_a_transaction(engine, first_life, "Cancelled: Kickoff", commit=True)
+    # The process dies here: its SMTP connection closes before the final ".".
+    tx.run_after_rollback()
+
+    restarted = Outbox(engine, mail_sink.host, mail_sink.port)
+    flushed = restarted.flush()
+    again = restarted.flush()
+
+    [delivered] = mail_sink.wait_for(1)
+    assert (flushed, again) == ([staged.id], [])
+    assert str(delivered.message["Message-ID"]) == staged.message_id
+    sent = row(engine, staged.id)
+    assert sent is not None
+    assert (sent.state, sent.attempts) == ("sent", 2)
+
+
+def test_with_the_smtp_server_down_a_flush_keeps_the_notice_and_a_later_one_sends_it(
+    engine, mail_sink, tmp_path
+):
+    tx, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Reminder", commit=True
+    )
+    tx.run_after_rollback()  # killed before the final "."
+    port = mail_sink.port
+    mail_sink.stop()
+
+    down = Outbox(engine, mail_sink.host, port).flush()
+    kept = row(engine, staged.id)
+    with MailSink(tmp_path / "maildir") as back:
+        up = Outbox(engine, back.host, back.port).flush()
+        [delivered] = back.wait_for(1)
+
+    assert down == []
+    assert kept is not None
+    assert (kept.state, kept.code, kept.attempts) == ("prepared", "MAIL_DELIVERY_FAILED", 2)
+    assert up == [staged.id]
+    assert str(delivered.message["Message-ID"]) == staged.message_id
+
+
+class _RefusesAtTheEnd:
+    """Accepts the sender, recipients and content, then answers the final "." with ``reply``."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        return self.reply
+
+
+class _AnyPort(Controller):
+    # aiosmtpd 1.4.6 can't bind port 0 by itself (see hatp_journal.servers.mailsink._server).
+    def _create_server(self) -> Awaitable[asyncio.AbstractServer]:
+        return self._bind()
+
+    async def _bind(self) -> asyncio.AbstractServer:
+        server = await self.loop.create_server(self._factory_invoker, host=self.hostname, port=0)
+        self.port = server.sockets[0].getsockname()[1]
+        return server
+
+
+@pytest.mark.parametrize(
+    ("reply", "state"),
+    [("554 5.7.1 rejected as spam", "failed"), ("451 4.3.0 try later", "prepared")],
+    ids=["refused-for-good", "refused-for-now"],
+)
+def test_a_message_refused_at_its_end_is_failed_with_its_code_or_kept_for_later(engine, reply, state):
+    controller = _AnyPort(_RefusesAtTheEnd(reply), hostname="127.0.0.1", port=0)
+    controller.start()
+    try:
+        outbox = Outbox(engine, "127.0.0.1", int(controller.port))
+        tx, staged = staged_in_a_transaction(engine, outbox, "Invitation", commit=True)
+        errors = tx.run_after_commit()
+    finally:
+        controller.stop()
+
+    refused = row(engine, staged.id)
+    assert errors == []
+    assert refused is not None
+    assert (refused.state, refused.code) == (state, "MAIL_DELIVERY_FAILED")
+    assert reply.split()[0] in (refused.reason or "")
