@@ -28,10 +28,10 @@ from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
