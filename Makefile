@@ -6,10 +6,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 THIRD  := third_party/.installed
 
-.PHONY: setup test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash bench-startup \
-	bench-plan screenshots clean
+.PHONY: setup postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
+	bench-startup bench-plan screenshots clean
 
-setup: $(STAMP) $(THIRD)
+setup: $(STAMP) $(THIRD) postgresql
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ $(STAMP): requirements.lock pyproject.toml
 # MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).
 $(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock scripts/third_party.sh
 	PYTHON=$(PYTHON) sh scripts/third_party.sh
+
+# PostgreSQL's server programs for the store tests (they run a throwaway cluster of their own).
+postgresql:
+	sh scripts/postgresql.sh
 
 test: $(STAMP) lint typecheck unit wheel-check
 

@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("--args", help="the call's arguments, a JSON object (for the registry's argument rules)")
     why.add_argument("--json", action="store_true", help="print the decision as JSON")
     commands.add_parser("runs", help="list runs")
+    commands.add_parser(
+        "store-check",
+        help="check the store's schema versions, changing nothing (exit 0 usable, 2 not)",
+    )
     commands.add_parser("asks", help="list pending asks (withdrawing those past their deadline)")
     for verb in ("approve", "deny"):
         decide = commands.add_parser(verb, help=f"{verb} an ask, signed with your key")

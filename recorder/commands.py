@@ -28,6 +28,7 @@ from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -52,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
             from hatp_journal.recorder.web import commands as web_commands
 
             return web_commands.run(args, config)
+        if args.command == "store-check":
+            for line in store_check(config.recorder.store):
+                print(line)
+            return 0
         store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
         if args.command == "tick":
             return _tick(store, config, args.now)
@@ -79,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)
-    except (ConfigError, PolicyFileError, KeyFileError, StoreError, DirectoryError, KeyError) as error:
+    except StoreError as error:  # a bad URL, an unreachable database, a schema of a later version
+        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
         said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"hatp-recorder: error: {said}", file=sys.stderr)
         return 2

@@ -2,8 +2,9 @@
 
 A server's key set is pinned once: ``rec_pin_set`` holds one row per pinned server (its primary
 key makes a second first pin fail on any database) and ``rec_pin`` one row per pinned key. Both
-are written in one transaction, which on a toolkit SQLite engine is ``BEGIN IMMEDIATE``, so two
-Recorders meeting an unpinned server at once end with one key set, not two.
+are written in one transaction, which on a toolkit SQLite engine is ``BEGIN IMMEDIATE``, and on
+PostgreSQL waits on the other transaction's uncommitted ``rec_pin_set`` row and then fails its
+insert, so two Recorders meeting an unpinned server at once end with one key set, not two.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
+from hatp_journal.toolkit.store_schema import ensure_schema
 
 
 class RecPin(SQLModel, table=True):
@@ -36,13 +38,17 @@ class RecPinSet(SQLModel, table=True):
     pinned_at: str
 
 
+PINS_SCHEMA = 1
+"""The version of the pin tables (``hatp_schema`` part ``pins``)."""
+PINS_TABLES = [SQLModel.metadata.tables["rec_pin"], SQLModel.metadata.tables["rec_pin_set"]]
+
+
 class PinStore:
     """Pins by server name, in the Recorder's store."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        tables = [RecPin.__table__, RecPinSet.__table__]  # type: ignore[attr-defined]
-        SQLModel.metadata.create_all(engine, tables=tables)
+        ensure_schema(engine, "pins", PINS_SCHEMA, PINS_TABLES)
 
     def pinned(self, server: str) -> dict[str, VerifyKey]:
         """The keys pinned for ``server`` (empty before first contact)."""

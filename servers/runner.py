@@ -9,15 +9,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the servers' --help must not wait for the MCP stack
     from fastmcp import FastMCP
 
+from hatp_journal.toolkit.errors import KeyFileError
+
 
 def add_server_arguments(parser: argparse.ArgumentParser, *, default_db: str) -> None:
     """Add ``--db``, ``--key``, ``--transport``, ``--host`` and ``--port``."""
-    parser.add_argument("--db", type=Path, default=Path(default_db), help="SQLite file of the store")
+    parser.add_argument(
+        "--db", default=default_db, help="the store: a SQLite file, or a database URL (postgresql://…)"
+    )
     parser.add_argument(
         "--key",
         type=Path,
         default=None,
-        help="Ed25519 signing key file (created on first use); default: next to --db",
+        help="Ed25519 signing key file (created on first use); default: next to a --db file",
     )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP only; loopback by default")
@@ -25,8 +29,10 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, default_db: str) ->
 
 
 def key_path(args: argparse.Namespace) -> Path:
-    """The signing key file: ``--key`` or ``<db>.key``."""
+    """The signing key file: ``--key`` or ``<db>.key`` (a store URL has no folder: it needs ``--key``)."""
     chosen: Path | None = args.key
+    if chosen is None and "://" in str(args.db):
+        raise KeyFileError("the store is a database URL: say where the signing key is with --key")
     return chosen if chosen is not None else Path(f"{args.db}.key")
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# postgres_url and store_url (SQLite, then PostgreSQL): one throwaway cluster per session.
+pytest_plugins = ["hatp_journal.toolkit.pytest_postgres"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slow tests first: with ``-n auto --dist loadfile`` a long file that starts last keeps one

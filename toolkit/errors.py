@@ -67,5 +67,25 @@ class KeyFileError(ValueError):
     """A signing key file is missing, malformed or of the wrong type."""
 
 
+class StoreCode(StrEnum):
+    """Why a store (the undo store, the Recorder's store) can't be used; stable, for tests and scripts."""
+
+    STORE_BAD_URL = "STORE_BAD_URL"
+    """Not a database URL this installation can use (unknown scheme or driver, malformed)."""
+    STORE_UNREACHABLE = "STORE_UNREACHABLE"
+    """The database server did not answer, or refused the connection or the login."""
+    STORE_UNUSABLE = "STORE_UNUSABLE"
+    """A SQLite path that is a folder, can't be made, or holds something that is not a database."""
+    STORE_SCHEMA_NEWER = "STORE_SCHEMA_NEWER"
+    """The store's schema is of a later version than this code knows: upgrade before using it."""
+    STORE_SCHEMA_MISSING = "STORE_SCHEMA_MISSING"
+    """The store has not been created yet (``check`` only: starting a store creates it)."""
+
+
 class StoreError(ValueError):
-    """The undo store can't be opened (its path is a folder, unwritable, or not a database)."""
+    """The store can't be opened or used; ``code`` says why (:class:`StoreCode`)."""
+
+    def __init__(self, message: str, code: StoreCode = StoreCode.STORE_UNUSABLE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

@@ -1,21 +1,23 @@
-"""The durable undo store: SQLite by default (WAL, synchronous=FULL), any SQLAlchemy URL.
+"""The durable undo store: SQLite by default (WAL, synchronous=FULL), or PostgreSQL.
 
 Tokens are stored hashed: a leaked database does not hand out working tokens.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
 
-from hatp_journal.toolkit.errors import StoreError
+from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.signing import token_digest
+from hatp_journal.toolkit.store_schema import ensure_schema
 
 
 class UndoRecord(SQLModel, table=True):
@@ -67,12 +69,35 @@ def hash_token(token: str) -> str:
     return token_digest(token)
 
 
+UNDO_SCHEMA = 1
+"""The version of the undo store's tables (``hatp_schema`` part ``undo``)."""
+
+_POOL_OPTIONS = ("pool_size", "max_overflow")
+"""Engine options a store URL may carry in its query string (taken out before the driver sees it)."""
+
+_CONNECT_TIMEOUT = 10  # seconds: an unreachable PostgreSQL fails the start instead of hanging it
+
+
 def create_store_engine(url: str | Path) -> Engine:
     """An engine for ``url`` (a SQLAlchemy URL or a SQLite file path) with the tables created.
 
     SQLite gets WAL, ``synchronous=FULL`` (an undo record must survive power loss) and
-    ``BEGIN IMMEDIATE`` transactions, so two compensations of one token serialize.
+    ``BEGIN IMMEDIATE`` transactions, so two compensations of one token serialize. PostgreSQL
+    (``postgresql://user@host/db``) goes through psycopg 3; ``?pool_size=N&max_overflow=M`` size
+    the connection pool. The schema is versioned (:mod:`~hatp_journal.toolkit.store_schema`).
     """
+    engine = open_store_engine(url)
+    tables = list(SQLModel.metadata.tables.values())  # the undo tables and the server's own
+    try:
+        ensure_schema(engine, "undo", UNDO_SCHEMA, tables)
+    except StoreError:
+        engine.dispose()
+        raise
+    return engine
+
+
+def open_store_engine(url: str | Path) -> Engine:
+    """An engine for ``url`` that has connected once, creating no table (see ``create_store_engine``)."""
     text = str(url)
     if "://" not in text:
         if Path(text).is_dir():
@@ -82,16 +107,49 @@ def create_store_engine(url: str | Path) -> Engine:
         except OSError as error:
             raise StoreError(f"cannot make the folder for the store {text}: {error.strerror}") from None
         text = f"sqlite:///{text}"
-    engine = create_engine(text)
+    engine = _engine_for(text)
     if engine.dialect.name == "sqlite":
         _make_sqlite_durable(engine)
     try:
-        SQLModel.metadata.create_all(engine)
+        with engine.connect() as connection:  # SQLite reads its file's header only when asked
+            probe = "SELECT count(*) FROM sqlite_master" if engine.dialect.name == "sqlite" else "SELECT 1"
+            connection.exec_driver_sql(probe)
     except DBAPIError as error:
         engine.dispose()
-        reason = str(error.orig).splitlines()[0] if error.orig is not None else type(error).__name__
-        raise StoreError(f"cannot open the store {url}: {reason}") from None
+        code = StoreCode.STORE_UNUSABLE if engine.dialect.name == "sqlite" else StoreCode.STORE_UNREACHABLE
+        raise StoreError(f"cannot open the store {_shown(str(url))}: {_reason(error)}", code) from None
     return engine
+
+
+def _engine_for(text: str) -> Engine:
+    """The engine for a URL: PostgreSQL through psycopg 3, its pool sized from the URL's query."""
+    try:
+        url = make_url(text)
+        options: dict[str, Any] = {}
+        for name in _POOL_OPTIONS:
+            if name in url.query:
+                options[name] = int(str(url.query[name]))
+        url = url.difference_update_query(_POOL_OPTIONS)
+        if url.get_backend_name() == "postgresql":
+            url = url.set(drivername="postgresql+psycopg")
+            options["pool_pre_ping"] = True  # a database restart must not fail the next call
+            if "connect_timeout" not in url.query:
+                options["connect_args"] = {"connect_timeout": _CONNECT_TIMEOUT}
+        return create_engine(url, **options)
+    except (ArgumentError, NoSuchModuleError, ValueError, ImportError) as error:
+        raise StoreError(f"not a usable store URL {_shown(text)}: {error}", StoreCode.STORE_BAD_URL) from None
+
+
+def _shown(text: str) -> str:
+    """A URL as it may be printed: without its password."""
+    try:
+        return make_url(text).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", text)  # malformed: still no password shown
+
+
+def _reason(error: DBAPIError) -> str:
+    return str(error.orig).splitlines()[0] if error.orig is not None else type(error).__name__
 
 
 def _make_sqlite_durable(engine: Engine) -> None:

@@ -79,7 +79,9 @@ class UndoEngine:
         now = self.journal.now()
         token_hash = hash_token(request.token)
         with Session(self.journal.engine) as session:
-            record = session.get(UndoRecord, token_hash)
+            # Compensations of one token take turns (SQLite: the BEGIN IMMEDIATE write lock;
+            # PostgreSQL: this row lock), so a replica sees another's finished answer, not a race.
+            record = session.get(UndoRecord, token_hash, with_for_update=True)
             if record is None:
                 return self._sign(_unknown(self.journal.server, "compensate", request.token, now))
             refusal = _refusal(session.get(UndoBinding, token_hash), request, token_hash)

@@ -29,6 +29,7 @@ from hatp_journal.recorder.policy.decide import Decision, decide
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.money import add
+from hatp_journal.toolkit.store_schema import ensure_schema
 from hatp_journal.toolkit.wire import Money
 
 
@@ -57,6 +58,8 @@ class RecMoneyTurn(SQLModel, table=True):
 _SPEND = SQLModel.metadata.tables["rec_spend"]
 _TURN = SQLModel.metadata.tables["rec_money_turn"]
 TABLES = [_SPEND, _TURN]
+LEDGER_SCHEMA = 1
+"""The version of the ledger's tables (``hatp_schema`` part ``ledger``)."""
 
 
 def stamp(at: datetime) -> str:
@@ -80,7 +83,7 @@ class StoredLedger:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        SQLModel.metadata.create_all(engine, tables=TABLES)
+        ensure_schema(engine, "ledger", LEDGER_SCHEMA, TABLES)
         try:
             with engine.begin() as connection:
                 if connection.execute(select(_TURN.c.id)).first() is None:

@@ -1,8 +1,9 @@
 """The Run Record store: append-only, hash-chained entries and signed checkpoints (SPEC §8).
 
 Every write is one transaction that reads the chain head and writes after it; on SQLite that is
-``BEGIN IMMEDIATE``, so concurrent appenders serialize instead of forking, and
-``UNIQUE(run, seq)`` turns any remaining race into a retry, never a branch.
+``BEGIN IMMEDIATE``, on PostgreSQL a lock on the run's row (``run_lock.py``), so concurrent
+appenders serialize instead of forking, and ``UNIQUE(run, seq)`` turns any remaining race into a
+retry, never a branch.
 
 ``append`` runs once per recorded call, so it skips the ORM: on SQLite it drives the pooled
 driver connection directly (``BEGIN IMMEDIATE``, the head, the insert, ``COMMIT``: the same
@@ -39,11 +40,20 @@ from hatp_journal.recorder.record.models import (
     RunRecordFile,
     checkpoint_payload,
 )
-from hatp_journal.recorder.record.tables import TABLES, RecCheckpoint, RecDirectory, RecEntry, RecRun
+from hatp_journal.recorder.record.run_lock import lock_run_head
+from hatp_journal.recorder.record.tables import (
+    RECORD_SCHEMA,
+    TABLES,
+    RecCheckpoint,
+    RecDirectory,
+    RecEntry,
+    RecRun,
+)
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.store import create_store_engine
+from hatp_journal.toolkit.store_schema import ensure_schema
 from hatp_journal.toolkit.wire import PublicKey, Receipt
 
 ServerKeys = Mapping[str, Sequence[PinnedKey | PublicKey | VerifyKey]]
@@ -95,7 +105,7 @@ class RunStore:
             raise ValueError(f"checkpoint_every must be 0 (off) or positive, not {checkpoint_every}")
         self._owns_engine = not isinstance(store, Engine)
         self.engine = create_store_engine(store) if not isinstance(store, Engine) else store
-        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+        ensure_schema(self.engine, "record", RECORD_SCHEMA, TABLES)
         self.key = key
         self.checkpoint_every = checkpoint_every
         self.clock = clock
@@ -329,6 +339,7 @@ class RunStore:
     ) -> tuple[bytes, str]:
         """One transaction through SQLAlchemy Core (immediate on a toolkit SQLite engine)."""
         with self.engine.begin() as connection:
+            lock_run_head(connection, run_id)
             last = connection.execute(_HEAD, {"run": run_id}).first()
             seq, head = (last[0] + 1, last[1]) if last is not None else (1, genesis)
             data, digest = self._sealed(run_id, seq, kind, body, head)
@@ -405,6 +416,7 @@ class RunStore:
     def _checkpoint_in(self, session: Session, run: RecRun, reason: str) -> RecCheckpoint:
         if not isinstance(reason, str) or not reason:
             raise BadEntry(f"checkpoint reason must be a non-empty string, got {reason!r}")
+        lock_run_head(session.connection(), run.id)
         size, head = _head(session, run)
         row = RecCheckpoint(**self._sign(run.id, size, head, reason))
         session.add(row)
@@ -465,6 +477,7 @@ class RunStore:
         """
         with self._session() as session:
             run = _get_run(session, run_id)
+            lock_run_head(session.connection(), run_id)
             entries = [_entry_model(row.data, row.hash) for row in _entry_rows(session, run_id)]
             rows = list(_checkpoint_rows(session, run_id))
             head = entries[-1].hash if entries else genesis_hash(_run_model(run))
@@ -538,6 +551,7 @@ class RunStore:
         with self._session() as session:
             row = _get_run(session, run_id)
             run = _run_model(row)
+            lock_run_head(session.connection(), run_id)
             size, head = _head(session, row)
             rows = list(_checkpoint_rows(session, run_id))
             if not rows or (rows[-1].size, rows[-1].head) != (size, head):

@@ -67,6 +67,9 @@ class RecDirectory(SQLModel, table=True):
     data: bytes
 
 
+RECORD_SCHEMA = 1
+"""The version of these tables (``hatp_schema`` part ``record``; see toolkit/store_schema.py)."""
+
 TABLES = [
     SQLModel.metadata.tables[name]
     for name in ("rec_run", "rec_entry", "rec_checkpoint", "rec_token", "rec_directory")

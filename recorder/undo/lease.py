@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel
 
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.toolkit.store_schema import ensure_schema
 
 
 class RecUndoLease(SQLModel, table=True):
@@ -28,6 +29,11 @@ class RecUndoLease(SQLModel, table=True):
     plan: str
     host: str
     pid: int
+
+
+LEASE_SCHEMA = 1
+"""The version of the lease table (``hatp_schema`` part ``lease``)."""
+LEASE_TABLES = [SQLModel.metadata.tables["rec_undo_lease"]]
 
 
 def _alive(pid: int) -> bool:
@@ -43,7 +49,7 @@ def _alive(pid: int) -> bool:
 @contextmanager
 def undo_lease(engine: Engine, run: str, plan: str) -> Iterator[None]:
     """Hold the run's undo lease for the duration of the block."""
-    SQLModel.metadata.create_all(engine, tables=[SQLModel.metadata.tables["rec_undo_lease"]])
+    ensure_schema(engine, "lease", LEASE_SCHEMA, LEASE_TABLES)
     host, pid = socket.gethostname(), os.getpid()
     with Session(engine) as session:
         held = session.get(RecUndoLease, run)

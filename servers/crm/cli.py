@@ -42,12 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             mcp, _ = build(args.db, key)
         except StoreError as error:
-            return _bad_input(str(error))
+            return _bad_input(f"{error.code}: {error.message}")
         run_server(mcp, args)
         return 0
-    if not Path(args.db).is_file():
+    if "://" not in args.db and not Path(args.db).is_file():
         return _bad_input(f"no CRM store at {args.db}; start `hatp-crm serve --db {args.db}` once first")
-    engine = create_store_engine(args.db)
+    try:
+        engine = create_store_engine(args.db)
+    except StoreError as error:
+        return _bad_input(f"{error.code}: {error.message}")
     try:
         if args.command == "edit":
             deal = edit_deal(engine, args.deal_id, stage=args.stage, by=args.by)
@@ -72,12 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the MCP server")
     add_server_arguments(serve, default_db="crm.db")
     edit = commands.add_parser("edit", help="change a deal's stage as a colleague, outside any agent run")
-    edit.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    edit.add_argument("--db", required=True, help="the store: a SQLite file or a database URL")
     edit.add_argument("deal_id", help="e.g. D-881")
     edit.add_argument("--stage", required=True, help=f"one of: {', '.join(STAGES)}")
     edit.add_argument("--by", required=True, help="who is editing, e.g. eve@acme.com")
     show = commands.add_parser("show", help="print a deal as JSON")
-    show.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    show.add_argument("--db", required=True, help="the store: a SQLite file or a database URL")
     show.add_argument("deal_id", help="e.g. D-881")
     return parser
 

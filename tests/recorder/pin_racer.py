@@ -4,7 +4,8 @@ Per round it reads ``{"server": ..., "key": ..., "engine": ...}`` (a raw public 
 ``ready``, waits for ``go`` and then trusts that key for that server as a Recorder meeting it would,
 answering ``{"trusted": [kids]}`` or ``{"code": CODE}``. ``engine`` is ``immediate`` (the Recorder's
 store: ``BEGIN IMMEDIATE``) or ``deferred`` (plain SQLAlchemy SQLite, which locks nothing until it
-writes, as a server database would not: only the per-server row can stop a second pin there).
+writes, as a server database would not: only the per-server row can stop a second pin there), or
+``postgresql`` when STORE is a PostgreSQL URL.
 """
 
 import json
@@ -22,10 +23,13 @@ from hatp_journal.toolkit.store import create_store_engine
 def main() -> None:
     """Race one round per line on stdin until it closes."""
     store = sys.argv[1]
-    pins = {
-        "immediate": PinStore(create_store_engine(store)),
-        "deferred": PinStore(create_engine(f"sqlite:///{store}")),
-    }
+    if "://" in store:  # a PostgreSQL store: its row locks, not a file lock, decide the race
+        pins = {"postgresql": PinStore(create_store_engine(store))}
+    else:
+        pins = {
+            "immediate": PinStore(create_store_engine(store)),
+            "deferred": PinStore(create_engine(f"sqlite:///{store}")),
+        }
     while line := sys.stdin.readline():
         round_ = json.loads(line)
         key = VerifyKey.from_raw(b64url_decode(round_["key"]))

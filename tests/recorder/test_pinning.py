@@ -19,6 +19,7 @@ from hatp_journal.recorder.downstream import Downstream, DownstreamCode, Downstr
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
 from hatp_journal.toolkit.signing import VerifyKey, b64url
 from hatp_journal.toolkit.store import create_store_engine
 
@@ -32,7 +33,7 @@ ROUNDS = 20
 class Racers:
     """Two processes on one store file, each trusting its own key for a server when told ``go``."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path | str) -> None:
         PinStore(create_store_engine(store))  # the tables exist before either racer opens the file
         self.store = store
         self.processes = [
@@ -82,7 +83,14 @@ def racers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Racers]:
     racing.close()
 
 
-def pin_sets(store: Path, server: str) -> int:
+@pytest.fixture(scope="module")
+def postgresql_racers(postgres_cluster: ThrowawayCluster) -> Iterator[Racers]:
+    racing = Racers(postgres_cluster.new_store())
+    yield racing
+    racing.close()
+
+
+def pin_sets(store: Path | str, server: str) -> int:
     """How many key sets are recorded as pinned for ``server``."""
     with create_store_engine(store).connect() as connection:
         return int(
@@ -94,10 +102,11 @@ def pin_sets(store: Path, server: str) -> int:
 
 # "deferred": a plain SQLite engine that takes no lock before it writes, as on a server database
 # both racers read "nothing pinned"; only the per-server row stops the second pin.
-@pytest.mark.parametrize("engine", ["immediate", "deferred"])
+@pytest.mark.parametrize("engine", ["immediate", "deferred", "postgresql"])
 def test_two_processes_pinning_one_server_with_different_keys_at_once_end_with_one_pin_and_one_refusal(
-    racers: Racers, engine: str
+    request: pytest.FixtureRequest, engine: str
 ) -> None:
+    racers: Racers = request.getfixturevalue("postgresql_racers" if engine == "postgresql" else "racers")
     pins = PinStore(create_store_engine(racers.store))
     for round_ in range(ROUNDS):
         server = f"crm-{engine}-{round_}"

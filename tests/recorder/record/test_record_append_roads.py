@@ -3,6 +3,7 @@ append leaves nothing half done behind it."""
 
 from __future__ import annotations
 
+import io
 import math
 import sqlite3
 from contextlib import closing
@@ -48,6 +49,30 @@ def test_both_roads_write_byte_identical_records(
     )
     assert report.ok, report.problems
     for store in roads:
+        store.dispose()
+
+
+def test_postgresql_keeps_the_very_bytes_the_sqlite_driver_keeps(
+    tmp_path: Path, postgres_url: str, recorder_key: SigningKey, server_key: SigningKey
+) -> None:
+    stores = [
+        RunStore(tmp_path / "driver.db", recorder_key, checkpoint_every=3, clock=TickingClock()),
+        RunStore(postgres_url, recorder_key, checkpoint_every=3, clock=TickingClock()),
+    ]
+    for store in stores:
+        run = store.open_run(agent="sales-bot", principal="dana", run_id="run_same")
+        for n in range(7):
+            store.append(run.id, "call", call_body(server_key, n))
+        store.append(run.id, "note", {"float": 1.5, "whole": 2.0, "big": 2**53 - 1, "text": "Proposal → Won"})
+        store.close_run(run.id)
+
+    on_sqlite, on_postgresql = (store.export("run_same") for store in stores)
+    assert on_postgresql.to_bytes() == on_sqlite.to_bytes()
+    assert [c.size for c in on_postgresql.checkpoints] == [3, 6, 8]
+    streamed = io.BytesIO()
+    stores[1].export_to("run_same", streamed)
+    assert streamed.getvalue() == on_postgresql.to_bytes()
+    for store in stores:
         store.dispose()
 
 

@@ -1,4 +1,5 @@
-"""Eight agents appending at once never fork a chain: threads and processes, each with its own store."""
+"""Eight agents appending at once never fork a chain: threads and processes, each with its own store,
+on a SQLite file and on PostgreSQL (``store_url``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ WAIT = 60  # seconds: every wait is bounded
 
 
 def append_as_agent(
-    path: Path, key: SigningKey, run_ids: list[str], agent: int, start: threading.Barrier
+    path: Path | str, key: SigningKey, run_ids: list[str], agent: int, start: threading.Barrier
 ) -> None:
     store = RunStore(path, key, checkpoint_every=7)
     try:
@@ -29,7 +30,7 @@ def append_as_agent(
         store.dispose()
 
 
-def run_threads(path: Path, key: SigningKey, run_ids: list[str]) -> None:
+def run_threads(path: Path | str, key: SigningKey, run_ids: list[str]) -> None:
     start = threading.Barrier(AGENTS)
     with ThreadPoolExecutor(max_workers=AGENTS) as pool:
         futures = [pool.submit(append_as_agent, path, key, run_ids, n, start) for n in range(AGENTS)]
@@ -47,12 +48,12 @@ def assert_unforked(store: RunStore, run_id: str, appends: int) -> None:
 
 
 def test_eight_threads_appending_to_one_run_leave_one_contiguous_chain(
-    tmp_path: Path, recorder_key: SigningKey
+    store_url: str, recorder_key: SigningKey
 ) -> None:
-    store = RunStore(tmp_path / "shared.db", recorder_key)
+    store = RunStore(store_url, recorder_key)
     run = store.open_run(agent="sales-bot", principal="dana")
 
-    run_threads(tmp_path / "shared.db", recorder_key, [run.id])
+    run_threads(store_url, recorder_key, [run.id])
 
     assert_unforked(store, run.id, AGENTS * APPENDS)
     per_agent = [[e.body["n"] for e in store.entries(run.id) if e.body["agent"] == a] for a in range(AGENTS)]
@@ -74,18 +75,16 @@ def test_eight_threads_appending_to_their_own_runs_keep_each_chain_whole(
 
 
 def test_eight_processes_appending_to_one_run_leave_one_contiguous_chain(
-    tmp_path: Path, recorder_key: SigningKey
+    store_url: str, recorder_key: SigningKey
 ) -> None:
-    store = RunStore(tmp_path / "shared.db", recorder_key)
+    store = RunStore(store_url, recorder_key)
     run = store.open_run(agent="sales-bot", principal="dana")
     store.dispose()  # no connection may cross the fork
     context = multiprocessing.get_context("fork")  # children reuse the loaded modules: no 3 s re-import
     start = context.Barrier(AGENTS)
 
     processes = [
-        context.Process(
-            target=append_as_agent, args=(tmp_path / "shared.db", recorder_key, [run.id], n, start)
-        )
+        context.Process(target=append_as_agent, args=(store_url, recorder_key, [run.id], n, start))
         for n in range(AGENTS)
     ]
     for process in processes:

@@ -1,16 +1,19 @@
-"""The Run Record store: numbering, chaining, stored-as-written bytes, checkpoints, append-only."""
+"""The Run Record store: numbering, chaining, stored-as-written bytes, checkpoints, append-only.
+
+Every test here runs on a SQLite file and on PostgreSQL (``store_url``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from record_helpers import TickingClock, fill, pins
+from sqlalchemy import text
 from sqlmodel import create_engine
 
 from hatp_journal.recorder.record import (
@@ -24,6 +27,14 @@ from hatp_journal.recorder.record import (
 )
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, verify
+
+
+@pytest.fixture
+def store(store_url: str, recorder_key: SigningKey) -> Iterator[RunStore]:
+    """conftest.py's store (signing every 5 entries, on a ticking clock), on SQLite and PostgreSQL."""
+    runs = RunStore(store_url, recorder_key, checkpoint_every=5, clock=TickingClock())
+    yield runs
+    runs.dispose()
 
 
 def test_entries_are_numbered_from_e1_and_chained_from_the_runs_genesis(store: RunStore) -> None:
@@ -40,14 +51,13 @@ def test_entries_are_numbered_from_e1_and_chained_from_the_runs_genesis(store: R
     assert store.entry(run.id, "e2") == second
 
 
-def test_each_entry_is_stored_as_the_canonical_bytes_that_were_hashed(
-    store: RunStore, tmp_path: Path
-) -> None:
+def test_each_entry_is_stored_as_the_canonical_bytes_that_were_hashed(store: RunStore) -> None:
     run = store.open_run(agent="sales-bot", principal="dana")
     entry = store.append(run.id, "note", {"z": 1, "a": "Proposal → Won", "nested": {"b": None, "a": [1.5]}})
 
-    with closing(sqlite3.connect(tmp_path / "record.db")) as db:
-        data, stored_hash = db.execute("SELECT data, hash FROM rec_entry WHERE run = ?", (run.id,)).fetchone()
+    with store.engine.connect() as db:
+        query = text("SELECT data, hash FROM rec_entry WHERE run = :run")
+        data, stored_hash = db.execute(query, {"run": run.id}).one()
 
     assert data == canonical_bytes(entry.hashed())
     assert stored_hash == entry.hash == "sha256:" + hashlib.sha256(data).hexdigest()
@@ -128,8 +138,8 @@ def test_an_export_signs_a_fresh_head_only_when_the_head_moved(store: RunStore) 
     assert first.entries == store.entries(run.id)
 
 
-def test_a_restarted_store_continues_the_same_chain(tmp_path: Path, recorder_key: SigningKey) -> None:
-    path = tmp_path / "restart.db"
+def test_a_restarted_store_continues_the_same_chain(store_url: str, recorder_key: SigningKey) -> None:
+    path = store_url
     before = RunStore(path, recorder_key, clock=TickingClock())
     run = before.open_run(agent="sales-bot", principal="dana", run_id="run_fixed")
     fill(before, run.id, 3)

@@ -16,6 +16,7 @@ from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.undo import ReversalPlan, decide_plan, execute_plan, find_plan
 from hatp_journal.recorder.undo.actions import authority_now
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
@@ -38,6 +39,32 @@ def test_a_second_concurrent_undo_of_the_same_run_is_refused_and_compensates_not
     assert code == 2
     assert "UNDO_BUSY" in err
     assert values(org.db()) == {"a": "1"}
+
+
+def test_an_undo_through_a_recorder_on_postgresql_compensates_and_one_undo_at_a_time_holds(
+    postgres_url: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    org = make_org(tmp_path, capfd, store=postgres_url)
+    run = org.agent([("chain_put", {"key": "a", "value": "1"}), ("chain_put", {"key": "b", "value": "1"})])
+    ref, _ = org.plan(run, "--from", "1")
+
+    code, _, err = org.approve(ref)
+
+    assert code == 0, err
+    assert values(org.db()) == {}
+    assert org.reversal(run) == {"e2": "reversed", "e1": "reversed"}
+    assert org.verify(run).ok
+    store = org.store()
+    try:
+        with (
+            undo_lease(store.engine, run, "e-first"),
+            pytest.raises(UndoError) as busy,
+            undo_lease(store.engine, run, "e-second"),
+        ):
+            pass
+    finally:
+        store.dispose()
+    assert busy.value.code == UndoCode.UNDO_BUSY
 
 
 def test_a_denied_plan_is_never_run(org: Org) -> None:

@@ -54,6 +54,7 @@ class Org:
 
     root: Path
     capfd: pytest.CaptureFixture[str]
+    store_url: str | None = None  # the Recorder's store; None: recorder.db in root
 
     @property
     def config(self) -> Path:
@@ -66,7 +67,8 @@ class Org:
         return str(self.root / f"{person.rsplit('/', 1)[-1]}.key")
 
     def store(self) -> RunStore:
-        return RunStore(self.root / "recorder.db", SigningKey.load_or_create(self.root / "recorder.key"))
+        where = self.store_url or self.root / "recorder.db"
+        return RunStore(where, SigningKey.load_or_create(self.root / "recorder.key"))
 
     def entries(self, run: str) -> list[Entry]:
         store = self.store()
@@ -182,7 +184,9 @@ class Org:
         return {s["entry"]: s["status"] for s in reversal.body["steps"]}
 
 
-def make_org(tmp_path: Path, capfd: pytest.CaptureFixture[str], *, plain: bool = False) -> Org:
+def make_org(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], *, plain: bool = False, store: str = "recorder.db"
+) -> Org:
     people = []
     for person, roles in ((DANA, []), (LEE, [LEAD]), (EVE, [])):
         key = SigningKey.generate()
@@ -201,9 +205,10 @@ def make_org(tmp_path: Path, capfd: pytest.CaptureFixture[str], *, plain: bool =
     python = json.dumps(sys.executable)
     (tmp_path / "recorder.toml").write_text(
         "[recorder]\n"
-        'store = "recorder.db"\nkey = "recorder.key"\npolicy = "policy.json"\ndirectory = "directory.json"\n'
+        f"store = {json.dumps(store)}\n"
+        'key = "recorder.key"\npolicy = "policy.json"\ndirectory = "directory.json"\n'
         f'agent = "sales-bot"\nprincipal = "{DANA}"\n\n'
         f"[servers.chain]\ncommand = {python}\nargs = {json.dumps([str(CHAIN), *chain])}\n"
         + (f"\n[servers.plain]\ncommand = {python}\nargs = {json.dumps([str(PLAIN)])}\n" if plain else "")
     )
-    return Org(tmp_path, capfd)
+    return Org(tmp_path, capfd, None if store == "recorder.db" else store)

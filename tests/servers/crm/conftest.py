@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,3 +77,16 @@ async def stdio_crm(tmp_path: Path) -> AsyncIterator[Crm]:
     transport = StdioTransport(sys.executable, arguments, env=dict(os.environ), cwd=str(tmp_path))
     async with Client(transport) as client:
         yield Crm(client, db)
+
+
+@pytest.fixture
+async def replicas(postgres_url: str, tmp_path: Path) -> AsyncIterator[tuple[Crm, Crm]]:
+    """Two ``hatp-crm serve`` processes on one store, sharing the server's signing key."""
+    arguments = [*CLI, "serve", "--db", postgres_url, "--key", str(tmp_path / "crm.key")]
+    async with AsyncExitStack() as stack:
+        started = []
+        for _ in range(2):  # one after the other: the first creates the key the second loads
+            transport = StdioTransport(sys.executable, arguments, env=dict(os.environ), cwd=str(tmp_path))
+            client = await stack.enter_async_context(Client(transport))
+            started.append(Crm(client, tmp_path / "unused.db"))
+        yield started[0], started[1]

@@ -111,7 +111,10 @@ def test_serve_with_a_store_path_that_is_a_folder_is_bad_input_naming_it(tmp_pat
 
     assert status == 2
     said = capsys.readouterr().err
-    assert said == f"hatp-crm: the store {tmp_path / 'crm.db'} is a folder, not a database file\n"
+    assert (
+        said
+        == f"hatp-crm: STORE_UNUSABLE: the store {tmp_path / 'crm.db'} is a folder, not a database file\n"
+    )
 
 
 def test_serve_with_a_store_that_is_not_a_database_is_bad_input_and_keeps_the_file(tmp_path, capsys) -> None:
@@ -120,5 +123,24 @@ def test_serve_with_a_store_that_is_not_a_database_is_bad_input_and_keeps_the_fi
     status = main(["serve", "--db", str(tmp_path / "crm.db"), "--key", str(tmp_path / "crm.key")])
 
     assert status == 2
-    assert capsys.readouterr().err.startswith(f"hatp-crm: cannot open the store {tmp_path / 'crm.db'}: ")
+    assert capsys.readouterr().err.startswith(
+        f"hatp-crm: STORE_UNUSABLE: cannot open the store {tmp_path / 'crm.db'}: "
+    )
     assert (tmp_path / "crm.db").read_text().startswith("a spreadsheet export")
+
+
+def test_serve_on_a_database_that_does_not_answer_is_bad_input_with_its_code(tmp_path, capsys) -> None:
+    with socket.socket() as probe:  # bound, never listening: a connection to it is refused
+        probe.bind(("127.0.0.1", 0))
+        url = f"postgresql://crm@127.0.0.1:{probe.getsockname()[1]}/crm"
+        status = main(["serve", "--db", url, "--key", str(tmp_path / "crm.key")])
+
+    assert status == 2
+    assert capsys.readouterr().err.startswith("hatp-crm: STORE_UNREACHABLE: ")
+
+
+def test_serve_on_a_database_url_without_a_key_file_is_bad_input(tmp_path, capsys) -> None:
+    status = main(["serve", "--db", "postgresql://crm@127.0.0.1/crm"])
+
+    assert status == 2
+    assert "--key" in capsys.readouterr().err

@@ -1,0 +1,58 @@
+"""``hatp-recorder store-check``: is the Recorder's store there, and is its schema the one this code knows?
+
+Reads the ``hatp_schema`` versions of the store's parts and changes nothing (starting a Recorder
+creates or migrates them). Exit 0: usable as is, or after the migration the next start runs;
+2: unreachable, never created, or written by a later version (a ``STORE_…`` code on stderr).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hatp_journal.recorder.pins import PINS_SCHEMA
+from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
+from hatp_journal.recorder.record.tables import RECORD_SCHEMA
+from hatp_journal.recorder.undo.lease import LEASE_SCHEMA
+from hatp_journal.toolkit.errors import StoreCode, StoreError
+from hatp_journal.toolkit.store import open_store_engine
+from hatp_journal.toolkit.store_schema import PartStatus, check_schema
+
+RECORDER_PARTS = {
+    "record": RECORD_SCHEMA,
+    "pins": PINS_SCHEMA,
+    "ledger": LEDGER_SCHEMA,
+    "lease": LEASE_SCHEMA,
+}
+"""The parts of a Recorder's store and the versions this code writes."""
+
+
+def store_check(url: str) -> list[str]:
+    """One line per part (``part  stored  expected  what it means``); raises :class:`StoreError`."""
+    if "://" not in url and not Path(url).exists():
+        raise StoreError(
+            f"no Recorder store at {url} yet: start the Recorder once", StoreCode.STORE_SCHEMA_MISSING
+        )
+    engine = open_store_engine(url)
+    try:
+        found = check_schema(engine, RECORDER_PARTS)
+    finally:
+        engine.dispose()
+    if all(part.found is None for part in found):
+        raise StoreError(
+            f"no Recorder store at {url} yet: start the Recorder once", StoreCode.STORE_SCHEMA_MISSING
+        )
+    newer = [part for part in found if part.found is not None and part.found > part.expected]
+    if newer:
+        shown = ", ".join(f"{part.part} {part.found} (this code: {part.expected})" for part in newer)
+        raise StoreError(f"schema newer than this code: {shown}", StoreCode.STORE_SCHEMA_NEWER)
+    return [_line(part) for part in found]
+
+
+def _line(part: PartStatus) -> str:
+    if part.found is None:
+        said = "not created yet (made on first use)"
+    elif part.ok:
+        said = "ok"
+    else:
+        said = "older: migrated on the next start"
+    return f"{part.part}\t{part.found or '-'}\t{part.expected}\t{said}"

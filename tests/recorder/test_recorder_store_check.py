@@ -1,0 +1,110 @@
+"""The Recorder's store on start and under ``hatp-recorder store-check``: versioned, and a wrong URL,
+an unreachable database or a schema of a later version is bad input with a stable code (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.policy.stored_ledger import StoredLedger
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit import SigningKey, StoreError
+from hatp_journal.toolkit.errors import StoreCode
+from hatp_journal.toolkit.store import create_store_engine
+
+
+def configure(folder: Path, store: str) -> Path:
+    config = folder / "recorder.toml"
+    recorder = f'[recorder]\nstore = {json.dumps(store)}\nkey = "recorder.key"\n'
+    config.write_text(recorder + '[servers.crm]\ncommand = "hatp-crm"\n')
+    return config
+
+
+def cli(config: Path, command: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["--config", str(config), command])
+    said = capsys.readouterr()
+    return code, said.out, said.err
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:  # bound, never listening: a connection to it is refused
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_a_started_store_checks_out_part_by_part(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = RunStore(store_url, SigningKey.generate())
+    PinStore(store.engine)
+    StoredLedger(store.engine)
+    store.dispose()
+
+    code, out, err = cli(configure(tmp_path, store_url), "store-check", capsys)
+
+    assert code == 0, err
+    parts = {line.split("\t")[0]: line.split("\t")[1:3] for line in out.splitlines()}
+    assert parts == {"record": ["1", "1"], "pins": ["1", "1"], "ledger": ["1", "1"], "lease": ["-", "1"]}
+
+
+def test_a_store_of_a_later_schema_is_refused_on_start_and_by_the_check_and_left_as_it_was(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = RunStore(store_url, SigningKey.generate())
+    run = store.open_run(agent="sales-bot", principal="dana")
+    with store.engine.begin() as connection:
+        connection.execute(text("UPDATE hatp_schema SET version = 99 WHERE part = 'record'"))
+    store.dispose()
+    config = configure(tmp_path, store_url)
+
+    with pytest.raises(StoreError) as refused:
+        RunStore(store_url, SigningKey.generate())
+    checked = cli(config, "store-check", capsys)
+    started = cli(config, "runs", capsys)
+
+    assert refused.value.code == StoreCode.STORE_SCHEMA_NEWER
+    for code, _, err in (checked, started):
+        assert code == 2
+        assert err.startswith(f"hatp-recorder: {StoreCode.STORE_SCHEMA_NEWER}: ")
+    engine = create_store_engine(store_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT id FROM rec_run")).scalars().all() == [run.id]
+    engine.dispose()
+
+
+def test_a_store_never_started_fails_the_check_and_is_not_created_by_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli(configure(tmp_path, "recorder.db"), "store-check", capsys)
+
+    assert code == 2
+    assert err.startswith(f"hatp-recorder: {StoreCode.STORE_SCHEMA_MISSING}: ")
+    assert not (tmp_path / "recorder.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("store", "code"),
+    [
+        ("nosuchdatabase://somewhere/x", StoreCode.STORE_BAD_URL),
+        ("postgresql://hatp@127.0.0.1:notaport/x", StoreCode.STORE_BAD_URL),
+        ("postgresql://hatp@127.0.0.1:{closed}/x", StoreCode.STORE_UNREACHABLE),
+    ],
+    ids=["unknown-scheme", "malformed", "unreachable"],
+)
+@pytest.mark.parametrize("command", ["runs", "store-check"])
+def test_a_store_url_that_cannot_be_used_is_bad_input_with_its_code(
+    store: str, code: StoreCode, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = configure(tmp_path, store.format(closed=closed_port()))
+
+    status, _, err = cli(config, command, capsys)
+
+    assert status == 2
+    assert err.startswith(f"hatp-recorder: {code}: ")
