@@ -34,7 +34,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	PYTHON=$(PY) sh scripts/typecheck.sh
 
-unit: $(STAMP) $(THIRD)
+unit: $(STAMP) $(THIRD) postgresql
 	# One worker per core, each test file kept on one worker (module-scoped servers and browsers);
 	# files in collection order, which puts the slow ones first (tests/conftest.py), not by test count.
 	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
