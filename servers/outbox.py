@@ -31,7 +31,6 @@ process per store is assumed.
 
 from __future__ import annotations
 
-import gc
 import json
 import secrets
 import threading
@@ -40,7 +39,7 @@ from email.message import EmailMessage
 from email.utils import parseaddr
 from typing import Any
 
-from sqlalchemy import Engine, LargeBinary, create_engine, event, update
+from sqlalchemy import Engine, LargeBinary, create_engine, event
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.crashpoints import crash_point
@@ -196,25 +195,17 @@ class Outbox:
     def _hand_over(self, staged: list[tuple[str, OpenDelivery]]) -> dict[str, MailDeliveryError | None]:
         """Mark the notices ``handed`` (a synced commit), then send each final ``.`` and read the
         answers: None for a 250, else the error. Every connection is closed afterwards."""
-        ids = [notice_id for notice_id, _ in staged]
-        connection = self.engine.connect()
         try:
-            with connection.begin():
-                connection.execute(
-                    update(OutboxNotice).where(col(OutboxNotice.id).in_(ids)).values(state=HANDED)
-                )
-            # From the commit above to the last write below is the gap where a kill loses a notice:
-            # nothing else happens in it (the connection goes back after the writes, no collection).
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                crash_point("outbox:handed")
-                for _, delivery in staged:
-                    delivery.end()  # all the "."s first, so the servers store them side by side
-            finally:
-                if collecting:
-                    gc.enable()
-            connection.close()
+            with Session(self.engine) as session:
+                for notice_id, _ in staged:
+                    row = session.get(OutboxNotice, notice_id)
+                    if row is not None:
+                        row.state = HANDED
+                        session.add(row)
+                session.commit()
+            crash_point("outbox:handed")
+            for _, delivery in staged:
+                delivery.end()  # all the "."s first, so the servers store them side by side
             outcomes: dict[str, MailDeliveryError | None] = {}
             for notice_id, delivery in staged:
                 try:
@@ -224,7 +215,6 @@ class Outbox:
                     outcomes[notice_id] = error
             return outcomes
         finally:
-            connection.close()
             for _, delivery in staged:
                 delivery.close()
 
