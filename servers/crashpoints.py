@@ -22,12 +22,10 @@ CRASH_ENV = "HATP_JOURNAL_CRASH_AT"
 CRASH_POINTS = (
     # servers/outbox.py:
     "outbox:staged",  # each notice, in the transaction: SMTP content sent (no final "."), row added
-    "outbox:committed",  # each batch (a call's notices): committed, not yet marked handed
-    "outbox:handed",  # each batch: marked handed, no final "." sent yet (the microsecond gap)
+    "outbox:committed",  # each batch (a call's notices): committed, no final "." sent yet
     "outbox:delivered",  # each batch: the SMTP server answered every "."; none marked sent yet
     "outbox:marked",  # each batch: all marked (one write)
-    # (a flush after a restart reaches "outbox:handed", "outbox:delivered" and "outbox:marked"
-    # once per notice)
+    # (a flush after a restart reaches "outbox:delivered" and "outbox:marked" once per notice)
     # recorder/reminders.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
 )

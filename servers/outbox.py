@@ -4,29 +4,23 @@ Each notice is a row in the server's own store, committed with the change it ann
 stable Message-ID (``<ntc_…@domain>``, set on the message) and the exact bytes that go on the wire.
 :meth:`Outbox.stage` (or :meth:`Batch.stage`) runs inside the tool's transaction and goes through
 SMTP up to the content (MAIL, RCPT, DATA), so a refused address or a server that can't carry the
-message fails the call while it can still roll back. After the commit, the notices are marked
-``handed`` (a synced commit) and only then get their final ``.``, which makes the SMTP server take
-responsibility for them; its answer then marks each ``sent`` or ``failed``. The notices of one
-:class:`Batch` (a call's messages, one per attendee) are marked and released together.
-
-Why the mark comes before the ``.``: whatever a process has written to a socket, the kernel still
-sends when the process is killed, and once the server has the ``.`` it stores the message. So a
-notice that got its ``.`` is always marked, and a marked notice is never sent again. Crash by crash:
+message fails the call while it can still roll back; the final ``.`` is sent only after the commit,
+then the row is marked ``sent``. The notices of one :class:`Batch` (a call's messages, one per
+attendee) get their ``.`` together and are marked in one write. What that gives, crash by crash:
 
 - before the commit: the SMTP transaction is never finished, so the server discards it; no row,
   no mail;
-- after the commit, before the mark: the row is ``prepared``; :meth:`Outbox.flush` (run when the
+- after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
   server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
-- after the ``.``: the server has it; the row says ``handed`` (answer unseen) or ``sent``.
+- between sending the ``.`` and the ``sent`` mark: the one window where a notice is sent twice,
+  with the same Message-ID, so a receiver can recognise the second copy. Once the server has the
+  ``.`` it stores the message even if we die; the window is its storing time (it answers ``250``
+  after an fsync) plus one quick commit of ours. No sender can close it: SMTP has no way to ask
+  whether a message whose answer was lost arrived.
 
-The one gap left is the instant between the mark's commit returning and the ``.`` being written
-(a single write to a socket, microseconds): a kill exactly there leaves a ``handed`` notice that
-never went. SMTP offers no way to close it (nor to ask whether a message arrived), and the other
-order would trade it for a window the length of the server's own storing (~50 ms here) in which a
-notice is sent twice. ``hatp-calendar outbox`` lists ``handed`` notices whose answer was never
-seen. A notice the server refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code;
-a 4xx or a connection lost before the ``.`` leaves it ``prepared`` for the next flush. One server
-process per store is assumed.
+So each notice is sent at most once outside that window, and none is lost. A notice the server
+refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
+connection leaves it ``prepared`` for the next flush. One server process per store is assumed.
 """
 
 from __future__ import annotations
@@ -43,29 +37,12 @@ from sqlalchemy import Engine, LargeBinary, create_engine, event
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.crashpoints import crash_point
-from hatp_journal.servers.smtp import (
-    Envelope,
-    MailDeliveryError,
-    OpenDelivery,
-    open_delivery,
-    reopen_delivery,
-)
+from hatp_journal.servers.smtp import Envelope, MailDeliveryError, OpenDelivery, open_delivery, send_envelope
 from hatp_journal.toolkit import Tx, utc_now, wire_time
 
-__all__ = [
-    "FAILED",
-    "HANDED",
-    "PREPARED",
-    "SENT",
-    "Batch",
-    "Outbox",
-    "OutboxNotice",
-    "Staged",
-    "notices_about",
-]
+__all__ = ["FAILED", "PREPARED", "SENT", "Batch", "Outbox", "OutboxNotice", "Staged", "notices_about"]
 
 PREPARED = "prepared"
-HANDED = "handed"  # the final "." was handed to the connection; the server's answer not seen yet
 SENT = "sent"
 FAILED = "failed"
 
@@ -158,18 +135,16 @@ class Outbox:
                 )
                 self._count_attempt(row.id)
                 try:
-                    delivery = reopen_delivery(envelope, self.host, self.port, self.timeout)
+                    send_envelope(envelope, self.host, self.port, self.timeout)
                 except MailDeliveryError as error:
-                    self._mark({row.id: error}, handed=False)
+                    self._mark({row.id: error})
                     if error.temporary:
                         break
                     continue
-                outcome = self._hand_over([(row.id, delivery)])[row.id]
                 crash_point("outbox:delivered")
-                self._mark({row.id: outcome})
+                self._mark({row.id: None})
                 crash_point("outbox:marked")
-                if outcome is None:
-                    sent.append(row.id)
+                sent.append(row.id)
         return sent
 
     def pending(self) -> list[OutboxNotice]:
@@ -179,31 +154,9 @@ class Outbox:
             return list(session.exec(query.order_by(col(OutboxNotice.created_at))))
 
     def _release(self, staged: list[tuple[str, OpenDelivery]]) -> None:
-        """After the commit: mark the batch handed, end every SMTP transaction, mark the answers."""
+        """After the commit: end every SMTP transaction of the batch, then mark them all at once."""
         crash_point("outbox:committed")
         try:
-            outcomes = self._hand_over(staged)
-            crash_point("outbox:delivered")
-            self._mark(outcomes)
-            crash_point("outbox:marked")
-        finally:
-            with self._lock:
-                self._in_flight.difference_update(notice_id for notice_id, _ in staged)
-        if self.pending():
-            self.flush()  # what an earlier crash or a dropped connection left behind
-
-    def _hand_over(self, staged: list[tuple[str, OpenDelivery]]) -> dict[str, MailDeliveryError | None]:
-        """Mark the notices ``handed`` (a synced commit), then send each final ``.`` and read the
-        answers: None for a 250, else the error. Every connection is closed afterwards."""
-        try:
-            with Session(self.engine) as session:
-                for notice_id, _ in staged:
-                    row = session.get(OutboxNotice, notice_id)
-                    if row is not None:
-                        row.state = HANDED
-                        session.add(row)
-                session.commit()
-            crash_point("outbox:handed")
             for _, delivery in staged:
                 delivery.end()  # all the "."s first, so the servers store them side by side
             outcomes: dict[str, MailDeliveryError | None] = {}
@@ -213,10 +166,17 @@ class Outbox:
                     outcomes[notice_id] = None
                 except MailDeliveryError as error:
                     outcomes[notice_id] = error
-            return outcomes
+            # The window where a crash resends: from the first "." sent to this one mark.
+            crash_point("outbox:delivered")
+            self._mark(outcomes)
+            crash_point("outbox:marked")
         finally:
             for _, delivery in staged:
                 delivery.close()
+            with self._lock:
+                self._in_flight.difference_update(notice_id for notice_id, _ in staged)
+        if self.pending():
+            self.flush()  # what an earlier crash or a dropped connection left behind
 
     def _drop(self, staged: list[tuple[str, OpenDelivery]]) -> None:
         for _, delivery in staged:
@@ -232,12 +192,8 @@ class Outbox:
                 session.add(row)
                 session.commit()
 
-    def _mark(self, outcomes: dict[str, MailDeliveryError | None], *, handed: bool = True) -> None:
-        """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared.
-
-        After the ``.`` was ``handed``, a lost answer leaves the notice ``handed``: the server may
-        have stored it, so it is never sent again.
-        """
+    def _mark(self, outcomes: dict[str, MailDeliveryError | None]) -> None:
+        """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared."""
         with Session(self._marks) as session:
             for notice_id, error in outcomes.items():
                 row = session.get(OutboxNotice, notice_id)
@@ -245,10 +201,8 @@ class Outbox:
                     continue
                 if error is None:
                     row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
-                elif handed and error.smtp_code is None:
-                    row.code, row.reason = error.code, error.reason  # stays handed: it may have arrived
                 else:
-                    # A 4xx or (before the ".") a lost connection may pass: kept prepared, reason noted.
+                    # A 4xx or a lost connection may pass: the notice stays prepared, the reason noted.
                     row.state = PREPARED if error.temporary else FAILED
                     row.code, row.reason = error.code, error.reason
                 session.add(row)

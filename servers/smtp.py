@@ -36,7 +36,6 @@ __all__ = [
     "OpenDelivery",
     "SmtpUtf8NotOfferedError",
     "open_delivery",
-    "reopen_delivery",
     "send_envelope",
     "send_message",
 ]
@@ -226,43 +225,28 @@ def send_envelope(
     Returns the recipients refused this time; raises :class:`MailDeliveryError` if none accepted it,
     the server refused it, or cannot take it any more (e.g. it stopped offering SMTPUTF8).
     """
-    delivery = reopen_delivery(envelope, host, port, timeout)
-    try:
-        delivery.finish()
-    finally:
-        delivery.close()
-    return delivery.refused
-
-
-def reopen_delivery(envelope: Envelope, host: str, port: int, timeout: float = 10) -> OpenDelivery:
-    """Like :func:`open_delivery`, for an :class:`Envelope` that went (or was staged) before: the
-    same bytes and Message-ID, up to (not including) the final ``.``."""
     where = f"{host}:{port}"
     try:
-        client = smtplib.SMTP(host, port, timeout=timeout)
-    except (smtplib.SMTPException, OSError) as exc:
-        raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
-    try:
-        client.ehlo_or_helo_if_needed()
-        for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
-            if option in envelope.options and not client.has_extn(extension):
-                missing = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
-                raise missing(f"{where} no longer offers {extension.upper()}, which this message needs")
-        accepted, refused = _start_transaction(client, envelope)
+        with smtplib.SMTP(host, port, timeout=timeout) as client:
+            client.ehlo_or_helo_if_needed()
+            for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
+                if option in envelope.options and not client.has_extn(extension):
+                    missing = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
+                    raise missing(f"{where} no longer offers {extension.upper()}, which this message needs")
+            _, refused = _start_transaction(client, envelope)
+            client.send(b".\r\n")
+            code, reply = client.getreply()
+            if code != 250:
+                raise smtplib.SMTPDataError(code, reply)
     except MailDeliveryError:
-        client.close()
         raise
     except smtplib.SMTPRecipientsRefused as exc:
-        client.close()
         raise _all_refused(exc) from exc
     except smtplib.SMTPResponseException as exc:
-        client.close()
         raise _refusal(exc) from exc
     except (smtplib.SMTPException, OSError) as exc:
-        client.close()
         raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
-    resent = Envelope(envelope.sender, accepted, envelope.data, envelope.options)
-    return OpenDelivery(client, resent, refused, where)
+    return refused
 
 
 def _refusal(exc: smtplib.SMTPResponseException) -> MailDeliveryError:
