@@ -12,11 +12,15 @@ attendee) get their ``.`` together and are marked in one write. What that gives,
   no mail;
 - after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
   server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
-- between sending the ``.`` and the ``sent`` mark: the one window where a notice is sent twice,
-  with the same Message-ID, so a receiver can recognise the second copy. Once the server has the
-  ``.`` it stores the message even if we die; the window is its storing time (it answers ``250``
-  after an fsync) plus one quick commit of ours. No sender can close it: SMTP has no way to ask
-  whether a message whose answer was lost arrived.
+- between sending the ``.`` and the ``sent`` mark: the one window where a notice can be sent
+  twice, with the same Message-ID (and, for iTIP, the same bytes and SEQUENCE, which a calendar
+  applies once), so a receiver can recognise the second copy. A server that got the ``.`` may
+  store the message though we died, or drop it because we vanished before its ``250`` (the
+  aiosmtpd sink drops about half of them): without a ``250`` the only safe move is SMTP's own,
+  to send again. Marking first instead loses every notice such a server drops. No sender can
+  close the window (the duplicate-message problem of RFC 1047): SMTP has no way to ask whether a
+  message whose answer was lost arrived. It lasts the server's storing (an fsync before its
+  ``250``) plus one quick commit of ours.
 
 So each notice is sent at most once outside that window, and none is lost. A notice the server
 refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
