@@ -35,14 +35,14 @@ import threading
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
-from typing import Any
 
-from sqlalchemy import Engine, LargeBinary, create_engine, event
+from sqlalchemy import Engine, LargeBinary, create_engine
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.servers.smtp import Envelope, MailDeliveryError, OpenDelivery, open_delivery, send_envelope
 from hatp_journal.toolkit import Tx, utc_now, wire_time
+from hatp_journal.toolkit.store import configure_sqlite
 
 __all__ = ["FAILED", "PREPARED", "SENT", "Batch", "Outbox", "OutboxNotice", "Staged", "notices_about"]
 
@@ -271,20 +271,7 @@ def _quick_commits(engine: Engine) -> Engine:
     if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
         return engine  # another database, or one a second engine would not share
     quick = create_engine(engine.url)
-
-    @event.listens_for(quick, "connect")
-    def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=10000")
-        cursor.close()
-
-    @event.listens_for(quick, "begin")
-    def on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
+    configure_sqlite(quick, synchronous="NORMAL")
     return quick
 
 

@@ -109,7 +109,7 @@ def open_store_engine(url: str | Path) -> Engine:
         text = f"sqlite:///{text}"
     engine = _engine_for(text)
     if engine.dialect.name == "sqlite":
-        _make_sqlite_durable(engine)
+        configure_sqlite(engine)
     try:
         with engine.connect() as connection:  # SQLite reads its file's header only when asked
             probe = "SELECT count(*) FROM sqlite_master" if engine.dialect.name == "sqlite" else "SELECT 1"
@@ -152,14 +152,17 @@ def _reason(error: DBAPIError) -> str:
     return str(error.orig).splitlines()[0] if error.orig is not None else type(error).__name__
 
 
-def _make_sqlite_durable(engine: Engine) -> None:
+def configure_sqlite(engine: Engine, *, synchronous: str = "FULL") -> None:
+    """WAL, ``synchronous`` (FULL: a commit survives power loss; NORMAL: only a killed process)
+    and ``BEGIN IMMEDIATE`` transactions on every connection of a SQLite ``engine``."""
+
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         # Let SQLAlchemy, not the driver, decide when a transaction begins.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute("PRAGMA busy_timeout=10000")
         cursor.close()
 
