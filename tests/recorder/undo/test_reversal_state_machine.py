@@ -233,7 +233,14 @@ class UndoMachine(RuleBasedStateMachine):
 
     @rule(key=KEYS)
     def agent_publishes(self, key: str) -> None:
-        answer, _ = self.portal.call(self.world.call, "chain_publish", {"key": key})
+        result = self.portal.call(self.world.agent.call_tool_mcp, "chain_publish", {"key": key})
+        if result.is_error:
+            # The same call's earlier ask passed its deadline (time_passes): the agent is told so
+            # once; that ask stays in ``pending``, where Lee's late approval is not counted.
+            told = (result.meta or {}).get("hatp/recorder") or {}
+            assert told.get("code") == "DEADLINE_EXCEEDED", result.content
+            return
+        answer = dict(result.structured_content or {})
         assert answer["status"] == "pending_approval"
         if answer["ask"] not in self.pending:  # asking again while pending names the same ask
             self.pending.append(str(answer["ask"]))
