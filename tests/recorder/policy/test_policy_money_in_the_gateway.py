@@ -54,7 +54,8 @@ async def test_a_charge_is_held_while_forwarded_and_only_calls_that_went_through
     recorder: list[Recorder] = []
     config = RecorderConfig(
         recorder=RecorderSection(agent="bot", principal="dana"),
-        servers={"shop": ServerConfig(url="http://127.0.0.1:9/embedded", timeout_seconds=0.5)},
+        # Long enough for a normal call on a loaded machine; the hung one waits it out.
+        servers={"shop": ServerConfig(url="http://127.0.0.1:9/embedded", timeout_seconds=3)},
     )
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
     recorder.append(Recorder(config, store=store, policy=POLICY, embedded={"shop": shop(seen, recorder)}))
