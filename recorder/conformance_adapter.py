@@ -1,4 +1,4 @@
-"""This Recorder's adapter for the conformance suite's Recorder checks (SPEC §13).
+"""This Recorder's adapter for the conformance suite's Recorder checks (protocol.md §13).
 
 ``hatp-conformance --recorder hatp_journal.recorder.conformance_adapter:reference`` runs them: the
 gateway in process, the suite's stub server behind it as a real stdio child, a policy that

@@ -125,3 +125,29 @@ def test_a_flag_missing_from_the_reference_is_found(monkeypatch: pytest.MonkeyPa
 
     assert "`--no-such-flag-documented`" not in (DOCS / "cli.md").read_text(encoding="utf-8")
     assert arguments == ["--no-such-flag-documented"]
+
+
+FOREIGN_CITATION = "SPEC" + " §"  # spelled in two parts so this file does not cite it
+
+
+def test_code_and_docs_cite_the_projects_own_protocol_and_every_cited_section_exists() -> None:
+    root = DOCS.parent
+    protocol = (DOCS / "protocol.md").read_text(encoding="utf-8")
+    sources = [
+        path
+        for pattern in ("*.py", "*.md", "*.toml", "*.json")
+        for path in root.rglob(pattern)
+        if not {".venv", "node_modules", ".git", "build"} & set(path.relative_to(root).parts)
+    ]
+
+    foreign, missing = [], []
+    for path in sources:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if FOREIGN_CITATION in text:
+            foreign.append(str(path.relative_to(root)))
+        for section in re.findall(r"protocol\.md §(\d+)", text):
+            if f'<a id="s{section}"></a>' not in protocol:
+                missing.append(f"{path.relative_to(root)}: §{section}")
+
+    assert foreign == []
+    assert missing == []

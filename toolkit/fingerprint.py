@@ -1,4 +1,4 @@
-"""Fingerprints of one on-screen record, for undo through a user interface (SPEC §6).
+"""Fingerprints of one on-screen record, for undo through a user interface (protocol.md §6).
 
 A computer-use server cannot ask an app for an ETag, so it reads the record a person would see:
 its on-screen id and visible field values, taken from the accessibility tree and keyed by column
