@@ -151,3 +151,33 @@ def test_code_and_docs_cite_the_projects_own_protocol_and_every_cited_section_ex
 
     assert foreign == []
     assert missing == []
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors a page offers: GitHub's slugs of its headings, and explicit ``<a id>``s."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.S)  # a "# comment" in a code block is no heading
+    slugs = set(re.findall(r'<a id="([^"]+)"></a>', text))
+    for heading in re.findall(r"^#+ (.+)$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        slugs.add(slug)
+    return slugs
+
+
+def test_every_relative_link_of_the_docs_leads_to_a_file_and_heading_that_exist() -> None:
+    pages = [DOCS.parent / "README.md", *sorted(DOCS.glob("*.md"))]
+
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"{page.name}: {target} (no such heading)")
+
+    assert broken == []
