@@ -3,7 +3,7 @@
     hatp-conformance --target "hatp-crm serve --db /tmp/crm.db"      # a stdio server (started here)
     hatp-conformance --target http://127.0.0.1:8000/mcp              # a server in testing mode
     hatp-conformance --recorder hatp_journal.recorder.conformance_adapter:reference
-        [--expected-failures xfail.toml] [--json result.json]
+        [--expected-failures xfail.toml] [--json result.json] [--allow-skips]
         [--attest crm.attestation.json --attest-key conformance.key]
 
 Exit status: 0 when everything passed (expected failures included), 1 when a check failed or an
