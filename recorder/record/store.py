@@ -1,4 +1,4 @@
-"""The Run Record store: append-only, hash-chained entries and signed checkpoints (SPEC §8).
+"""The Run Record store: append-only, hash-chained entries and signed checkpoints (protocol.md §8).
 
 Every write is one transaction that reads the chain head and writes after it; on SQLite that is
 ``BEGIN IMMEDIATE``, on PostgreSQL a lock on the run's row (``run_lock.py``), so concurrent
