@@ -25,6 +25,7 @@ from typing import Any
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
@@ -159,7 +160,23 @@ def tick(
     now: datetime,
     base_url: str,
 ) -> tuple[list[Entry], list[str]]:
-    """Record and send everything due; returns (entries appended, mails that could not be delivered)."""
+    """Record and send everything due; returns (entries appended, mails that could not be delivered).
+
+    Several Recorders on one store tick in turn: while another live process ticks, this one does
+    nothing (that process sends what is due), so a notice is mailed once across the fleet.
+    """
+    with fleet_lease(store.engine, TICK_LEASE, TICK_LEASE_TTL) as held:
+        return _tick(store, policy, directory, mail, now, base_url) if held else ([], [])
+
+
+def _tick(
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    mail: MailSection,
+    now: datetime,
+    base_url: str,
+) -> tuple[list[Entry], list[str]]:
     appended, failed = [], []
     for notice in due(store, policy, directory, now, base_url):
         addresses = [a for a in (_address(directory, p) for p in notice.to) if a]

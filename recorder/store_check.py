@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hatp_journal.recorder.fleet_lease import FLEET_LEASE_SCHEMA
 from hatp_journal.recorder.pins import PINS_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
@@ -22,6 +23,7 @@ RECORDER_PARTS = {
     "pins": PINS_SCHEMA,
     "ledger": LEDGER_SCHEMA,
     "lease": LEASE_SCHEMA,
+    "fleet-lease": FLEET_LEASE_SCHEMA,
 }
 """The parts of a Recorder's store and the versions this code writes."""
 
