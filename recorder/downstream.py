@@ -128,6 +128,11 @@ class Downstream:
             await self._pin_keys()
 
     @property
+    def client(self) -> Client[Any] | None:
+        """The open session to the server (for what is not a tool call: resources, prompts)."""
+        return self._client
+
+    @property
     def journal_aware(self) -> bool:
         """Whether the server offers the journal binding."""
         return KEYS_TOOL in self.tools

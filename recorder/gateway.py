@@ -19,8 +19,10 @@ from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import Tool, ToolResult
 from mcp.types import CallToolResult
+from mcp.types import Tool as McpTool
 from pydantic import PrivateAttr, ValidationError
 
+from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
@@ -94,6 +96,8 @@ class Recorder:
                 self.mcp.add_tool(forward)
                 self.forwards[forward.name] = (downstream.name, tool.name)
                 self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
+            await passthrough.publish(self, downstream)
+        self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         section = self.config.recorder
         self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
         return self.mcp
@@ -204,6 +208,34 @@ class Recorder:
         entry = await self._append(run, "refused", body)
         return _refusal(refusal.code, refusal.message(), entry.id)
 
+    async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
+        """Append a ``call`` entry the Recorder made itself (a resource read), linked like any call."""
+        body["links"] = self._links.links(body)
+        entry = await self._append(run, "call", body)
+        self._links.add(entry.id, body)
+        return entry
+
+    async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""
+        run = self.run_id
+        assert run is not None, "start() first"
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        body: dict[str, Any] = {
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "tool": name,
+            "code": "UNKNOWN_TOOL",
+        }
+        if checked.refusal is None:
+            body.update(arguments=arguments, argumentsDigest=checked.digest)
+        else:
+            body.update(checked.refusal.kept)
+        host = _host_meta(_request_meta())
+        if host is not None:
+            body["host"] = host
+        entry = await self._append(run, "refused", body)
+        return _tool_result(_refusal("UNKNOWN_TOOL", f"the Recorder publishes no tool {name!r}", entry.id))
+
     async def _append(
         self, run: str, kind: str, body: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
     ) -> Entry:
@@ -290,6 +322,7 @@ class ForwardTool(Tool):
     _recorder: Recorder | None = PrivateAttr(default=None)
     _server: str = PrivateAttr(default="")
     _tool: str = PrivateAttr(default="")
+    _published: McpTool | None = PrivateAttr(default=None)
 
     @classmethod
     def for_downstream(cls, recorder: Recorder, server: str, tool: Any) -> ForwardTool:
@@ -303,7 +336,14 @@ class ForwardTool(Tool):
             meta=tool.meta,
         )
         forward._recorder, forward._server, forward._tool = recorder, server, tool.name
+        forward._published = tool
         return forward
+
+    def to_mcp_tool(self, **overrides: Any) -> McpTool:
+        """The tool exactly as its server listed it (title, output schema, ``_meta``...), but for its name."""
+        assert self._published is not None
+        meta = passthrough.published_meta(self._published.meta)
+        return self._published.model_copy(update={"name": self.name, "meta": meta})
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         """Forward through the Recorder."""
