@@ -98,6 +98,9 @@ class Recorder:
                 self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
+        from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported last
+
+        agent_tools.publish(self)
         section = self.config.recorder
         self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
         return self.mcp
@@ -214,6 +217,10 @@ class Recorder:
         entry = await self._append(run, "call", body)
         self._links.add(entry.id, body)
         return entry
+
+    async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
+        """Append a ``note`` entry (an agent tool's call: no step of the run)."""
+        return await self._append(run, "note", body)
 
     async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""
