@@ -87,6 +87,9 @@ class Recorder:
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
+        from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported here
+
+        agent_tools.publish(self)  # first: a server name that clashes with them is refused before it starts
         for downstream in self.downstreams.values():
             await downstream.launch(stack)  # all stdio servers boot at once; connect waits for each
         for downstream in self.downstreams.values():
@@ -98,9 +101,6 @@ class Recorder:
                 self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
-        from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported last
-
-        agent_tools.publish(self)
         section = self.config.recorder
         self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
         return self.mcp
