@@ -52,7 +52,9 @@ def reserved_clash(server_names: list[str]) -> str | None:
     """Why these server names can't sit beside the agent tools (their tools would share the prefix)."""
     for name in server_names:
         if f"{name}_".startswith(PREFIX):
-            return f"server {name!r}: names starting with {AGENT_SERVER!r} are reserved for the Recorder's tools"
+            return (
+                f"server {name!r}: names starting with {AGENT_SERVER!r} are reserved for the Recorder's tools"
+            )
     return None
 
 
@@ -82,7 +84,9 @@ class AgentTools:
         """Mark this point of the run, to list or undo what was changed after it (a later mark of
         the same label moves it)."""
         after = len(self._steps())
-        return await self._answer("checkpoint", {"label": label}, lambda: {"label": label, "afterStep": after})
+        return await self._answer(
+            "checkpoint", {"label": label}, lambda: {"label": label, "afterStep": after}
+        )
 
     async def list_changes(
         self,
@@ -116,7 +120,11 @@ class AgentTools:
     ) -> ToolResult:
         """Ask for this run's changes to be undone. A person approves or denies the Reversal Plan;
         nothing is undone until then."""
-        asked = {k: v for k, v in (("fromStep", from_step), ("checkpoint", checkpoint), ("steps", steps)) if v is not None}
+        asked = {
+            k: v
+            for k, v in (("fromStep", from_step), ("checkpoint", checkpoint), ("steps", steps))
+            if v is not None
+        }
         request = self._undo_request(from_step, checkpoint, steps)
         return await self._answer_async("request_undo", asked, request)
 
@@ -132,7 +140,9 @@ class AgentTools:
     def _checkpoint(self, label: str) -> int:
         """The number of steps before the latest checkpoint called ``label``."""
         marks = [e.body for e in self._entries() if e.kind == "note" and e.body.get("server") == AGENT_SERVER]
-        found = [m["outcome"]["afterStep"] for m in marks if m.get("tool") == "checkpoint" and _label(m) == label]
+        found = [
+            m["outcome"]["afterStep"] for m in marks if m.get("tool") == "checkpoint" and _label(m) == label
+        ]
         if not found:
             raise AgentToolError("UNKNOWN_CHECKPOINT", f"this run has no checkpoint {label!r}")
         return int(found[-1])
@@ -240,7 +250,9 @@ class AgentTools:
             "server": AGENT_SERVER,
             "tool": tool,
             "arguments": arguments,
-            "argumentsDigest": check_arguments(arguments, recorder.config.recorder.max_arguments_bytes).digest,
+            "argumentsDigest": check_arguments(
+                arguments, recorder.config.recorder.max_arguments_bytes
+            ).digest,
         }
         try:
             result = await work()

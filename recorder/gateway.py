@@ -128,9 +128,19 @@ class Recorder:
         """
         self._in_flight += 1
         try:
-            return await self._answer(server, tool, arguments, _host_meta(meta))
+            answer = await self._answer(server, tool, arguments, _host_meta(meta))
         finally:
             self._in_flight -= 1
+        ours = answer.get("_meta", {}).get("hatp/recorder", {})
+        if ours.get("status") == "pending_approval" and self._has_output_schema(server, tool):
+            # A client checks a successful result against the tool's output schema, which the
+            # Recorder's "pending" can't meet: it is said as an error (the call was not made).
+            answer["isError"] = True
+        return answer
+
+    def _has_output_schema(self, server: str, tool: str) -> bool:
+        listed = self.downstreams[server].tools.get(tool)
+        return listed is not None and listed.output_schema is not None
 
     async def _answer(
         self, server: str, tool: str, arguments: dict[str, Any], host: dict[str, Any] | None

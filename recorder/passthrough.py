@@ -8,7 +8,7 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
@@ -55,9 +55,13 @@ async def publish(recorder: Recorder, downstream: Downstream) -> None:
 
     if capabilities.resources is not None:
         for resource in await client.list_resources():
-            recorder.mcp.add_resource(JournaledResource.mirror(connected, resource, recorder, downstream.name))
+            recorder.mcp.add_resource(
+                JournaledResource.mirror(connected, resource, recorder, downstream.name)
+            )
         for template in await client.list_resource_templates():
-            recorder.mcp.add_template(JournaledTemplate.mirror(connected, template, recorder, downstream.name))
+            recorder.mcp.add_template(
+                JournaledTemplate.mirror(connected, template, recorder, downstream.name)
+            )
     if capabilities.prompts is not None:
         for prompt in await client.list_prompts():
             recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, downstream.name))
@@ -74,7 +78,7 @@ class JournaledResource(ProxyResource):
     def mirror(
         cls, client: Any, resource: mcp_types.Resource, recorder: Recorder, server: str
     ) -> JournaledResource:
-        mirrored = cls(
+        mirrored = cls(  # type: ignore[call-arg]  # the proxy's own __init__ takes client_factory
             client_factory=client,
             uri=resource.uri,
             name=resource.name,
@@ -112,7 +116,7 @@ class JournaledTemplate(ProxyTemplate):
     def mirror(
         cls, client: Any, template: mcp_types.ResourceTemplate, recorder: Recorder, server: str
     ) -> JournaledTemplate:
-        mirrored = cls(
+        mirrored = cls(  # type: ignore[call-arg]  # the proxy's own __init__ takes client_factory
             client_factory=client,
             uri_template=template.uri_template,
             name=template.name,
@@ -151,7 +155,7 @@ class ForwardPrompt(ProxyPrompt):
     @classmethod
     def mirror(cls, client: Any, prompt: mcp_types.Prompt, server: str) -> ForwardPrompt:
         mirrored = cls.from_mcp_prompt(client, prompt)
-        renamed = mirrored.model_copy(update={"name": f"{server}_{prompt.name}"})
+        renamed = cast(ForwardPrompt, mirrored.model_copy(update={"name": f"{server}_{prompt.name}"}))
         renamed._published = prompt
         return renamed
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,12 +87,16 @@ async def session(tmp: Path) -> Seen:
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seen]:
-    yield anyio.run(session, tmp_path_factory.mktemp("everything"))
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
+    return anyio.run(session, tmp_path_factory.mktemp("everything"))
 
 
-def test_the_agent_sees_every_tool_as_published_with_output_schema_title_annotations_and_meta(seen: Seen) -> None:
-    through = {t["name"].removeprefix("every_"): t for t in seen.through["tools"] if t["name"].startswith("every_")}
+def test_the_agent_sees_every_tool_as_published_with_output_schema_title_annotations_and_meta(
+    seen: Seen,
+) -> None:
+    through = {
+        t["name"].removeprefix("every_"): t for t in seen.through["tools"] if t["name"].startswith("every_")
+    }
     assert len(through) == len(seen.published["tools"])
     for tool in seen.published["tools"]:
         mirrored = {**through[tool["name"]], "name": tool["name"]}

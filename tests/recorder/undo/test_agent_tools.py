@@ -27,7 +27,7 @@ def codes(results: list[Any]) -> list[str | None]:
     return [told(result).get("code") if result.is_error else None for result in results]
 
 
-def test_undo_requests_outside_the_run_twice_for_pending_steps_or_of_unknown_checkpoints_get_a_code_and_no_plan(
+def test_undo_requests_outside_the_run_or_twice_for_pending_steps_get_a_code_and_no_second_plan(
     org: Org,
 ) -> None:
     results: list[Any] = []
@@ -97,7 +97,9 @@ def test_the_policy_can_turn_the_agent_tools_off_and_a_call_of_one_is_then_journ
 
 
 @pytest.mark.parametrize("name", ["hatp", "hatp_tools"])
-def test_a_server_named_with_the_reserved_prefix_is_refused_before_anything_starts(org: Org, name: str) -> None:
+def test_a_server_named_with_the_reserved_prefix_is_refused_before_anything_starts(
+    org: Org, name: str
+) -> None:
     config = load_config(org.config)
     config.servers = {name: config.servers["chain"].model_copy(update={"command": "/nonexistent"})}
     store = org.store()
