@@ -91,7 +91,8 @@ class AgentTools:
     async def list_changes(
         self,
         since: Annotated[
-            str | None, Field(description="A checkpoint's label, or a step number: list only later changes")
+            str | int | None,
+            Field(description="A checkpoint's label, or a step number: list only the changes after it"),
         ] = None,
     ) -> ToolResult:
         """What this run changed in tool servers, newest last, with whether and until when each
@@ -147,10 +148,12 @@ class AgentTools:
             raise AgentToolError("UNKNOWN_CHECKPOINT", f"this run has no checkpoint {label!r}")
         return int(found[-1])
 
-    def _changes(self, since: str | None) -> dict[str, Any]:
-        after = 0
-        if since is not None:
-            after = int(since) - 1 if since.isdigit() else self._checkpoint(since)
+    def _changes(self, since: str | int | None) -> dict[str, Any]:
+        after = 0  # the changes listed are the steps numbered above this
+        if isinstance(since, int):
+            after = since
+        elif since is not None:
+            after = int(since) if since.isdigit() else self._checkpoint(since)
         entries = self._entries()
         reversed_ids = _reversed(entries)
         requested = _requested(self.recorder, entries)

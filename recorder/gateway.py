@@ -112,7 +112,12 @@ class Recorder:
 
     async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """:meth:`answer` for a call that came through the mcp library (in memory, HTTP)."""
-        return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+        # The server's progress notifications go on to the agent's request, if it asked for them.
+        relaying = passthrough.progress_relay.set(passthrough.agent_progress())
+        try:
+            return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+        finally:
+            passthrough.progress_relay.reset(relaying)
 
     async def answer(
         self, server: str, tool: str, arguments: dict[str, Any], meta: Any = None

@@ -8,14 +8,17 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
+from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate
 from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
+from mcp.shared.dispatcher import ProgressFnT
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
@@ -31,6 +34,40 @@ READ_TOOL = "resources/read"
 
 RECORDER_META_KEY = "hatp/recorder"
 """The Recorder's own ``_meta`` key: what a server publishes under it is not passed on."""
+
+
+ProgressRelay = ProgressFnT
+
+progress_relay: ContextVar[ProgressRelay | None] = ContextVar("progress_relay", default=None)
+"""Where the server's progress notifications for the call being forwarded go: the agent's request."""
+
+
+def agent_progress() -> ProgressRelay | None:
+    """A relay to the agent's request being handled, if it asked for progress (a progressToken).
+
+    The server's notifications arrive on the client's own task, outside the request: the session,
+    token and request id are taken now.
+    """
+    try:
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = request.meta if request is not None else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if request is None or not isinstance(token, str | int):
+        return None
+    session, request_id = request.session, request.request_id
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            progress_token=token,
+            progress=progress,
+            total=total,
+            message=message,
+            related_request_id=request_id,
+        )
+
+    return relay
 
 
 def published_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:

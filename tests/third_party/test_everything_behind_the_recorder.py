@@ -78,6 +78,17 @@ async def session(tmp: Path) -> Seen:
                 seen.answers["dynamic"] = await agent.read_resource(DYNAMIC)
                 seen.answers["prompt"] = await agent.get_prompt("every_args-prompt", {"city": "Oslo"})
                 seen.answers["unknown"] = await agent.call_tool_mcp("every_no-such-tool", {"x": 1})
+                progress: list[float] = []
+
+                async def followed(done: float, total: float | None, message: str | None) -> None:
+                    progress.append(done)
+
+                seen.answers["long"] = await agent.call_tool_mcp(
+                    "every_trigger-long-running-operation",
+                    {"duration": 0.2, "steps": 2},
+                    progress_handler=followed,
+                )
+                seen.answers["progress"] = progress
         assert recorder.run_id is not None
         seen.entries = store.entries(recorder.run_id)
     finally:
@@ -146,3 +157,8 @@ def test_an_unknown_tool_name_is_refused_and_journaled_as_refused(seen: Seen) ->
     [refused] = [e for e in seen.entries if e.kind == "refused"]
     assert (refused.body["tool"], refused.body["code"]) == ("every_no-such-tool", "UNKNOWN_TOOL")
     assert refused.id == answer.structured_content["entry"]
+
+
+def test_the_servers_progress_notifications_reach_the_agent_that_asked_for_them(seen: Seen) -> None:
+    assert not seen.answers["long"].is_error
+    assert seen.answers["progress"] == [1, 2]

@@ -39,6 +39,7 @@ def test_undo_requests_outside_the_run_or_twice_for_pending_steps_get_a_code_and
         ("hatp_request_undo", {"from_step": 1}),
         ("hatp_request_undo", {"steps": [1]}),  # the plan for step 1 still waits
         ("hatp_list_changes", {}),
+        ("hatp_list_changes", {"since": 1}),  # nothing changed after step 1
     ]
 
     run = org.agent(calls, told=results)
@@ -51,10 +52,12 @@ def test_undo_requests_outside_the_run_or_twice_for_pending_steps_get_a_code_and
         None,
         "UNDO_ALREADY_REQUESTED",
         None,
+        None,
     ]
     plans = [e for e in org.entries(run) if e.kind == "plan"]
     assert len(plans) == 1
-    [change] = told(results[-1])["changes"]
+    assert told(results[-1])["changes"] == []
+    [change] = told(results[-2])["changes"]
     assert (change["undo"], change["plan"]) == ("requested", f"{run}/{plans[0].id}")
     notes = [e.body["outcome"] for e in org.entries(run) if e.kind == "note"]
     assert [n.get("code") for n in notes] == [None if c is None else c for c in codes(results)[1:]]
