@@ -1,4 +1,4 @@
-"""The organisation's directory: people, their roles and their public keys (SPEC §11).
+"""The organisation's directory: people, their roles and their public keys (protocol.md §11).
 
 It is read again at every decision, so authority is checked as it is *then*, never
 inherited from when the ask was made.
