@@ -22,7 +22,7 @@ from hatp_journal.recorder.explain import ExplainError, decide_listed, explanati
 from hatp_journal.recorder.gateway import _answer, _tool_result
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo.actions import ask_for_plan, load_directory
-from hatp_journal.recorder.undo.approval import pending_plans
+from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -198,8 +198,8 @@ class AgentTools:
         count = len(steps_of(entries))
         try:
             chosen = request.chosen(count)
-            for pending in pending_plans(recorder.store):
-                if pending.run == run and chosen & _asked(pending.plan.request, count):
+            for pending in _pending_plans(recorder, entries):
+                if chosen & _asked(pending.plan.request, count):
                     raise AgentToolError(
                         "UNDO_ALREADY_REQUESTED",
                         f"plan {pending.ref} for some of these steps waits for a person's decision",
@@ -310,14 +310,19 @@ def _reversed(entries: list[Entry]) -> set[str]:
     return done
 
 
+def _pending_plans(recorder: Recorder, entries: list[Entry]) -> list[PlanAsk]:
+    """This run's plans still waiting for a decision (``entries`` are the run's)."""
+    run = recorder.run_id
+    plans = [find_plan(recorder.store, f"{run}/{e.id}") for e in entries if e.kind == "plan"]
+    return [plan for plan in plans if plan.state == "pending"]
+
+
 def _requested(recorder: Recorder, entries: list[Entry]) -> dict[str, str]:
     """Entry -> the pending plan that would undo it."""
-    run = recorder.run_id
     found: dict[str, str] = {}
-    for pending in pending_plans(recorder.store):
-        if pending.run == run:
-            for step in pending.plan.steps:
-                found[step.entry] = pending.ref
+    for pending in _pending_plans(recorder, entries):
+        for step in pending.plan.steps:
+            found[step.entry] = pending.ref
     return found
 
 
