@@ -9,13 +9,15 @@ verifying a record does not wait for them.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
+from types import FrameType
 from typing import Literal
 
 import anyio
@@ -221,11 +223,12 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
         try:
             async with anyio.create_task_group() as tasks:
                 # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
-                tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
                 if transport == "stdio":
+                    tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
                     await serve_stdio(recorder, mcp)
                 else:
-                    await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+                    with _signals_cancel(tasks.cancel_scope):
+                        await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
                 tasks.cancel_scope.cancel()
         finally:
             recorder.close()
@@ -237,6 +240,24 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
         async for _ in signals:
             scope.cancel()
             return
+
+
+@contextmanager
+def _signals_cancel(scope: anyio.CancelScope) -> Iterator[None]:
+    """SIGTERM and SIGINT cancel ``scope``. The web server puts its own handlers above these while it
+    serves: it stops first (requests answered, lifespan ended: no traceback), then raises the signal
+    again, which lands here."""
+    loop = asyncio.get_running_loop()
+
+    def cancel(signum: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(scope.cancel)
+
+    previous = {sig: signal.signal(sig, cancel) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _head(store: RunStore, run: str, out: Path | None) -> int:

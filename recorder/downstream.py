@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
+from hatp_journal.recorder.passthrough import progress_relay
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
@@ -128,6 +129,11 @@ class Downstream:
             await self._pin_keys()
 
     @property
+    def client(self) -> Client[Any] | None:
+        """The open session to the server (for what is not a tool call: resources, prompts)."""
+        return self._client
+
+    @property
     def journal_aware(self) -> bool:
         """Whether the server offers the journal binding."""
         return KEYS_TOOL in self.tools
@@ -142,7 +148,9 @@ class Downstream:
             raise DownstreamError(f"{self.name} is not connected")
         try:
             with anyio.fail_after(self.config.timeout_seconds):
-                return await self._client.call_tool_mcp(tool, arguments, meta=self.request_meta)
+                return await self._client.call_tool_mcp(
+                    tool, arguments, meta=self.request_meta, progress_handler=progress_relay.get()
+                )
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
@@ -156,7 +164,8 @@ class Downstream:
         A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
         way; any other goes through the client and its result is dumped to the same form.
         """
-        if self._link is None or self._wire_meta is None:
+        if self._link is None or self._wire_meta is None or progress_relay.get() is not None:
+            # The data plane reads no notifications: a call whose progress is followed takes the client.
             called = await self.call(tool, arguments)
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
         params = {

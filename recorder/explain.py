@@ -51,6 +51,14 @@ async def explain(
     downstream = Downstream(server, settings)
     async with AsyncExitStack() as stack:
         await downstream.connect(stack)
+    return decide_listed(downstream, policy, tool, arguments, at)
+
+
+def decide_listed(
+    downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
+) -> Decision:
+    """What the policy would decide for a call of ``tool`` of a connected ``downstream`` (nothing spent)."""
+    server = downstream.name
     listed = downstream.tools.get(tool)
     if listed is None or tool not in {found.name for found in downstream.agent_tools()}:
         raise ExplainError("UNKNOWN_TOOL", f"{server} lists no tool {tool!r}")
@@ -61,7 +69,7 @@ async def explain(
         at=at,
         annotations=listed.annotations,
         arguments=arguments,
-        trusted=settings.trusted,
+        trusted=downstream.config.trusted,
     )
     return decide(policy, facts, MoneyLedger())
 

@@ -19,8 +19,10 @@ from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import Tool, ToolResult
 from mcp.types import CallToolResult
+from mcp.types import Tool as McpTool
 from pydantic import PrivateAttr, ValidationError
 
+from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
@@ -85,6 +87,9 @@ class Recorder:
 
     async def start(self, stack: AsyncExitStack) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools."""
+        from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported here
+
+        agent_tools.publish(self)  # first: a server name that clashes with them is refused before it starts
         for downstream in self.downstreams.values():
             await downstream.launch(stack)  # all stdio servers boot at once; connect waits for each
         for downstream in self.downstreams.values():
@@ -94,6 +99,8 @@ class Recorder:
                 self.mcp.add_tool(forward)
                 self.forwards[forward.name] = (downstream.name, tool.name)
                 self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
+            await passthrough.publish(self, downstream)
+        self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         section = self.config.recorder
         self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
         return self.mcp
@@ -105,7 +112,12 @@ class Recorder:
 
     async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """:meth:`answer` for a call that came through the mcp library (in memory, HTTP)."""
-        return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+        # The server's progress notifications go on to the agent's request, if it asked for them.
+        relaying = passthrough.progress_relay.set(passthrough.agent_progress())
+        try:
+            return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+        finally:
+            passthrough.progress_relay.reset(relaying)
 
     async def answer(
         self, server: str, tool: str, arguments: dict[str, Any], meta: Any = None
@@ -121,9 +133,19 @@ class Recorder:
         """
         self._in_flight += 1
         try:
-            return await self._answer(server, tool, arguments, _host_meta(meta))
+            answer = await self._answer(server, tool, arguments, _host_meta(meta))
         finally:
             self._in_flight -= 1
+        ours = answer.get("_meta", {}).get("hatp/recorder", {})
+        if ours.get("status") == "pending_approval" and self._has_output_schema(server, tool):
+            # A client checks a successful result against the tool's output schema, which the
+            # Recorder's "pending" can't meet: it is said as an error (the call was not made).
+            answer["isError"] = True
+        return answer
+
+    def _has_output_schema(self, server: str, tool: str) -> bool:
+        listed = self.downstreams[server].tools.get(tool)
+        return listed is not None and listed.output_schema is not None
 
     async def _answer(
         self, server: str, tool: str, arguments: dict[str, Any], host: dict[str, Any] | None
@@ -203,6 +225,38 @@ class Recorder:
             body["host"] = host
         entry = await self._append(run, "refused", body)
         return _refusal(refusal.code, refusal.message(), entry.id)
+
+    async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
+        """Append a ``call`` entry the Recorder made itself (a resource read), linked like any call."""
+        body["links"] = self._links.links(body)
+        entry = await self._append(run, "call", body)
+        self._links.add(entry.id, body)
+        return entry
+
+    async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
+        """Append a ``note`` entry (an agent tool's call: no step of the run)."""
+        return await self._append(run, "note", body)
+
+    async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""
+        run = self.run_id
+        assert run is not None, "start() first"
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        body: dict[str, Any] = {
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "tool": name,
+            "code": "UNKNOWN_TOOL",
+        }
+        if checked.refusal is None:
+            body.update(arguments=arguments, argumentsDigest=checked.digest)
+        else:
+            body.update(checked.refusal.kept)
+        host = _host_meta(_request_meta())
+        if host is not None:
+            body["host"] = host
+        entry = await self._append(run, "refused", body)
+        return _tool_result(_refusal("UNKNOWN_TOOL", f"the Recorder publishes no tool {name!r}", entry.id))
 
     async def _append(
         self, run: str, kind: str, body: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
@@ -290,6 +344,7 @@ class ForwardTool(Tool):
     _recorder: Recorder | None = PrivateAttr(default=None)
     _server: str = PrivateAttr(default="")
     _tool: str = PrivateAttr(default="")
+    _published: McpTool | None = PrivateAttr(default=None)
 
     @classmethod
     def for_downstream(cls, recorder: Recorder, server: str, tool: Any) -> ForwardTool:
@@ -303,7 +358,14 @@ class ForwardTool(Tool):
             meta=tool.meta,
         )
         forward._recorder, forward._server, forward._tool = recorder, server, tool.name
+        forward._published = tool
         return forward
+
+    def to_mcp_tool(self, **overrides: Any) -> McpTool:
+        """The tool exactly as its server listed it (title, output schema, ``_meta``...), but for its name."""
+        assert self._published is not None
+        meta = passthrough.published_meta(self._published.meta)
+        return self._published.model_copy(update={"name": self.name, "meta": meta})
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         """Forward through the Recorder."""

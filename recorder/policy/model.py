@@ -165,6 +165,7 @@ class Policy(WireModel):
     review: ReviewRules = Field(default_factory=ReviewRules)
     registry: RegistryUse = Field(default_factory=RegistryUse)
     class_overrides: tuple[ClassOverride, ...] = ()
+    agent_tools: bool = Field(default=True, description="Publish the Recorder's own tools to the agent")
 
     _digest: str | None = PrivateAttr(default=None)
     _attested: Attestations | None = PrivateAttr(default=None)

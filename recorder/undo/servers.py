@@ -39,14 +39,16 @@ class UndoServers:
         store: RunStore,
         stack: AsyncExitStack,
         embedded: Mapping[str, FastMCP] | None = None,
+        connected: Mapping[str, Downstream] | None = None,
     ) -> None:
+        """``connected``: sessions already open and keyed (the gateway's own), used instead of new ones."""
         self.embedded = dict(embedded or {})
         self.config = config
         self.pins = PinStore(store.engine)
         self.tokens = TokenStore(store.engine)
         self.announcement = recorder_announcement(store.public_key)
         self.stack = stack
-        self._open: dict[str, Downstream] = {}
+        self._open: dict[str, Downstream] = dict(connected or {})
         self._unreachable: dict[str, str] = {}  # server → why it could not be reached (not tried again)
 
     async def check(self, step: Step) -> dict[str, Any]:

@@ -76,6 +76,7 @@ async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_close
     [run] = store.runs()
     assert run.closed_at is not None, errors.decode()[-2000:]
     assert [e.body["tool"] for e in store.entries(run.id)] == ["shout"]
+    assert b"Traceback" not in errors, errors.decode()[-2000:]  # the web server stopped in order
 
 
 async def test_a_downstream_reached_over_http_is_forwarded_and_its_receipts_verified(tmp_path: Path) -> None:

@@ -135,11 +135,13 @@ async def test_an_agent_over_stdio_gets_reversible_calls_through_and_waits_for_a
         ("call", "update_deal"),
         ("ask", "send_email"),
         ("ask", "shout"),
+        ("refused", "crm_hatp_journal_compensate"),  # no tool of the agent's: journaled, UNKNOWN_TOOL
         ("decision", None),
         ("decision", None),
         ("call", "send_email"),
         ("refused", "shout"),
     ]
+    assert entries[3].body["code"] == "UNKNOWN_TOOL"
     assert "compensationToken" not in entries[0].body["journal"]
     assert TokenStore(store.engine).token(entries[0].body["journal"]["compensationTokenDigest"]) is not None
     assert entries[0].body["intake"]["status"] == "verified"

@@ -1,0 +1,354 @@
+"""The Recorder's own tools for the agent, under the reserved prefix ``hatp_``.
+
+``hatp_checkpoint``, ``hatp_list_changes``, ``hatp_explain`` and ``hatp_request_undo`` let an agent
+mark a point in its run, see what it changed, learn why a call would be held, and ask for its own
+work to be undone. They change nothing in a tool server: a requested undo is a Reversal Plan that
+waits for a person, exactly as one asked for with ``hatp-recorder plan``. Each call is journaled as
+a ``note`` entry (``tool``, ``arguments``, ``outcome``): it is no step of the run, so step numbers
+stay those of the calls that reached a tool server. The policy's ``agentTools: false`` turns them off.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastmcp.tools import ToolResult
+from pydantic import Field
+
+from hatp_journal.recorder.arguments import check_arguments
+from hatp_journal.recorder.config import ConfigError
+from hatp_journal.recorder.explain import ExplainError, decide_listed, explanation
+from hatp_journal.recorder.gateway import _answer, _tool_result
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.undo.actions import ask_for_plan, load_directory
+from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
+from hatp_journal.recorder.undo.errors import UndoError
+from hatp_journal.recorder.undo.planner import UndoRequest
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.undo.steps import Step, steps_of
+from hatp_journal.toolkit.clock import parse_wire_time
+
+if TYPE_CHECKING:
+    from hatp_journal.recorder.gateway import Recorder
+
+PREFIX = "hatp_"
+"""Reserved for the Recorder's own tools: no server's tools may be published under it."""
+
+AGENT_SERVER = "hatp"
+"""The ``server`` of an agent tool's note entry."""
+
+
+class AgentToolError(Exception):
+    """A refused agent tool call: a stable ``code`` and one line."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def reserved_clash(server_names: list[str]) -> str | None:
+    """Why these server names can't sit beside the agent tools (their tools would share the prefix)."""
+    for name in server_names:
+        if f"{name}_".startswith(PREFIX):
+            return (
+                f"server {name!r}: names starting with {AGENT_SERVER!r} are reserved for the Recorder's tools"
+            )
+    return None
+
+
+def publish(recorder: Recorder) -> None:
+    """Add the agent tools to the Recorder's MCP server (unless the policy turns them off)."""
+    if not recorder.policy.agent_tools:
+        return
+    clash = reserved_clash(list(recorder.config.servers))
+    if clash is not None:
+        raise ConfigError(clash)
+    tools = AgentTools(recorder)
+    recorder.mcp.tool(tools.checkpoint, name=f"{PREFIX}checkpoint")
+    recorder.mcp.tool(tools.list_changes, name=f"{PREFIX}list_changes")
+    recorder.mcp.tool(tools.explain, name=f"{PREFIX}explain")
+    recorder.mcp.tool(tools.request_undo, name=f"{PREFIX}request_undo")
+
+
+class AgentTools:
+    """The tools' bodies; each one's answer is journaled, refused or not."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    async def checkpoint(
+        self, label: Annotated[str, Field(min_length=1, max_length=200, description="A name for this point")]
+    ) -> ToolResult:
+        """Mark this point of the run, to list or undo what was changed after it (a later mark of
+        the same label moves it)."""
+        after = len(self._steps())
+        return await self._answer(
+            "checkpoint", {"label": label}, lambda: {"label": label, "afterStep": after}
+        )
+
+    async def list_changes(
+        self,
+        since: Annotated[
+            str | int | None,
+            Field(description="A checkpoint's label, or a step number: list only the changes after it"),
+        ] = None,
+    ) -> ToolResult:
+        """What this run changed in tool servers, newest last, with whether and until when each
+        change can be undone."""
+        arguments = {} if since is None else {"since": since}
+        return await self._answer("list_changes", arguments, lambda: self._changes(since))
+
+    async def explain(
+        self,
+        server: Annotated[str, Field(description="The server's name at the Recorder")],
+        tool: Annotated[str, Field(description="The tool's name at its server")],
+        arguments: Annotated[dict[str, Any] | None, Field(description="The call's arguments")] = None,
+    ) -> ToolResult:
+        """How a call would be classified and what the policy would decide, without making it:
+        the same answer as ``hatp-recorder explain``."""
+        asked: dict[str, Any] = {"server": server, "tool": tool}
+        if arguments is not None:
+            asked["arguments"] = arguments
+        return await self._answer("explain", asked, lambda: self._explain(server, tool, arguments or {}))
+
+    async def request_undo(
+        self,
+        from_step: Annotated[int | None, Field(description="Undo this step and every later one")] = None,
+        checkpoint: Annotated[str | None, Field(description="Undo everything after this checkpoint")] = None,
+        steps: Annotated[list[int] | None, Field(description="Undo just these steps")] = None,
+    ) -> ToolResult:
+        """Ask for this run's changes to be undone. A person approves or denies the Reversal Plan;
+        nothing is undone until then."""
+        asked = {
+            k: v
+            for k, v in (("fromStep", from_step), ("checkpoint", checkpoint), ("steps", steps))
+            if v is not None
+        }
+        request = self._undo_request(from_step, checkpoint, steps)
+        return await self._answer_async("request_undo", asked, request)
+
+    # -- what each tool does ------------------------------------------------------
+
+    def _steps(self) -> list[Step]:
+        return steps_of(self._entries())
+
+    def _entries(self) -> list[Entry]:
+        assert self.recorder.run_id is not None
+        return self.recorder.store.entries(self.recorder.run_id)
+
+    def _checkpoint(self, label: str) -> int:
+        """The number of steps before the latest checkpoint called ``label``."""
+        marks = [e.body for e in self._entries() if e.kind == "note" and e.body.get("server") == AGENT_SERVER]
+        found = [
+            m["outcome"]["afterStep"] for m in marks if m.get("tool") == "checkpoint" and _label(m) == label
+        ]
+        if not found:
+            raise AgentToolError("UNKNOWN_CHECKPOINT", f"this run has no checkpoint {label!r}")
+        return int(found[-1])
+
+    def _changes(self, since: str | int | None) -> dict[str, Any]:
+        after = 0  # the changes listed are the steps numbered above this
+        if isinstance(since, int):
+            after = since
+        elif since is not None:
+            after = int(since) if since.isdigit() else self._checkpoint(since)
+        entries = self._entries()
+        reversed_ids = _reversed(entries)
+        requested = _requested(self.recorder, entries)
+        changes = [
+            _change(step, reversed_ids, requested, self.recorder.clock())
+            for step in steps_of(entries)
+            if step.number > after and step.kind not in ("read", "no-effect")
+        ]
+        return {"run": self.recorder.run_id, "changes": changes}
+
+    def _explain(self, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        downstream = self.recorder.downstreams.get(server)
+        if downstream is None:
+            known = ", ".join(sorted(self.recorder.downstreams))
+            raise AgentToolError("UNKNOWN_SERVER", f"no server {server!r} (known: {known})")
+        try:
+            decision = decide_listed(downstream, self.recorder.policy, tool, arguments, self.recorder.clock())
+        except ExplainError as error:
+            raise AgentToolError(error.code, error.message) from None
+        answer: dict[str, Any] = {"decision": decision.wire(), "text": explanation(server, tool, decision)}
+        if decision.action != "allow":
+            autonomy = self.recorder.policy.autonomy
+            answer["approver"] = autonomy.approver or self.recorder.policy.undo_authority or "unassigned"
+        return answer
+
+    def _undo_request(self, from_step: int | None, checkpoint: str | None, steps: list[int] | None) -> Any:
+        async def plan() -> dict[str, Any]:
+            named = [x for x in (from_step, checkpoint, steps) if x is not None]
+            if len(named) != 1:
+                raise AgentToolError("BAD_UNDO_REQUEST", "name one of from_step, checkpoint or steps")
+            start = self._checkpoint(checkpoint) + 1 if checkpoint is not None else from_step
+            request = UndoRequest(from_step=start, steps=tuple(steps or ()))
+            return await self._plan(request)
+
+        return plan
+
+    async def _plan(self, request: UndoRequest) -> dict[str, Any]:
+        recorder = self.recorder
+        run = recorder.run_id
+        assert run is not None
+        entries = self._entries()
+        count = len(steps_of(entries))
+        try:
+            chosen = request.chosen(count)
+            for pending in _pending_plans(recorder, entries):
+                if chosen & _asked(pending.plan.request, count):
+                    raise AgentToolError(
+                        "UNDO_ALREADY_REQUESTED",
+                        f"plan {pending.ref} for some of these steps waits for a person's decision",
+                    )
+            principal = recorder.store.run(run).principal
+            async with AsyncExitStack() as stack:
+                servers = UndoServers(recorder.config, recorder.store, stack, connected=recorder.downstreams)
+                ask = await ask_for_plan(
+                    recorder.store,
+                    recorder.policy,
+                    load_directory(recorder.config),
+                    servers,
+                    run,
+                    request,
+                    by=principal,
+                    now=recorder.clock(),
+                )
+        except UndoError as error:
+            raise AgentToolError(error.code, error.message) from None
+        except ConfigError as error:
+            raise AgentToolError("NO_DIRECTORY", str(error)) from None
+        plan = ask.plan
+        return {
+            "status": "pending_approval",
+            "plan": ask.ref,
+            "request": plan.request,
+            "approver": plan.undo_authority,
+            "decideBy": ask.entry.body["decideBy"],
+            "steps": [{"step": s.step, "undo": s.undo} for s in plan.steps],
+            "notReversible": [{"step": s.step, "summary": s.summary} for s in plan.not_reversible],
+            "conflicts": [{"step": c.step} for c in plan.conflicts],
+            "message": "A person decides on this plan; nothing is undone until they approve it.",
+        }
+
+    # -- journaling ---------------------------------------------------------------
+
+    async def _answer(self, tool: str, arguments: dict[str, Any], work: Any) -> ToolResult:
+        async def run() -> dict[str, Any]:
+            return dict(work())
+
+        return await self._answer_async(tool, arguments, run)
+
+    async def _answer_async(self, tool: str, arguments: dict[str, Any], work: Any) -> ToolResult:
+        """Run ``work``, journal the call and its outcome as a note, answer the agent."""
+        recorder = self.recorder
+        run = recorder.run_id
+        assert run is not None, "start() first"
+        body: dict[str, Any] = {
+            "agent": recorder.config.recorder.agent,
+            "principal": recorder.config.recorder.principal,
+            "server": AGENT_SERVER,
+            "tool": tool,
+            "arguments": arguments,
+            "argumentsDigest": check_arguments(
+                arguments, recorder.config.recorder.max_arguments_bytes
+            ).digest,
+        }
+        try:
+            result = await work()
+        except AgentToolError as error:
+            body["outcome"] = {"status": "refused", "code": error.code}
+            entry = await recorder.append_note(run, body)
+            refusal = {"code": error.code, "message": error.message, "entry": entry.id}
+            return _tool_result(_answer(f"{error.code}: {error.message}", refusal, is_error=True))
+        body["outcome"] = {"status": "ok", **_journaled(tool, result)}
+        entry = await recorder.append_note(run, body)
+        answer = {**result, "entry": entry.id}
+        return _tool_result(_answer(_summary(tool, result), answer, is_error=False))
+
+
+def _label(body: dict[str, Any]) -> Any:
+    arguments = body.get("arguments")
+    return arguments.get("label") if isinstance(arguments, dict) else None
+
+
+def _journaled(tool: str, result: dict[str, Any]) -> dict[str, Any]:
+    """What a tool's note keeps of its answer: the checkpoint's place, the plan's ref."""
+    if tool == "checkpoint":
+        return {"afterStep": result["afterStep"]}
+    if tool == "request_undo":
+        return {"plan": result["plan"]}
+    return {}
+
+
+def _summary(tool: str, result: dict[str, Any]) -> str:
+    if tool == "checkpoint":
+        return f"Checkpoint {result['label']!r} set after step {result['afterStep']}."
+    if tool == "list_changes":
+        return f"{len(result['changes'])} changes."
+    if tool == "request_undo":
+        return f"Undo plan {result['plan']} waits for {result['approver']} (decide by {result['decideBy']})."
+    return str(result.get("text", ""))
+
+
+def _asked(request: str, count: int) -> set[int]:
+    """The step numbers a recorded plan's request (``from 3``, ``steps 2, 5``) asked for."""
+    if request.startswith("from "):
+        return set(range(int(request.removeprefix("from ")), count + 1))
+    return {int(n) for n in request.removeprefix("steps ").split(", ") if n.isdigit()}
+
+
+def _reversed(entries: list[Entry]) -> set[str]:
+    """Entries a Reversal Record says were reversed."""
+    done: set[str] = set()
+    for entry in entries:
+        if entry.kind == "reversal":
+            done |= {s["entry"] for s in entry.body.get("steps", []) if s.get("status") == "reversed"}
+    return done
+
+
+def _pending_plans(recorder: Recorder, entries: list[Entry]) -> list[PlanAsk]:
+    """This run's plans still waiting for a decision (``entries`` are the run's)."""
+    run = recorder.run_id
+    plans = [find_plan(recorder.store, f"{run}/{e.id}") for e in entries if e.kind == "plan"]
+    return [plan for plan in plans if plan.state == "pending"]
+
+
+def _requested(recorder: Recorder, entries: list[Entry]) -> dict[str, str]:
+    """Entry -> the pending plan that would undo it."""
+    found: dict[str, str] = {}
+    for pending in _pending_plans(recorder, entries):
+        for step in pending.plan.steps:
+            found[step.entry] = pending.ref
+    return found
+
+
+def _change(step: Step, reversed_ids: set[str], requested: dict[str, str], now: Any) -> dict[str, Any]:
+    """One change as the agent sees it: what, and whether it can still be undone (never the token)."""
+    change: dict[str, Any] = {
+        "step": step.number,
+        "entry": step.id,
+        "server": step.server,
+        "tool": step.tool,
+        "summary": step.summary,
+    }
+    if step.undo_by is not None:
+        change["undoBy"] = step.undo_by
+    if step.id in reversed_ids:
+        change["undo"] = "reversed"
+    elif step.id in requested:
+        change["undo"] = "requested"
+        change["plan"] = requested[step.id]
+    elif step.kind == "compensate":
+        expired = step.undo_by is not None and parse_wire_time(step.undo_by) <= now
+        change["undo"] = "expired" if expired else "reversible"
+    elif step.kind == "none":
+        change["undo"] = "not-reversible"
+    else:
+        change["undo"] = "unknown"
+        if step.reason:
+            change["reason"] = step.reason
+    return change

@@ -1,0 +1,244 @@
+"""What the Recorder passes through besides tool calls: resources, resource templates and prompts
+as each server published them, reads journaled as reads, and unknown tool names journaled as refused.
+
+Resources keep their URIs (they name things in the server's world); prompts are renamed
+``{server}_{prompt}`` like tools, so two servers' prompts cannot collide. Everything else the
+agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the server listed.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, cast
+
+from fastmcp.exceptions import NotFoundError
+from fastmcp.resources import ResourceResult
+from fastmcp.server.dependencies import get_context
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate
+from fastmcp.tools import ToolResult
+from mcp import types as mcp_types
+from mcp.shared.dispatcher import ProgressFnT
+from pydantic import PrivateAttr
+
+from hatp_journal.recorder.arguments import check_arguments
+
+if TYPE_CHECKING:
+    from fastmcp import Client, Context
+
+    from hatp_journal.recorder.downstream import Downstream
+    from hatp_journal.recorder.gateway import Recorder
+
+READ_TOOL = "resources/read"
+"""The ``tool`` of a resource read's entry: the MCP method, which no tool name can be (a slash)."""
+
+RECORDER_META_KEY = "hatp/recorder"
+"""The Recorder's own ``_meta`` key: what a server publishes under it is not passed on."""
+
+
+ProgressRelay = ProgressFnT
+
+progress_relay: ContextVar[ProgressRelay | None] = ContextVar("progress_relay", default=None)
+"""Where the server's progress notifications for the call being forwarded go: the agent's request."""
+
+
+def agent_progress() -> ProgressRelay | None:
+    """A relay to the agent's request being handled, if it asked for progress (a progressToken).
+
+    The server's notifications arrive on the client's own task, outside the request: the session,
+    token and request id are taken now.
+    """
+    try:
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = request.meta if request is not None else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if request is None or not isinstance(token, str | int):
+        return None
+    session, request_id = request.session, request.request_id
+
+    async def relay(progress: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            progress_token=token,
+            progress=progress,
+            total=total,
+            message=message,
+            related_request_id=request_id,
+        )
+
+    return relay
+
+
+def published_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A listed component's ``_meta`` as its server published it, but for the Recorder's own key."""
+    if not meta or RECORDER_META_KEY not in meta:
+        return meta
+    kept = {key: value for key, value in meta.items() if key != RECORDER_META_KEY}
+    return kept or None
+
+
+async def publish(recorder: Recorder, downstream: Downstream) -> None:
+    """Add ``downstream``'s resources, templates and prompts (those it offers) to the Recorder."""
+    client = downstream.client
+    if client is None:
+        return
+    capabilities = client.initialize_result.capabilities if client.initialize_result else None
+    if capabilities is None:
+        return
+
+    def connected() -> Client[Any]:
+        return client
+
+    if capabilities.resources is not None:
+        for resource in await client.list_resources():
+            recorder.mcp.add_resource(
+                JournaledResource.mirror(connected, resource, recorder, downstream.name)
+            )
+        for template in await client.list_resource_templates():
+            recorder.mcp.add_template(
+                JournaledTemplate.mirror(connected, template, recorder, downstream.name)
+            )
+    if capabilities.prompts is not None:
+        for prompt in await client.list_prompts():
+            recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, downstream.name))
+
+
+class JournaledResource(ProxyResource):
+    """One listed resource of a server; each read is forwarded and journaled as a read."""
+
+    _published: mcp_types.Resource | None = PrivateAttr(default=None)
+    _recorder: Any = PrivateAttr(default=None)
+    _server: str = PrivateAttr(default="")
+
+    @classmethod
+    def mirror(
+        cls, client: Any, resource: mcp_types.Resource, recorder: Recorder, server: str
+    ) -> JournaledResource:
+        mirrored = cls(  # type: ignore[call-arg]  # the proxy's own __init__ takes client_factory
+            client_factory=client,
+            uri=resource.uri,
+            name=resource.name,
+            title=resource.title,
+            description=resource.description,
+            mime_type=resource.mime_type or "text/plain",
+            meta=resource.meta,
+        )
+        mirrored._published, mirrored._recorder, mirrored._server = resource, recorder, server
+        return mirrored
+
+    def to_mcp_resource(self, **overrides: Any) -> mcp_types.Resource:
+        """The resource exactly as its server listed it."""
+        assert self._published is not None
+        return self._published.model_copy(update={"meta": published_meta(self._published.meta)})
+
+    async def read(self) -> ResourceResult:
+        try:
+            result = await super().read()
+        except Exception as error:
+            await journal_read(self._recorder, self._server, str(self.uri), error)
+            raise
+        await journal_read(self._recorder, self._server, str(self.uri), None)
+        return result
+
+
+class JournaledTemplate(ProxyTemplate):
+    """One resource template of a server; each read through it is forwarded and journaled."""
+
+    _published: mcp_types.ResourceTemplate | None = PrivateAttr(default=None)
+    _recorder: Any = PrivateAttr(default=None)
+    _server: str = PrivateAttr(default="")
+
+    @classmethod
+    def mirror(
+        cls, client: Any, template: mcp_types.ResourceTemplate, recorder: Recorder, server: str
+    ) -> JournaledTemplate:
+        mirrored = cls(  # type: ignore[call-arg]  # the proxy's own __init__ takes client_factory
+            client_factory=client,
+            uri_template=template.uri_template,
+            name=template.name,
+            title=template.title,
+            description=template.description,
+            mime_type=template.mime_type or "text/plain",
+            parameters={},
+            meta=template.meta,
+        )
+        mirrored._published, mirrored._recorder, mirrored._server = template, recorder, server
+        return mirrored
+
+    def to_mcp_template(self, **overrides: Any) -> mcp_types.ResourceTemplate:
+        """The template exactly as its server listed it."""
+        assert self._published is not None
+        return self._published.model_copy(update={"meta": published_meta(self._published.meta)})
+
+    async def create_resource(
+        self, uri: str, params: dict[str, Any], context: Context | None = None
+    ) -> ProxyResource:
+        # The proxy reads the resource here, once; the resource it returns only hands the content on.
+        try:
+            resource = await super().create_resource(uri, params, context)
+        except Exception as error:
+            await journal_read(self._recorder, self._server, uri, error)
+            raise
+        await journal_read(self._recorder, self._server, uri, None)
+        return resource
+
+
+class ForwardPrompt(ProxyPrompt):
+    """One prompt of a server, as ``{server}_{prompt}``; getting it is forwarded (it changes nothing)."""
+
+    _published: mcp_types.Prompt | None = PrivateAttr(default=None)
+
+    @classmethod
+    def mirror(cls, client: Any, prompt: mcp_types.Prompt, server: str) -> ForwardPrompt:
+        mirrored = cls.from_mcp_prompt(client, prompt)
+        renamed = cast(ForwardPrompt, mirrored.model_copy(update={"name": f"{server}_{prompt.name}"}))
+        renamed._published = prompt
+        return renamed
+
+    def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
+        """The prompt as its server listed it, under its name at the Recorder."""
+        assert self._published is not None
+        meta = published_meta(self._published.meta)
+        return self._published.model_copy(update={"name": self.name, "meta": meta})
+
+
+async def journal_read(recorder: Recorder, server: str, uri: str, failed: Exception | None) -> None:
+    """Append a read as a ``call`` entry of kind read: a step an undo plan lists as read, never undoes."""
+    run = recorder.run_id
+    assert run is not None, "start() first"
+    arguments = {"uri": uri}
+    body: dict[str, Any] = {
+        "agent": recorder.config.recorder.agent,
+        "principal": recorder.config.recorder.principal,
+        "server": server,
+        "tool": READ_TOOL,
+        "arguments": arguments,
+        "argumentsDigest": check_arguments(arguments, recorder.config.recorder.max_arguments_bytes).digest,
+        "declared": "read",
+        "intake": {"status": "absent", "kind": "read"},
+    }
+    if failed is None:
+        body["outcome"] = {"status": "ok"}
+    else:
+        body["outcome"] = {"status": "error", "error": f"{type(failed).__name__}: {failed}"}
+    await recorder.append_call(run, body)
+
+
+class UnknownToolsRefused(Middleware):
+    """A call of a tool the Recorder does not publish (a typo, a binding tool) is journaled as refused."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mcp_types.CallToolRequestParams],
+        call_next: CallNext[mcp_types.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:
+            params = context.message
+            arguments = params.arguments if isinstance(params.arguments, dict) else {}
+            return await self.recorder.refuse_unknown_tool(params.name, arguments)

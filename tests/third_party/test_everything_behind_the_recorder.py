@@ -1,0 +1,164 @@
+"""The reference "everything" server behind the Recorder: the agent sees its tools (output schemas,
+titles, annotations, ``_meta``), resources, resource templates and prompts as the server published
+them; calls and reads are journaled, and an unknown tool name is journaled as refused.
+
+One agent session for the whole module (starting the Node.js server is the slow part); each test
+reads what it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+from third_party_servers import NODE_BIN, everything_server, require
+
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.toolkit import SigningKey
+
+# Everything is allowed: this module is about what passes through, not about what is held.
+POLICY = {"autonomy": {"unknown": "allow", "read": "allow", "none": "allow", "compensate": "allow"}}
+STATIC = "demo://resource/static/document/architecture.md"
+DYNAMIC = "demo://resource/dynamic/text/1"
+
+
+@dataclass
+class Seen:
+    """What the server published (asked directly) and what the agent saw through the Recorder."""
+
+    published: dict[str, Any] = field(default_factory=dict)
+    through: dict[str, Any] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+
+
+def listed(items: list[Any]) -> list[dict[str, Any]]:
+    return [item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in items]
+
+
+async def listings(client: Client[Any]) -> dict[str, Any]:
+    return {
+        "tools": listed(await client.list_tools()),
+        "resources": listed(await client.list_resources()),
+        "templates": listed(await client.list_resource_templates()),
+        "prompts": listed(await client.list_prompts()),
+    }
+
+
+async def session(tmp: Path) -> Seen:
+    seen = Seen()
+    async with Client(everything_server()) as direct:
+        seen.published = await listings(direct)
+    command = str(require(NODE_BIN / "mcp-server-everything"))
+    config = RecorderConfig(
+        recorder=RecorderSection(agent="tester", principal="human://acme.com/dana"),
+        servers={"every": ServerConfig(command=command, args=["stdio"], env=dict(os.environ))},
+    )
+    store = RunStore(tmp / "recorder.db", SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=Policy.model_validate(POLICY))
+    try:
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            async with Client(mcp) as agent:
+                seen.through = await listings(agent)
+                seen.answers["structured"] = await agent.call_tool_mcp(
+                    "every_get-structured-content", {"location": "Chicago"}
+                )
+                seen.answers["static"] = await agent.read_resource(STATIC)
+                seen.answers["dynamic"] = await agent.read_resource(DYNAMIC)
+                seen.answers["prompt"] = await agent.get_prompt("every_args-prompt", {"city": "Oslo"})
+                seen.answers["unknown"] = await agent.call_tool_mcp("every_no-such-tool", {"x": 1})
+                progress: list[float] = []
+
+                async def followed(done: float, total: float | None, message: str | None) -> None:
+                    progress.append(done)
+
+                seen.answers["long"] = await agent.call_tool_mcp(
+                    "every_trigger-long-running-operation",
+                    {"duration": 0.2, "steps": 2},
+                    progress_handler=followed,
+                )
+                seen.answers["progress"] = progress
+        assert recorder.run_id is not None
+        seen.entries = store.entries(recorder.run_id)
+    finally:
+        recorder.close()
+        store.dispose()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
+    return anyio.run(session, tmp_path_factory.mktemp("everything"))
+
+
+def test_the_agent_sees_every_tool_as_published_with_output_schema_title_annotations_and_meta(
+    seen: Seen,
+) -> None:
+    through = {
+        t["name"].removeprefix("every_"): t for t in seen.through["tools"] if t["name"].startswith("every_")
+    }
+    assert len(through) == len(seen.published["tools"])
+    for tool in seen.published["tools"]:
+        mirrored = {**through[tool["name"]], "name": tool["name"]}
+        # The Recorder answers every call itself, so it offers no MCP tasks: ``execution`` is its own.
+        assert {k: v for k, v in mirrored.items() if k != "execution"} == {
+            k: v for k, v in tool.items() if k != "execution"
+        }
+    structured = through["get-structured-content"]
+    assert structured["outputSchema"]["required"] == ["temperature", "conditions", "humidity"]
+    assert not any("fastmcp" in json.dumps(tool.get("_meta", {})) for tool in through.values())
+
+
+def test_the_agent_sees_the_resources_templates_and_prompts_as_published(seen: Seen) -> None:
+    assert seen.through["resources"] == seen.published["resources"]
+    assert seen.through["templates"] == seen.published["templates"]
+    prompts = [{**p, "name": p["name"].removeprefix("every_")} for p in seen.through["prompts"]]
+    assert prompts == seen.published["prompts"]
+
+
+def test_a_call_is_answered_with_its_structured_content_and_journaled(seen: Seen) -> None:
+    answer = seen.answers["structured"]
+    assert not answer.is_error
+    assert set(answer.structured_content) == {"temperature", "conditions", "humidity"}
+    [call] = [e for e in seen.entries if e.kind == "call" and e.body["tool"] == "get-structured-content"]
+    assert call.body["arguments"] == {"location": "Chicago"}
+    assert call.body["outcome"] == {"status": "ok"}
+
+
+def test_resource_reads_are_forwarded_and_journaled_as_reads(seen: Seen) -> None:
+    assert seen.answers["static"][0].text
+    assert seen.answers["dynamic"][0].text
+    reads = [e.body for e in seen.entries if e.kind == "call" and e.body["tool"] == "resources/read"]
+    assert [r["arguments"]["uri"] for r in reads] == [STATIC, DYNAMIC]
+    assert all(r["intake"] == {"status": "absent", "kind": "read"} for r in reads)
+    assert all(r["outcome"] == {"status": "ok"} for r in reads)
+
+
+def test_a_prompt_is_forwarded(seen: Seen) -> None:
+    [message] = seen.answers["prompt"].messages
+    assert "Oslo" in message.content.text
+
+
+def test_an_unknown_tool_name_is_refused_and_journaled_as_refused(seen: Seen) -> None:
+    answer = seen.answers["unknown"]
+    assert answer.is_error
+    assert answer.structured_content["code"] == "UNKNOWN_TOOL"
+    [refused] = [e for e in seen.entries if e.kind == "refused"]
+    assert (refused.body["tool"], refused.body["code"]) == ("every_no-such-tool", "UNKNOWN_TOOL")
+    assert refused.id == answer.structured_content["entry"]
+
+
+def test_the_servers_progress_notifications_reach_the_agent_that_asked_for_them(seen: Seen) -> None:
+    assert not seen.answers["long"].is_error
+    assert seen.answers["progress"] == [1, 2]
