@@ -52,7 +52,7 @@ class AttestedServer(WireModel):
 
 
 class Attestation(WireModel):
-    """A conformance attestation (SPEC §7, §13)."""
+    """A conformance attestation (protocol.md §7, §13)."""
 
     type: Literal["hatp-journal/conformance-attestation/1"] = ATTESTATION_TYPE
     suite: SuiteInfo
