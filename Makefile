@@ -8,7 +8,7 @@ WHEELS := $(VENV)/wheels
 THIRD  := third_party/.installed
 
 .PHONY: setup lock postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
-	bench-startup bench-plan screenshots clean
+	bench-startup bench-plan bench-store screenshots clean
 
 setup: $(STAMP) $(THIRD) postgresql
 
@@ -86,6 +86,10 @@ bench-startup: $(STAMP)
 # Plan the undo of runs of 1k to 30k entries, the planner alone and with slow checks (a few minutes).
 bench-plan: $(STAMP)
 	$(PY) bench/plan_scale.py
+
+# Appends/s (1, 8, 32 writers) and calls/s (1, 4 Recorders) on SQLite beside PostgreSQL (a few minutes).
+bench-store: $(STAMP)
+	$(PY) bench/store_scale.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)

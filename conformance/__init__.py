@@ -3,7 +3,7 @@
 ``hatp-conformance --target "<command>"`` (or ``--target http://…/mcp``, or ``--recorder
 module:factory``) runs it from the command line; the pytest plugin (``--hatp-target``) runs it
 inside a test suite. Every check names a requirement of ``requirements.toml``, which points at
-SPEC.md. Passing it is how an operation becomes "verified" for the Recorder's ``requireVerified``
+docs/protocol.md. Passing it is how an operation becomes "verified" for the Recorder's ``requireVerified``
 policy: see :func:`attest`. What a target must offer is in ``docs/conformance.md``.
 """
 

@@ -3,11 +3,12 @@
     hatp-conformance --target "hatp-crm serve --db /tmp/crm.db"      # a stdio server (started here)
     hatp-conformance --target http://127.0.0.1:8000/mcp              # a server in testing mode
     hatp-conformance --recorder hatp_journal.recorder.conformance_adapter:reference
-        [--expected-failures xfail.toml] [--json result.json]
+        [--expected-failures xfail.toml] [--json result.json] [--allow-skips]
         [--attest crm.attestation.json --attest-key conformance.key]
 
 Exit status: 0 when everything passed (expected failures included), 1 when a check failed or an
-expected failure passed, 2 for bad input or a target that can't be tested.
+expected failure passed, 2 for bad input or a target that can't be tested, 3 when nothing failed but
+some checks were skipped as not testable (``--allow-skips`` makes that 0).
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hatp_journal.toolkit.errors import KeyFileError
 
-USAGE_ERROR = 2
+if TYPE_CHECKING:
+    from hatp_journal.conformance.results import SuiteResult
+
+PASSED, FAILED, USAGE_ERROR, INCOMPLETE = 0, 1, 2, 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +63,16 @@ def main(argv: list[str] | None = None) -> int:
         return _refuse(f"{error.code}: {error}")
     except (KeyFileError, NothingToAttest, OSError) as error:
         return _refuse(str(error))
-    return 0 if all(result.passed for result in results) else 1
+    return exit_status(results, allow_skips=args.allow_skips)
+
+
+def exit_status(results: list[SuiteResult], *, allow_skips: bool) -> int:
+    """FAILED over INCOMPLETE over PASSED: a skipped check is not a passed one unless allowed."""
+    if not all(result.passed for result in results):
+        return FAILED
+    if not allow_skips and any(result.skipped() for result in results):
+        return INCOMPLETE
+    return PASSED
 
 
 def _refuse(message: str) -> int:
@@ -80,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--attest-key", type=Path, help="the conformance signer's Ed25519 key (created on first use)"
+    )
+    parser.add_argument(
+        "--allow-skips",
+        action="store_true",
+        help="exit 0, not 3, when nothing failed but some checks could not be tested",
     )
     return parser
 

@@ -1,4 +1,4 @@
-"""The requirements manifest (``requirements.toml``): every check's requirement id and SPEC section."""
+"""The requirements manifest (``requirements.toml``): each check's requirement and protocol.md section."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ TargetKind = Literal["server", "recorder"]
 
 
 class Requirement(BaseModel):
-    """One requirement: ``J-4.3`` points at SPEC §4."""
+    """One requirement: ``J-4.3`` points at protocol.md §4."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

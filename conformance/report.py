@@ -28,8 +28,16 @@ def summary(result: SuiteResult) -> str:
     lines.append(", ".join(f"{count} {mark}" for mark, count in counts.items() if count) or "no checks ran")
     if result.kind == "server":
         lines.append(f"verified operations: {', '.join(result.verified_operations) or 'none'}")
-    lines.append("PASSED" if result.passed else "FAILED")
+    lines.append(verdict(result))
     return "\n".join(lines)
+
+
+def verdict(result: SuiteResult) -> str:
+    """The last line: a skipped check was not tested, so a run with one is incomplete, not passed."""
+    if not result.passed:
+        return "FAILED"
+    skipped = len(result.skipped())
+    return f"INCOMPLETE: {skipped} checks skipped, not tested" if skipped else "PASSED"
 
 
 def outcome_line(outcome: CheckOutcome) -> str:

@@ -63,6 +63,10 @@ class SuiteResult(WireModel):
         """The operations that passed every check that applies to them."""
         return [operation.tool for operation in self.operations if operation.verified]
 
+    def skipped(self) -> list[CheckOutcome]:
+        """Checks that could not run against this target (not tested, so not passed)."""
+        return [outcome for outcome in self.outcomes if outcome.outcome == "skipped"]
+
     def failed(self) -> list[CheckOutcome]:
         """Failed checks and expected failures that passed."""
         return [outcome for outcome in self.outcomes if outcome.outcome in ("failed", "xpassed")]

@@ -1,4 +1,4 @@
-"""Asks: calls the policy held for a person's decision (SPEC §7, §11).
+"""Asks: calls the policy held for a person's decision (protocol.md §7, §11).
 
 Everything is derived from the append-only Run Record: an ``ask`` entry, then at most one
 counted ``decision`` or a ``withdrawn`` entry (deadline passed), then the entry that used or

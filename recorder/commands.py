@@ -172,8 +172,8 @@ def _now(at: str | None) -> datetime:
 
 def _review(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:
     now = _now(args.now)
-    if load_directory(config).person(args.person) is None:
-        raise UndoError(UndoCode.NOT_PERMITTED, f"{args.person} is not in the directory")
+    if (people := load_directory(config)).person(args.person) is None:
+        raise UndoError(UndoCode.NOT_PERMITTED, people.not_listed(args.person))
     try:
         run = store.run(args.run)
     except UnknownRun:

@@ -1,4 +1,4 @@
-"""This Recorder's adapter for the conformance suite's Recorder checks (SPEC §13).
+"""This Recorder's adapter for the conformance suite's Recorder checks (protocol.md §13).
 
 ``hatp-conformance --recorder hatp_journal.recorder.conformance_adapter:reference`` runs them: the
 gateway in process, the suite's stub server behind it as a real stdio child, a policy that
@@ -54,7 +54,8 @@ class ReferenceRecorder:
         return RecordedRun(store.export(recorder.run_id).to_bytes(), (store, recorder.run_id))
 
     async def append_remedy(self, run: RecordedRun, fixes: str, remedy: AgentCall) -> RecordedRun:
-        """The gateway has no remedy command yet: the entry goes through the Run Record store."""
+        """The gateway's ``remedy`` waits for a person's approval, and the suite has no person: the
+        entry goes through the Run Record store."""
         store, run_id = run.handle
         body = {"remedies": fixes, "server": STUB, "tool": remedy.tool, "arguments": dict(remedy.arguments)}
         store.append(run_id, "remedy", body)

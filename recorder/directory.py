@@ -1,4 +1,4 @@
-"""The organisation's directory: people, their roles and their public keys (SPEC §11).
+"""The organisation's directory: people, their roles and their public keys (protocol.md §11).
 
 It is read again at every decision, so authority is checked as it is *then*, never
 inherited from when the ask was made.
@@ -89,6 +89,16 @@ class Directory(BaseModel):
         """The person with ``person_id``, if listed."""
         return next((p for p in self.people if p.id == person_id), None)
 
+    def not_listed(self, person_id: str) -> str:
+        """Why ``person_id`` is refused: not listed, with the full id when a short name matches one.
+
+        Ids are compared whole (they are URIs that may span organisations); the hint only helps
+        someone who typed ``lee`` for ``human://acme.com/lee``.
+        """
+        like = [p.id for p in self.people if p.id.rsplit("/", 1)[-1] == person_id]
+        hint = f" (did you mean {like[0]}?)" if len(like) == 1 else ""
+        return f"{person_id} is not in the directory{hint}"
+
     def holders(self, role: str) -> list[str]:
         """Everyone who holds ``role`` (or is named by it directly)."""
         return [p.id for p in self.people if role in p.roles or p.id == role]
@@ -97,7 +107,7 @@ class Directory(BaseModel):
         """Why ``person_id`` may not decide for ``role`` with ``key``; None if they may."""
         person = self.person(person_id)
         if person is None:
-            return f"{person_id} is not in the directory"
+            return self.not_listed(person_id)
         if role not in person.roles and person.id != role:
             return f"{person_id} does not hold {role}"
         try:

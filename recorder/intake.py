@@ -1,4 +1,4 @@
-"""Intake checks (SPEC §8): a downstream's journal object is bounded, validated and verified
+"""Intake checks (protocol.md §8): a downstream's journal object is bounded, validated and verified
 before the Recorder trusts it. A bad object is kept, marked ``unresolved`` with the reason,
 and treated as ``unknown`` — never a crash, never dropped."""
 
@@ -146,7 +146,7 @@ def _kind(journal: JournalObject) -> Literal["compensate", "none", "unknown", "r
         return "read" if journal.read else "unknown"
     if journal.undo.kind == "compensate":
         effect = journal.effect
-        # Without a version and a token nothing can be undone automatically (SPEC §3).
+        # Without a version and a token nothing can be undone automatically (protocol.md §3).
         if effect is None or effect.version is None or journal.compensation_token is None:
             return "unknown"
         return "compensate"

@@ -1,4 +1,4 @@
-"""Review and reminders (SPEC §12): a countdown, not a log.
+"""Review and reminders (protocol.md §12): a countdown, not a log.
 
 ``tick(now)`` looks at every run and does what is due, once: the principal gets the review of a
 closed run by mail (with a link to its page); a reminder goes out before **every** open undo window

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hatp-demo", description="Run HATP Journal demo stories.")
     commands = parser.add_subparsers(dest="command", required=True)
-    story = commands.add_parser("d881", help="the D-881 story (SPEC §0): an agent's run and its undo")
+    story = commands.add_parser("d881", help="the D-881 story (protocol.md §0): an agent's run and its undo")
     story.add_argument("--eve", action="store_true", help="Eve moves the deal to Negotiation before the undo")
     story.add_argument(
         "--override", action="store_true", help="with --eve: the approver overwrites Eve's change"
@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         help="an empty directory for stores and mail (default: a temp dir)",
     )
     week = commands.add_parser(
-        "friday", help="reviews, reminders, an escalation and lapses for a Friday-evening run (SPEC §12)"
+        "friday",
+        help="reviews, reminders, an escalation and lapses for a Friday-evening run (protocol.md §12)",
     )
     week.add_argument(
         "--workdir",

@@ -50,4 +50,11 @@ async def test_the_readme_decorator_example_serves_a_tool_whose_undo_works(
         )
         assert undo.meta is not None
         assert undo.meta["hatp/journal"]["status"] == "done"
+
+        # The irreversible tool answers with a summary from what it stored, and no token.
+        sent = await client.call_tool_mcp("send_email", {"to": " Buyer@Globex.com", "body": "Welcome"})
+        assert sent.meta is not None
+        assert sent.meta["hatp/journal"]["effect"]["summary"] == "Email to buyer@globex.com"
+        assert sent.meta["hatp/journal"]["undo"]["kind"] == "none"
+        assert "compensationToken" not in sent.meta["hatp/journal"]
     assert os.path.exists(tmp_path / "crm.key")

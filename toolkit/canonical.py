@@ -83,6 +83,6 @@ def content_etag(fields: Any) -> str:
     """A content-based ETag: equal content gives an equal tag, whatever the history.
 
     Servers keep it beside a revision counter so that undoing a later edit, which
-    brings the content back, is recognised as the earlier version (SPEC §4).
+    brings the content back, is recognised as the earlier version (protocol.md §4).
     """
     return "c-" + hashlib.sha256(canonical_bytes(fields)).hexdigest()[:32]

@@ -89,7 +89,7 @@ class Summary(str):
 
 @dataclass(frozen=True)
 class Effect:
-    """What a journaled call did, read from the server's own store (SPEC §3).
+    """What a journaled call did, read from the server's own store (protocol.md §3).
 
     ``summary`` must be written from the stored old and new values, never from
     the agent's arguments. ``undo`` is the compensation payload that the toolkit

@@ -1,4 +1,4 @@
-"""One error hierarchy for the toolkit, mapped to the stable wire codes (SPEC §4).
+"""One error hierarchy for the toolkit, mapped to the stable wire codes (protocol.md §4).
 
 Tests and clients assert the ``code``, never the message text.
 """

@@ -1,4 +1,4 @@
-"""Fingerprints of one on-screen record, for undo through a user interface (SPEC §6).
+"""Fingerprints of one on-screen record, for undo through a user interface (protocol.md §6).
 
 A computer-use server cannot ask an app for an ETag, so it reads the record a person would see:
 its on-screen id and visible field values, taken from the accessibility tree and keyed by column
@@ -33,7 +33,8 @@ ACTIONS_COLUMNS: tuple[str, ...] = ("Actions",)
 
 
 class RecordReadError(ValueError):
-    """The record can't be read unambiguously (two rows with its id, cells without headers)."""
+    """The record can't be read unambiguously (no such table, two rows with its id, cells without
+    headers)."""
 
 
 class AriaSnapshotSource(Protocol):
@@ -77,9 +78,18 @@ def read_record(
 ) -> RecordView | None:
     """Read the row named ``record_id`` from a table locator's accessibility tree; None if absent.
 
-    One ``aria_snapshot()`` call reads headers and row together, so they can't disagree.
+    One ``aria_snapshot()`` call reads headers and row together, so they can't disagree. A table
+    that is not on the page at all is a :class:`RecordReadError`, not None: a page that did not
+    load must never read as "the record is gone".
     """
-    nodes = parse_aria_snapshot(table.aria_snapshot())
+    try:
+        snapshot = table.aria_snapshot()
+    except Exception as error:
+        # Playwright's TimeoutError, matched by name: the toolkit does not import Playwright.
+        if type(error).__name__ != "TimeoutError":
+            raise
+        raise RecordReadError(f"no such table on the page: {str(error).splitlines()[0]}") from None
+    nodes = parse_aria_snapshot(snapshot)
     tables = [node for node in nodes if node.role in TABLE_ROLES]
     if len(tables) != 1:
         raise RecordReadError(f"expected one table in the snapshot, found {len(tables)}")

@@ -160,7 +160,7 @@ class Journal:
         table[spec.operation] = spec
 
     def declaration(self, name: str) -> Declaration:
-        """The ``tools/list`` declaration of a registered tool (SPEC §2)."""
+        """The ``tools/list`` declaration of a registered tool (protocol.md §2)."""
         spec = self.operations[name]
         undo = None
         if spec.kind == "compensate" and spec.window is not None:
@@ -255,11 +255,11 @@ class Journal:
         return _effect_info(effect)
 
     def check(self, token: str) -> UndoAnswer:
-        """Whether undo would work now; changes nothing (SPEC §4)."""
+        """Whether undo would work now; changes nothing (protocol.md §4)."""
         return self._undo.check(token)
 
     def compensate(self, request: CompensateRequest) -> UndoAnswer:
-        """Run the stored undo if the resource is still at ``ifVersion`` (SPEC §4)."""
+        """Run the stored undo if the resource is still at ``ifVersion`` (protocol.md §4)."""
         return self._undo.compensate(request)
 
     def keys(self) -> KeysAnswer:
@@ -290,7 +290,7 @@ class Journal:
                 "return an Effect describing the change"
             )
         if effect.version is None or effect.undo is None:
-            # Without a version (or a payload) nothing can be undone safely (SPEC §3).
+            # Without a version (or a payload) nothing can be undone safely (protocol.md §3).
             undo = UndoInfo(kind="unknown", via=spec.via)
             reason = "the server reported no version for this effect"
             journal = JournalObject(server=self.server, undo=undo, effect=info, reason=reason)

@@ -82,9 +82,11 @@ def require_postgres(
 class ThrowawayCluster:
     """A PostgreSQL cluster in a temporary folder, trusting local connections, on a free port."""
 
-    def __init__(self, binaries: Path, user: str | None) -> None:
+    def __init__(self, binaries: Path, user: str | None, *, durable: bool = False) -> None:
         self.binaries = binaries
         self.user = user
+        # Tests run without fsync (nothing there outlives them); benchmarks compare durable stores.
+        self.durable = durable
         self.folder = Path(tempfile.mkdtemp(prefix="hatp-postgres-"))
         self.data = self.folder / "data"
         self.port = 0
@@ -98,10 +100,9 @@ class ThrowawayCluster:
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
         for _ in range(_START_ATTEMPTS):
             self.port = _free_port()
-            options = (
-                f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder}"
-                " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            )
+            options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder}"
+            if not self.durable:
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             log = self.folder / "server.log"
             data, logged = str(self.data), str(log)
             started = self._run("pg_ctl", "-D", data, "-l", logged, "-o", options, "-w", "start", check=False)

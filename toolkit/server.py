@@ -75,7 +75,7 @@ def publish(journal: Journal, mcp: FastMCP) -> None:
 
 
 def hints_for(spec: OperationSpec) -> ToolAnnotations:
-    """Standard MCP hints consistent with the declaration (SPEC §2)."""
+    """Standard MCP hints consistent with the declaration (protocol.md §2)."""
     if spec.read:
         return ToolAnnotations(
             read_only_hint=True,
@@ -210,7 +210,7 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
         return ToolResult(structured_content=body, meta={META_KEY: body})
 
     async def preview(tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Dry-run a tool call and return the effect it would have (SPEC §10)."""
+        """Dry-run a tool call and return the effect it would have (protocol.md §10)."""
         try:
             effect = await anyio.to_thread.run_sync(journal.preview, tool, arguments)
         except JournalError as error:

@@ -1,4 +1,4 @@
-"""Ed25519 keys and receipts over RFC 8785 canonical JSON (SPEC §3, §4).
+"""Ed25519 keys and receipts over RFC 8785 canonical JSON (protocol.md §3, §4).
 
 A receipt signs ``{"alg", "kid", "issuedAt", "payload"}`` canonicalized with
 RFC 8785, so any verifier that canonicalizes the same way reproduces the bytes.

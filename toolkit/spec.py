@@ -1,4 +1,4 @@
-"""Decorators that declare an operation's undo terms (SPEC §2) and register its undo.
+"""Decorators that declare an operation's undo terms (protocol.md §2) and register its undo.
 
 Each decorator attaches a frozen spec to the function and returns the function
 itself, so it stays a plain callable in tests. Misuse fails here, at decoration
@@ -58,7 +58,7 @@ class CompensationSpec:
 
 @dataclass(frozen=True)
 class PreviewSpec:
-    """A dry run of an operation that returns the effect the real call would (SPEC §10)."""
+    """A dry run of an operation that returns the effect the real call would (protocol.md §10)."""
 
     operation: OperationSpec
     function: Callable[..., Any]
@@ -146,11 +146,11 @@ def irreversible(
     via: Via = "api",
     name: str | None = None,
 ) -> Callable[[F], F]:
-    """Declare a tool whose effect cannot be undone, saying why (SPEC §2).
+    """Declare a tool whose effect cannot be undone, saying why (protocol.md §2).
 
     ``remedy`` is suggested to the human in every plan; it is never performed by itself.
     ``via="ui"`` says the tool acts through an app's user interface, which the policy may gate
-    (SPEC §6, §7) whether or not the action can be undone.
+    (protocol.md §6, §7) whether or not the action can be undone.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise DeclarationError(

@@ -1,4 +1,4 @@
-"""check and compensate (SPEC §4): the rules that make undo safe under retries and crashes.
+"""check and compensate (protocol.md §4): the rules that make undo safe under retries and crashes.
 
 - The token is looked up before ``ifVersion`` is checked.
 - Every compensate answer (a conflict too) is stored in the same transaction as
@@ -171,7 +171,7 @@ class UndoEngine:
             reason = error.message if isinstance(error, JournalError) else f"{type(error).__name__}: {error}"
             code = error.code if isinstance(error, JournalError) else ErrorCode.UNDO_FAILED
             status: UndoStatus = "unverified" if code is ErrorCode.UNDO_UNVERIFIED else "failed"
-            # A compensation that fails halfway can still say what it saw (e.g. screenshots, SPEC §6).
+            # A compensation that fails halfway can still say what it saw (e.g. screenshots, protocol.md §6).
             evidence = error.data.get("evidence", ()) if isinstance(error, JournalError) else ()
             failed = base.model_copy(
                 update={
@@ -213,7 +213,7 @@ class UndoEngine:
         try:
             after = self._state(record, tx)
         except JournalError as error:
-            # The undo ran but nobody can see its result: not reversed (SPEC §6).
+            # The undo ran but nobody can see its result: not reversed (protocol.md §6).
             return f"the undo ran but {record.resource} could not be read back: {error.message}"
         return _unverified(record, after)
 

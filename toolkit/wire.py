@@ -1,4 +1,4 @@
-"""The wire format (SPEC §2–§4) as pydantic models with camelCase aliases.
+"""The wire format (protocol.md §2–§4) as pydantic models with camelCase aliases.
 
 The JSON Schema of each top-level model is published under ``docs/schema/``.
 """
@@ -67,7 +67,7 @@ class UndoDeclaration(WireModel):
 
 
 class Declaration(WireModel):
-    """``tools/list`` entry ``_meta["hatp/journal"]`` of a journal-aware tool (SPEC §2)."""
+    """``tools/list`` entry ``_meta["hatp/journal"]`` of a journal-aware tool (protocol.md §2)."""
 
     protocol: str = PROTOCOL
     read: bool = False
@@ -100,7 +100,7 @@ class EffectChange(WireModel):
 
 
 class EffectInfo(WireModel):
-    """What a call changed, written by the server from its store (SPEC §3)."""
+    """What a call changed, written by the server from its store (protocol.md §3)."""
 
     summary: str
     resource: str
@@ -138,7 +138,7 @@ class Receipt(WireModel):
 
 
 class JournalObject(WireModel):
-    """``_meta["hatp/journal"]`` of a journal-aware tool result (SPEC §3)."""
+    """``_meta["hatp/journal"]`` of a journal-aware tool result (protocol.md §3)."""
 
     protocol: str = PROTOCOL
     server: str
@@ -209,7 +209,7 @@ UndoStatus = Literal["ok", "conflict", "expired", "done", "unknown_token", "fail
 
 
 class UndoAnswer(WireModel):
-    """The signed answer of ``check`` and ``compensate``: an undo receipt (SPEC §4)."""
+    """The signed answer of ``check`` and ``compensate``: an undo receipt (protocol.md §4)."""
 
     protocol: str = PROTOCOL
     server: str

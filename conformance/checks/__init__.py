@@ -1,1 +1,1 @@
-"""The checks, one module per SPEC area; each registers itself under a requirement id."""
+"""The checks, one module per area of docs/protocol.md; each registers itself under a requirement id."""

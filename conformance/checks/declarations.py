@@ -1,4 +1,4 @@
-"""SPEC §2 and the binding (§4): declarations, MCP hints, binding tools and keys."""
+"""protocol.md §2 and the binding (§4): declarations, MCP hints, binding tools and keys."""
 
 from __future__ import annotations
 

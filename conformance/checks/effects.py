@@ -1,4 +1,4 @@
-"""SPEC §3: what every mutating result carries: a journal object, a receipt, a true summary."""
+"""protocol.md §3: what every mutating result carries: a journal object, a receipt, a true summary."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Recorder (SPEC §8, §9): unverifiable calls kept as unknown, tampering detected, remedies chained.
+"""The Recorder (protocol.md §8, §9): unverifiable calls kept unknown, tampering detected, remedies chained.
 
 The suite has the Recorder journal one run of :data:`CALLS` through the stub server, then each
 check reads that run's exported Run Record (``hatp-run-record/2``, see ``docs/run-record.md``:

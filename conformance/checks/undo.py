@@ -1,4 +1,4 @@
-"""SPEC §4: check and compensate, against a real store, with outside edits and a moved clock."""
+"""protocol.md §4: check and compensate, against a real store, with outside edits and a moved clock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""hatp_journal.recorder.policy: autonomy granted by reversibility (SPEC §7).
+"""hatp_journal.recorder.policy: autonomy granted by reversibility (protocol.md §7).
 
 Load the organisation's policy with :func:`load_policy`, describe each call with
 :class:`CallFacts` and ask :func:`decide` whether to forward it (``allow``) or hold it for an

@@ -1,4 +1,4 @@
-"""Conformance attestations, as ``requireVerified`` reads them (SPEC §7, §13).
+"""Conformance attestations, as ``requireVerified`` reads them (protocol.md §7, §13).
 
 The policy names attestation files and pins the conformance signer's public key::
 

@@ -1,4 +1,4 @@
-"""Money caps (SPEC §7): reversible is not the same as bounded.
+"""Money caps (protocol.md §7): reversible is not the same as bounded.
 
 A call that would take its run, or the rolling period, past a cap becomes an ask, with the
 totals shown. Caps compare exact decimals in the cap's own currency; nothing is converted.

@@ -20,10 +20,10 @@ VIAS: frozenset[str] = frozenset({"api", "ui"})
 
 @dataclass(frozen=True, kw_only=True)
 class CallFacts:
-    """One call, as classified by the gateway from the tool's declaration (SPEC §2).
+    """One call, as classified by the gateway from the tool's declaration (protocol.md §2).
 
     ``amount`` is what this call would move, required when ``charges`` is true and a money cap
-    applies; ``verified`` says the operation's undo passed the conformance suite (SPEC §13), which
+    applies; ``verified`` says the operation's undo passed the conformance suite (protocol.md §13), which
     the policy can also learn from attestations naming one of ``server_keys`` (the kids of the
     server's receipt keys the Recorder pinned); ``run`` is required when a per-run money cap
     applies (without it that cap asks); ``declaration_digest`` is

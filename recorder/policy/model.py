@@ -1,4 +1,4 @@
-"""The autonomy policy file (SPEC §7) as pydantic models.
+"""The autonomy policy file (protocol.md §7) as pydantic models.
 
 Every field that grants autonomy defaults to ``"ask"``: a policy that says nothing allows nothing.
 Restrictions (``via.ui``, ``minWindowSeconds``, money caps, ``requireVerified``) can only add asks.
@@ -77,7 +77,7 @@ class ClassOverride(WireModel):
 
 
 class ViaRules(WireModel):
-    """Extra asks by undo route. Only ``ui`` is a route worth gating (SPEC §6); it asks by default."""
+    """Extra asks by undo route. Only ``ui`` is a route worth gating (protocol.md §6); it asks by default."""
 
     ui: Action = "ask"
 
@@ -133,7 +133,7 @@ class Autonomy(WireModel):
 
 
 class ReviewRules(WireModel):
-    """When people hear about open undo windows (SPEC §12).
+    """When people hear about open undo windows (protocol.md §12).
 
     A reminder goes to the run's principal ``remindBeforeSeconds`` before each open window closes;
     if nobody has looked by ``escalateBeforeSeconds`` before it closes, the holders of ``escalateTo``

@@ -124,7 +124,7 @@ class KindRule:
 
 @dataclass(frozen=True)
 class UiRule:
-    """``via: ui`` undo replays through an app's interface (SPEC §6): ask unless the policy allows it."""
+    """``via: ui`` undo replays through an app's screens (protocol.md §6): ask unless the policy allows it."""
 
     ui: Action
 
@@ -159,8 +159,9 @@ class MinimumWindow:
 
 @dataclass(frozen=True)
 class RequireVerified:
-    """With ``requireVerified``, a ``compensate`` call stays on ask until its undo is verified (SPEC §13):
-    by the facts, or by a genuine, fresh attestation for the server's key (``attestations``)."""
+    """With ``requireVerified``, a ``compensate`` call stays on ask until its undo is verified
+    (protocol.md §13): by the facts, or by a genuine, fresh attestation for the server's key
+    (``attestations``)."""
 
     required: bool
     attestations: Attestations | None = None

@@ -1,4 +1,4 @@
-"""hatp_journal.recorder.record: the signed, hash-chained Run Record (SPEC §8).
+"""hatp_journal.recorder.record: the signed, hash-chained Run Record (protocol.md §8).
 
 :class:`RunStore` appends entries (append-only, one immediate transaction per entry, so
 concurrent agents never fork a chain) and signs chain heads as checkpoints; :meth:`RunStore.export`

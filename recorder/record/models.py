@@ -1,4 +1,4 @@
-"""The Run Record as it travels: pydantic models with camelCase aliases (SPEC §8).
+"""The Run Record as it travels: pydantic models with camelCase aliases (protocol.md §8).
 
 The JSON Schema of :class:`RunRecordFile` is published as ``docs/schema/run-record.schema.json``.
 """

@@ -1,4 +1,4 @@
-"""The Run Record store: append-only, hash-chained entries and signed checkpoints (SPEC §8).
+"""The Run Record store: append-only, hash-chained entries and signed checkpoints (protocol.md §8).
 
 Every write is one transaction that reads the chain head and writes after it; on SQLite that is
 ``BEGIN IMMEDIATE``, on PostgreSQL a lock on the run's row (``run_lock.py``), so concurrent
@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, bindparam, insert, inspect, text
+from sqlalchemy import Connection, Engine, bindparam, insert, inspect, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
@@ -209,9 +210,49 @@ class RunStore:
         """
         for _, kind, body, _ in appends:
             _check_entry(kind, body)
-        if not self._sqlite_driver:
-            return [self.append(run, kind, body, tokens=tokens) for run, kind, body, tokens in appends]
+        return self._append_batch(appends)
+
+    def _append_once(
+        self, run_id: str, kind: str, body: dict[str, Any], tokens: Sequence[tuple[str, str, str]]
+    ) -> Entry:
+        return self._append_batch([(run_id, kind, body, tuple(tokens))])[0]
+
+    def _append_batch(self, appends: Sequence[Append]) -> list[Entry]:
         geneses = {run: self._genesis_of(run) for run, _, _, _ in appends}
+        if self._sqlite_driver:
+            return self._append_sqlite(appends, geneses)
+        return self._append_core(appends, geneses)
+
+    def _genesis_of(self, run_id: str) -> str:
+        """The run's genesis hash; :class:`UnknownRun` if there is no such run."""
+        genesis = self._genesis.get(run_id) if isinstance(run_id, str) else None
+        if genesis is None:
+            with self._session() as session:
+                genesis = genesis_hash(_run_model(_get_run(session, run_id)))
+            self._genesis[run_id] = genesis
+        return genesis
+
+    def _sealed(self, run_id: str, seq: int, kind: str, body: dict[str, Any], head: str) -> tuple[bytes, str]:
+        """The canonical bytes of entry ``seq`` after ``head``, and their hash."""
+        hashed = {
+            "run": run_id,
+            "seq": seq,
+            "id": entry_id(seq),
+            "time": wire_time(self.clock()),
+            "kind": kind,
+            "body": body,
+            "prevHash": head,
+        }
+        return _seal_checked(hashed)
+
+    def _every_n(self, run_id: str, seq: int, digest: str) -> dict[str, Any] | None:
+        """The checkpoint to sign along with entry ``seq``, if it is an N-th one."""
+        if self.checkpoint_every and seq % self.checkpoint_every == 0:
+            return self._sign(run_id, seq, digest, "every-n")
+        return None
+
+    def _append_sqlite(self, appends: Sequence[Append], geneses: Mapping[str, str]) -> list[Entry]:
+        """One ``BEGIN IMMEDIATE`` transaction on the pooled driver connection."""
         connection = self.engine.raw_connection()
         driver = connection.driver_connection
         assert isinstance(driver, sqlite3.Connection)
@@ -245,120 +286,48 @@ class RunStore:
                 if driver.in_transaction:
                     driver.rollback()
         except sqlite3.Error as error:
+            # Raised as SQLAlchemy raises it elsewhere (IntegrityError on a lost seq race, …).
             raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
         finally:
             connection.close()
         return made
 
-    def _append_once(
-        self, run_id: str, kind: str, body: dict[str, Any], tokens: Sequence[tuple[str, str, str]]
-    ) -> Entry:
-        genesis = self._genesis_of(run_id)
-        if self._sqlite_driver:
-            data, digest = self._append_sqlite(run_id, kind, body, genesis, tokens)
-        else:
-            data, digest = self._append_core(run_id, kind, body, genesis, tokens)
-        return _entry_model(data, digest)
+    def _append_core(self, appends: Sequence[Append], geneses: Mapping[str, str]) -> list[Entry]:
+        """One transaction through SQLAlchemy Core (immediate on a toolkit SQLite engine).
 
-    def _genesis_of(self, run_id: str) -> str:
-        """The run's genesis hash; :class:`UnknownRun` if there is no such run."""
-        genesis = self._genesis.get(run_id) if isinstance(run_id, str) else None
-        if genesis is None:
-            with self._session() as session:
-                genesis = genesis_hash(_run_model(_get_run(session, run_id)))
-            self._genesis[run_id] = genesis
-        return genesis
-
-    def _sealed(self, run_id: str, seq: int, kind: str, body: dict[str, Any], head: str) -> tuple[bytes, str]:
-        """The canonical bytes of entry ``seq`` after ``head``, and their hash."""
-        hashed = {
-            "run": run_id,
-            "seq": seq,
-            "id": entry_id(seq),
-            "time": wire_time(self.clock()),
-            "kind": kind,
-            "body": body,
-            "prevHash": head,
-        }
-        return _seal_checked(hashed)
-
-    def _every_n(self, run_id: str, seq: int, digest: str) -> dict[str, Any] | None:
-        """The checkpoint to sign along with entry ``seq``, if it is an N-th one."""
-        if self.checkpoint_every and seq % self.checkpoint_every == 0:
-            return self._sign(run_id, seq, digest, "every-n")
-        return None
-
-    def _append_sqlite(
-        self,
-        run_id: str,
-        kind: str,
-        body: dict[str, Any],
-        genesis: str,
-        tokens: Sequence[tuple[str, str, str]],
-    ) -> tuple[bytes, str]:
-        """One ``BEGIN IMMEDIATE`` transaction on the pooled driver connection."""
-        connection = self.engine.raw_connection()
-        driver = connection.driver_connection
-        assert isinstance(driver, sqlite3.Connection)
-        statement = "BEGIN IMMEDIATE"
-        try:
-            driver.execute(statement)
-            try:
-                statement = _HEAD_SQL
-                last = driver.execute(statement, (run_id,)).fetchone()
-                seq, head = (last[0] + 1, last[1]) if last is not None else (1, genesis)
+        Rows go in one ``executemany`` per table: on PostgreSQL, psycopg pipelines them, so a
+        batch costs a few round trips instead of one per entry.
+        """
+        made: list[Entry] = []
+        heads: dict[str, tuple[int, str]] = {}
+        entries: list[dict[str, Any]] = []
+        tokens: dict[str, dict[str, str]] = {}
+        checkpoints: list[dict[str, Any]] = []
+        with self.engine.begin() as connection:
+            # Runs locked in one order by every writer: two batches never wait on each other in a circle.
+            for run_id in sorted(geneses):
+                lock_run_head(connection, run_id)
+            for run_id, kind, body, kept in appends:
+                if run_id not in heads:
+                    last = connection.execute(_HEAD, {"run": run_id}).first()
+                    heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
+                seq, head = heads[run_id][0] + 1, heads[run_id][1]
                 data, digest = self._sealed(run_id, seq, kind, body, head)
-                statement = _INSERT_ENTRY_SQL
-                driver.execute(statement, (run_id, seq, kind, digest, data))
-                statement = _INSERT_TOKEN_SQL
-                for token in tokens:
-                    driver.execute(statement, token)
+                entries.append({"run": run_id, "seq": seq, "kind": kind, "hash": digest, "data": data})
+                for token_digest, server, token in kept:
+                    tokens[token_digest] = {"digest": token_digest, "server": server, "token": token}
                 checkpoint = self._every_n(run_id, seq, digest)
                 if checkpoint is not None:
-                    statement = _INSERT_CHECKPOINT_SQL
-                    driver.execute(statement, tuple(checkpoint[name] for name in _CHECKPOINT_COLUMNS))
-                statement = "COMMIT"
-                driver.execute(statement)
-            finally:
-                if driver.in_transaction:
-                    driver.rollback()
-        except sqlite3.Error as error:
-            # Raised as SQLAlchemy raises it elsewhere (IntegrityError on a lost seq race, …).
-            raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
-        finally:
-            connection.close()
-        return data, digest
-
-    def _append_core(
-        self,
-        run_id: str,
-        kind: str,
-        body: dict[str, Any],
-        genesis: str,
-        tokens: Sequence[tuple[str, str, str]],
-    ) -> tuple[bytes, str]:
-        """One transaction through SQLAlchemy Core (immediate on a toolkit SQLite engine)."""
-        with self.engine.begin() as connection:
-            lock_run_head(connection, run_id)
-            last = connection.execute(_HEAD, {"run": run_id}).first()
-            seq, head = (last[0] + 1, last[1]) if last is not None else (1, genesis)
-            data, digest = self._sealed(run_id, seq, kind, body, head)
-            connection.execute(
-                insert(_ENTRY_TABLE), {"run": run_id, "seq": seq, "kind": kind, "hash": digest, "data": data}
-            )
-            for token_digest, server, token in tokens:
+                    checkpoints.append(checkpoint)
+                heads[run_id] = (seq, digest)
+                made.append(_entry_model(data, digest))
+            connection.execute(insert(_ENTRY_TABLE), entries)
+            if tokens:
                 # A retried call's token may be kept already: skip it, don't fail the entry.
-                known = connection.execute(
-                    select(_TOKEN_TABLE.c.digest).where(_TOKEN_TABLE.c.digest == token_digest)
-                ).first()
-                if known is None:
-                    connection.execute(
-                        insert(_TOKEN_TABLE), {"digest": token_digest, "server": server, "token": token}
-                    )
-            checkpoint = self._every_n(run_id, seq, digest)
-            if checkpoint is not None:
-                connection.execute(insert(_CHECKPOINT_TABLE), checkpoint)
-        return data, digest
+                connection.execute(_insert_new_tokens(connection), list(tokens.values()))
+            if checkpoints:
+                connection.execute(insert(_CHECKPOINT_TABLE), checkpoints)
+        return made
 
     def entries(self, run_id: str) -> list[Entry]:
         """The run's entries in order, parsed from the bytes stored."""
@@ -670,6 +639,12 @@ def _get_run(session: Session, run_id: str) -> RecRun:
     if run is None:
         raise UnknownRun(f"no run {run_id!r}")
     return run
+
+
+def _insert_new_tokens(connection: Connection) -> Any:
+    """INSERT of token rows that skips a digest already kept (both dialects say it the same way)."""
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    return dialect.insert(_TOKEN_TABLE).on_conflict_do_nothing(index_elements=["digest"])
 
 
 def _head(session: Session, run: RecRun) -> tuple[int, str]:

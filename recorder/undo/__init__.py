@@ -1,4 +1,5 @@
-"""Undo as a decision (SPEC §9): links, Reversal Plans, approval, execution, Reversal Records, remedies."""
+"""Undo as a decision (protocol.md §9): links, Reversal Plans, approval, execution, Reversal Records,
+remedies."""
 
 from typing import TYPE_CHECKING
 

@@ -1,4 +1,4 @@
-"""A Reversal Plan as an ask (SPEC §9 step 4, §11): recorded, then approved or denied, signed.
+"""A Reversal Plan as an ask (protocol.md §9 step 4, §11): recorded, then approved or denied, signed.
 
 The approver's authority is checked when they decide, against the directory and the policy's
 ``undoAuthority`` as they are then. An approval signs the plan's digest; each override of a

@@ -226,8 +226,8 @@ def _remedy(args: argparse.Namespace, store: RunStore, policy: Policy, directory
         raise ConfigError(f"--arguments is not JSON: {error}") from None
     if not isinstance(arguments, dict):
         raise ConfigError("--arguments must be a JSON object")
-    if directory.person(args.by) is None:
-        raise UndoError(UndoCode.NOT_PERMITTED, f"{args.by} is not in the directory")
+    if (people := directory).person(args.by) is None:
+        raise UndoError(UndoCode.NOT_PERMITTED, people.not_listed(args.by))
     entry = ask_remedy(
         store,
         args.entry,

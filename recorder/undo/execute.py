@@ -1,4 +1,4 @@
-"""Running an approved Reversal Plan (SPEC §9 step 5) so that a crash can't compensate twice.
+"""Running an approved Reversal Plan (protocol.md §9 step 5) so that a crash can't compensate twice.
 
 Steps run newest first. Before each compensation a durable ``undo-intent`` entry names the exact
 request (``ifVersion``, request id, override, and the Recorder's signature over them and the token's

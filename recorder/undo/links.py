@@ -1,4 +1,4 @@
-"""Links: what each call relied on, with where that knowledge came from (SPEC §8).
+"""Links: what each call relied on, with where that knowledge came from (protocol.md §8).
 
 - ``declared``: the tool server named the resources in ``effect.uses``;
 - ``host``: the agent's host said so (``_meta["hatp/host"]["uses"]`` on the call);

@@ -1,4 +1,4 @@
-"""The Reversal Plan: what an undo would do, shown to a person for approval (SPEC §9).
+"""The Reversal Plan: what an undo would do, shown to a person for approval (protocol.md §9).
 
 The JSON form (:class:`ReversalPlan`, schema in ``docs/schema/reversal-plan.schema.json``) is
 what the approval signs, by its digest; :func:`plan_text` is what people read.
@@ -180,7 +180,7 @@ def recorded_undo(line: Mapping[str, Any]) -> str:
 
 
 def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
-    """The plan as people read it (for D-881 exactly as SPEC §0 shows)."""
+    """The plan as people read it (for D-881 exactly as protocol.md §0 shows)."""
     count = len(plan.steps)
     lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
     for number, step in enumerate(plan.steps, 1):

@@ -1,4 +1,4 @@
-"""Planning an undo (SPEC §9 steps 1-3): dependency closure, a ``check`` of each step, the plan.
+"""Planning an undo (protocol.md §9 steps 1-3): dependency closure, a ``check`` of each step, the plan.
 
 Nothing here changes a tool server: ``check`` is a dry run. The same request planned twice
 against an unchanged world gives the same plan, byte for byte, which is how a stale approval

@@ -1,4 +1,4 @@
-"""Remedies (SPEC §9): for what can't be undone, a new action with its own approval.
+"""Remedies (protocol.md §9): for what can't be undone, a new action with its own approval.
 
 A remedy is never performed by itself. ``hatp-recorder remedy RUN/eN`` records an ask for the
 remedying call, naming the entry it fixes (``remedies: "eN"``); once approved, the call is made

@@ -1,4 +1,4 @@
-"""The agent's calls in a Run Record, read as numbered steps an undo can be asked for (SPEC §9).
+"""The agent's calls in a Run Record, read as numbered steps an undo can be asked for (protocol.md §9).
 
 Step N is the N-th ``call`` entry of the run: what reached a tool server, reads included. The
 undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) is never a step.

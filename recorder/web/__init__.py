@@ -1,4 +1,4 @@
-"""The web approver: the Human Gateway's pages in a browser (SPEC §9, §11, §12)."""
+"""The web approver: the Human Gateway's pages in a browser (protocol.md §9, §11, §12)."""
 
 from typing import TYPE_CHECKING
 

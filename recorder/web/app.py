@@ -1,4 +1,4 @@
-"""The web approver: the Human Gateway's pages (SPEC §9, §11, §12), one face of the same gateway as the CLI.
+"""The web approver: the Human Gateway's pages (protocol.md §9, §11, §12), the same gateway as the CLI.
 
 Every page reads the Run Record when it is requested; every decision goes through the same code
 as ``hatp-recorder approve`` (signed with the person's key), and an approved plan is run with the

@@ -16,8 +16,8 @@ from hatp_journal.toolkit.clock import utc_now
 def run(args: argparse.Namespace, config: RecorderConfig) -> int:
     """Run ``web`` or ``web-link``; errors propagate to the CLI, which prints their code."""
     if args.command == "web-link":
-        if load_directory(config).person(args.person) is None:
-            raise UndoError(UndoCode.NOT_PERMITTED, f"{args.person} is not in the directory")
+        if (people := load_directory(config)).person(args.person) is None:
+            raise UndoError(UndoCode.NOT_PERMITTED, people.not_listed(args.person))
         print(sign_in_link(config, args.person, now=utc_now()))
         return 0
     approver = WebApprover(config)

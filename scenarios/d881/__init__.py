@@ -1,4 +1,4 @@
-"""The D-881 story (SPEC §0) end to end: ``hatp-demo d881 [--eve [--override]]``."""
+"""The D-881 story (protocol.md §0) end to end: ``hatp-demo d881 [--eve [--override]]``."""
 
 from typing import TYPE_CHECKING
 

@@ -1,4 +1,4 @@
-"""The D-881 story (SPEC §0), played by real processes: an agent, a Recorder, three tool servers.
+"""The D-881 story (protocol.md §0), played by real processes: an agent, a Recorder, three tool servers.
 
 1. The agent (a scripted MCP client, no model) connects to ``hatp-recorder serve`` over stdio and
    wins deal D-881, books the Globex kickoff and emails the buyer; the email waits for Lee's

@@ -1,4 +1,4 @@
-"""The Friday-evening story (SPEC §12): ``hatp-demo friday``."""
+"""The Friday-evening story (protocol.md §12): ``hatp-demo friday``."""
 
 from typing import TYPE_CHECKING
 

@@ -1,4 +1,4 @@
-"""Friday evening (SPEC §12): the review is a countdown, with reminders, an escalation and lapses.
+"""Friday evening (protocol.md §12): the review is a countdown, with reminders, an escalation and lapses.
 
 1. On a Friday evening the agent charges order O-1001 (undo window 1 day) and moves deal D-883 to
    Proposal (7 days), through ``hatp-recorder serve`` with the CRM behind it; the run closes.

@@ -91,7 +91,7 @@ def create(
     stored = event_of(row)
     return Effect(
         result={**public(row), "invited": delivery.delivered, "notices": _notice_list(delivery)},
-        # The attendees are in the effect's fields; the summary stays the line SPEC §0 shows.
+        # The attendees are in the effect's fields; the summary stays the line protocol.md §0 shows.
         summary=f'Create "{stored.summary}" on {_day(stored.start)}',
         resource=event_uri(stored.uid),
         version=after.version,

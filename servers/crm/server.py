@@ -1,7 +1,7 @@
-"""The CRM as a journal-aware MCP server: deals, orders and a pipeline export (SPEC §2 table).
+"""The CRM as a journal-aware MCP server: deals, orders and a pipeline export (protocol.md §2 table).
 
 Every summary is written from the values read from and written to the store, never from the
-agent's arguments (SPEC §3).
+agent's arguments (protocol.md §3).
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ def read_deal(engine: Engine, deal_id: str) -> Deal:
 
 
 _SEED_DEALS: tuple[dict[str, Any], ...] = (
-    # The D-881 story (SPEC §0): at Proposal, version v12.
+    # The D-881 story (protocol.md §0): at Proposal, version v12.
     {"id": "D-881", "name": "Globex — Q4 expansion", "account": "Globex", "stage": "Proposal",
      "amount": "48000.00", "owner": "dana@acme.com", "version": "v12"},
     {"id": "D-882", "name": "Initech — support renewal", "account": "Initech", "stage": "Negotiation",

@@ -128,7 +128,7 @@ def _send(
         sent_at=wire_time(tx.now),
     )
     tx.session.add(row)
-    # Who received it is what matters when it can't be taken back (SPEC §0); the subject is in the result.
+    # Who received it matters when it can't be taken back (protocol.md §0); the subject is in the result.
     summary = f"Email to {', '.join(recipients_of(row))}"
     if refused:
         summary += f" (refused by the server for {', '.join(refused)})"

@@ -24,7 +24,7 @@ def welcome_note(tx: Tx) -> Sample:
             "subject": "  Welcome to Acme  ",
             "body": "Welcome aboard.",
         },
-        # The summary names who received it (SPEC §0), each once; the subject is in the result.
+        # The summary names who received it (protocol.md §0), each once; the subject is in the result.
         shows=["Email to buyer@globex.com"],
         hides=["buyer@globex.com,", "  Welcome"],
     )

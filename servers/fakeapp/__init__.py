@@ -1,4 +1,4 @@
-"""A small invoicing web app for testing undo through a user interface (SPEC §6).
+"""A small invoicing web app for testing undo through a user interface (protocol.md §6).
 
 Computer-use server authors drive it in a real browser: invoices with on-screen ids, a Trash
 with a retention window, a "Send invoice" that cannot be taken back, and knobs for the cases

@@ -15,7 +15,7 @@ from ._clock import Clock
 from ._errors import AlreadySent, InvoiceNotFound, StoreError
 from ._invoice import DRAFT, SENT, Invoice, format_invoice_id, parse_invoice_id
 
-# Who the seed data and the app's own UI record as the author of a change: the principal (SPEC §0).
+# Who the seed data and the app's own UI record as the author of a change: the principal (protocol.md §0).
 APP_USER = "dana@acme.com"
 
 _SEED = (("Globex", "1200.00", DRAFT), ("Initech", "450.00", SENT), ("Umbrella Corp", "89.90", DRAFT))

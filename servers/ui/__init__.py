@@ -1,7 +1,7 @@
 """``hatp-ui``: a computer-use MCP server whose invoicing tools act only through a web app's UI.
 
 It drives the fake invoicing app (``hatp-fakeapp``) in headless chromium, fingerprints the one
-record each call changes, and undoes through the app's own reverse actions (SPEC §6).
+record each call changes, and undoes through the app's own reverse actions (protocol.md §6).
 ``build(UiSettings(...))`` gives the FastMCP server, its journal and its browser. See README.md.
 """
 

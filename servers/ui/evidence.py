@@ -1,4 +1,4 @@
-"""Screenshots kept as evidence of what an undo saw (SPEC §6).
+"""Screenshots kept as evidence of what an undo saw (protocol.md §6).
 
 Each file is referenced from the signed undo receipt as ``"sha256:<hex> <file URI>"``, so the
 receipt also pins the file's content: a screenshot swapped afterwards no longer matches.

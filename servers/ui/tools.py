@@ -1,4 +1,4 @@
-"""The invoicing tools, each acting only through the app's user interface (SPEC §6).
+"""The invoicing tools, each acting only through the app's user interface (protocol.md §6).
 
 Every tool reads the one record it changes right before acting (``effect.before``) and right
 after (``effect.version``): its fingerprint is the record's on-screen id and visible values. Undo
@@ -273,7 +273,7 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
 def _acting(ui: InvoiceUi, job: Callable[[InvoiceScreens], Effect], what: str, resource: str) -> Effect:
     """Run an acting tool's ``job``. A failure before its form was sent means nothing happened
     (TOOL_FAILED, nothing journaled); after, the app may have changed, and the call is journaled
-    without a version, so it is ``unknown`` rather than silently missing (SPEC §3)."""
+    without a version, so it is ``unknown`` rather than silently missing (protocol.md §3)."""
 
     def in_browser(page: Page) -> Effect:
         screens = InvoiceScreens(page, ui.app_url)

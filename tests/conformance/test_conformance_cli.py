@@ -11,7 +11,8 @@ import pytest
 from conformance_helpers import BROKEN, CliRun, command
 
 from hatp_journal.conformance import SuiteResult, verify_attestation
-from hatp_journal.conformance.cli import main
+from hatp_journal.conformance.cli import exit_status, main
+from hatp_journal.conformance.report import summary
 from hatp_journal.toolkit import SigningKey
 
 PLAIN = Path(__file__).parents[1] / "recorder" / "plain_server.py"
@@ -30,6 +31,21 @@ def test_the_command_line_prints_a_summary_and_signs_an_attestation_of_the_verif
     assert attestation["server"] == {"uri": "crm://acme", "keys": [crm_by_cli.crm_key.public.wire().wire()]}
     assert attestation["suite"] == crm_by_cli.result.suite.wire()
     assert attestation["receipt"]["kid"] == crm_by_cli.signer.kid
+
+
+def test_a_run_that_skipped_a_check_is_incomplete_not_passed_unless_skips_are_allowed(
+    crm_by_cli: CliRun,
+) -> None:
+    ran = crm_by_cli.result
+    [first, *rest] = ran.outcomes
+    not_tested = first.model_copy(update={"outcome": "skipped", "detail": "no outside edit for update_deal"})
+    skipped = ran.model_copy(update={"outcomes": [not_tested, *rest]})
+
+    assert crm_by_cli.status == exit_status([ran], allow_skips=False) == 0
+    assert exit_status([skipped], allow_skips=False) == 3
+    assert exit_status([skipped], allow_skips=True) == 0
+    assert summary(skipped).splitlines()[-1].startswith("INCOMPLETE")
+    assert exit_status([skipped, ran.model_copy(update={"passed": False})], allow_skips=True) == 1
 
 
 def test_an_attestation_changed_after_signing_no_longer_verifies(crm_by_cli: CliRun) -> None:

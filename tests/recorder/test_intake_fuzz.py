@@ -1,4 +1,4 @@
-"""Fuzzing the Recorder's intake checks (SPEC §8; issue 4, "Bad input").
+"""Fuzzing the Recorder's intake checks (protocol.md §8; issue 4, "Bad input").
 
 Whatever a downstream puts in a result's ``_meta`` (huge, deeply nested, duplicate keys, NaN,
 integers beyond 2^53, control and bidi characters, wrong types, a genuine journal object with one

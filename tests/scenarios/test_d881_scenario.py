@@ -1,4 +1,4 @@
-"""The D-881 story end to end (SPEC §0), judged from the mail sink, the servers' stores and the record."""
+"""The D-881 story end to end (protocol.md §0), judged by the mail sink, the servers' stores, the record."""
 
 from __future__ import annotations
 

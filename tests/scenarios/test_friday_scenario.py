@@ -1,4 +1,4 @@
-"""`hatp-demo friday` (SPEC §12), judged from the real mail sink and the Run Record."""
+"""`hatp-demo friday` (protocol.md §12), judged from the real mail sink and the Run Record."""
 
 from __future__ import annotations
 

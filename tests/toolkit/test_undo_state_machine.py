@@ -1,6 +1,6 @@
 """A Hypothesis state machine over calls, outside edits, compensate retries and clock moves.
 
-It holds three promises of SPEC §4: no compensation lands on top of an outside
+It holds three promises of protocol.md §4: no compensation lands on top of an outside
 edit; each token takes effect at most once; nothing takes effect after undoBy.
 """
 

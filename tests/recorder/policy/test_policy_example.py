@@ -1,4 +1,4 @@
-"""The SPEC §7 example policy (docs/examples/policy.json) decides the demo operations as the spec says."""
+"""The protocol.md §7 example policy (docs/examples/policy.json) decides the demo operations as it says."""
 
 from __future__ import annotations
 

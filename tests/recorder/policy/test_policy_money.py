@@ -1,4 +1,4 @@
-"""Money caps turn an allowed call into an ask, with exact decimal totals shown (SPEC §7)."""
+"""Money caps turn an allowed call into an ask, with exact decimal totals shown (protocol.md §7)."""
 
 from __future__ import annotations
 

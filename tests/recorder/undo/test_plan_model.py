@@ -1,4 +1,4 @@
-"""The Reversal Plan's wire form: published schema, labels people read, and the text for SPEC §0."""
+"""The Reversal Plan's wire form: published schema, labels people read, and the text for protocol.md §0."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review and reminders (SPEC §12) through `hatp-recorder tick`, into a real SMTP mail sink."""
+"""Review and reminders (protocol.md §12) through `hatp-recorder tick`, into a real SMTP mail sink."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """In a real browser: drive the app through its UI and read records from the accessibility tree.
 
-The fingerprint here is what SPEC §6 asks a computer-use server to take: one record's on-screen
+The fingerprint here is what protocol.md §6 asks a computer-use server to take: one record's on-screen
 id and visible field values, keyed by column header, never the whole tree.
 """
 
