@@ -1,21 +1,33 @@
 # One task runner for the common commands. `make test` and `make demo` bootstrap
-# a local virtual environment from the pinned requirements first.
+# a local virtual environment from the locked requirements (versions and hashes) first.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+WHEELS := $(VENV)/wheels
 THIRD  := third_party/.installed
 
-.PHONY: setup postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
+.PHONY: setup lock postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
 	bench-startup bench-plan bench-store screenshots clean
 
 setup: $(STAMP) $(THIRD) postgresql
 
+# Everything (toolkit, every extra, dev tools) exactly as locked; a download whose hash differs fails.
+# The wheels are kept in $(WHEELS), from which tests/test_toolkit_only_install.py installs offline.
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip download --quiet --require-hashes --dest $(WHEELS) -r requirements.lock
+	$(PY) -m pip install --quiet --require-hashes --no-index --find-links $(WHEELS) -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Rewrite requirements.lock from pyproject.toml with pip-tools (in the lock itself), keeping the
+# pinned versions that still fit; `make lock LOCK_ARGS=--upgrade` moves everything to the newest.
+lock: $(STAMP)
+	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --generate-hashes --allow-unsafe \
+		--no-build-isolation --strip-extras --no-emit-index-url --no-emit-find-links \
+		--extra servers --extra web --extra browser --extra postgresql --extra dev \
+		$(LOCK_ARGS) --output-file requirements.lock pyproject.toml
 
 # MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).
 $(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock scripts/third_party.sh

@@ -5,41 +5,20 @@ its verifier. An adapter runs the Recorder in front of the suite's stub server
 (:mod:`hatp_journal.conformance.stub_server`) with a policy that forwards every call, makes the
 calls an agent would, and hands back the exported record. Name an adapter on the command line as
 ``--recorder module:factory``. A Recorder ships its own adapter: this project's is
-``hatp_journal.recorder.conformance_adapter:reference``.
+``hatp_journal.recorder.conformance_adapter:reference``. The values passed between suite and
+adapter are in :mod:`hatp_journal.toolkit.recorder_adapter`, so an adapter needs nothing from here.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from hatp_journal.conformance.target import TargetError
+from hatp_journal.toolkit.recorder_adapter import AgentCall, RecordedRun, RecordVerdict
 
-
-@dataclass(frozen=True)
-class AgentCall:
-    """One call an agent makes through the Recorder."""
-
-    tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RecordedRun:
-    """A run the Recorder journaled: its exported Run Record, and what the adapter needs to extend it."""
-
-    record: bytes
-    handle: Any = None
-
-
-@dataclass(frozen=True)
-class RecordVerdict:
-    """What the Recorder's verifier said about a record: ``problems`` are stable codes."""
-
-    ok: bool
-    problems: frozenset[str] = frozenset()
+__all__ = ["AgentCall", "RecordVerdict", "RecordedRun", "RecorderUnderTest", "load_recorder"]
 
 
 class RecorderUnderTest(Protocol):

@@ -6,19 +6,12 @@ from typing import Literal
 
 from pydantic import Field
 
+from hatp_journal.toolkit.attestation import SuiteInfo
 from hatp_journal.toolkit.wire import PublicKey, WireModel
 
 Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed"]
 """``xfailed``: failed as the expected-failures file says; ``xpassed``: listed there but passed,
 which counts as a failure (the file must be kept honest)."""
-
-
-class SuiteInfo(WireModel):
-    """Which suite ran: its version and the digest of its requirements manifest."""
-
-    name: Literal["hatp-conformance"] = "hatp-conformance"
-    version: str
-    manifest_digest: str
 
 
 class CheckOutcome(WireModel):

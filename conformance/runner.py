@@ -25,9 +25,10 @@ from hatp_journal.conformance.checks.registry import RECORDER_CHECKS, SERVER_CHE
 from hatp_journal.conformance.expected import ExpectedFailure, apply_expected_failures
 from hatp_journal.conformance.manifest import manifest_digest, requirements
 from hatp_journal.conformance.recorder_target import RecorderUnderTest, load_recorder
-from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteInfo, SuiteResult
+from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteResult
 from hatp_journal.conformance.session import TargetSession
 from hatp_journal.conformance.target import Target, TargetError
+from hatp_journal.toolkit.attestation import SuiteInfo
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import VerifyKey

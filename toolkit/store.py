@@ -16,6 +16,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
 
 from hatp_journal.toolkit.errors import StoreCode, StoreError
+from hatp_journal.toolkit.extras import install_hint, missing_extra
 from hatp_journal.toolkit.signing import token_digest
 from hatp_journal.toolkit.store_schema import ensure_schema
 
@@ -137,7 +138,11 @@ def _engine_for(text: str) -> Engine:
                 options["connect_args"] = {"connect_timeout": _CONNECT_TIMEOUT}
         return create_engine(url, **options)
     except (ArgumentError, NoSuchModuleError, ValueError, ImportError) as error:
-        raise StoreError(f"not a usable store URL {_shown(text)}: {error}", StoreCode.STORE_BAD_URL) from None
+        extra = missing_extra(error) if isinstance(error, ImportError) else None
+        reason = f"it needs the {extra!r} extra: {install_hint(extra)}" if extra else str(error)
+        raise StoreError(
+            f"not a usable store URL {_shown(text)}: {reason}", StoreCode.STORE_BAD_URL
+        ) from None
 
 
 def _shown(text: str) -> str:

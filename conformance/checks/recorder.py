@@ -1,8 +1,9 @@
 """The Recorder (protocol.md §8, §9): unverifiable calls kept unknown, tampering detected, remedies chained.
 
 The suite has the Recorder journal one run of :data:`CALLS` through the stub server, then each
-check reads that run's exported Run Record (``hatp-run-record/1``, see ``docs/run-record.md``:
-an entry of kind ``call`` names its ``tool`` and its intake verdict ``intake.kind``).
+check reads that run's exported Run Record (``hatp-run-record/2``, see ``docs/run-record.md``:
+an entry of kind ``call`` names its ``tool`` and its intake verdict ``intake.kind``) with the
+suite's own reader (:mod:`hatp_journal.conformance.run_record`), never the Recorder's code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 from hatp_journal.conformance.checks.outcome import CheckFailed, expect, require
 from hatp_journal.conformance.checks.registry import recorder_check
 from hatp_journal.conformance.recorder_target import AgentCall, RecordedRun, RecorderUnderTest
-from hatp_journal.recorder.record import Entry, RunRecordFile
+from hatp_journal.conformance.run_record import RecordEntry, RunRecord
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 
 
@@ -109,22 +110,22 @@ async def a_remedy_is_chained_into_the_same_record(recorder: RecorderUnderTest, 
     )
 
 
-def _parse(record: bytes) -> RunRecordFile:
+def _parse(record: bytes) -> RunRecord:
     try:
-        return RunRecordFile.model_validate_json(record)
+        return RunRecord.model_validate_json(record)
     except ValidationError as error:
         raise CheckFailed("not_a_run_record", str(error.errors()[:1])) from None
 
 
-def _planted(record: RunRecordFile) -> Entry | None:
+def _planted(record: RunRecord) -> RecordEntry | None:
     return next((entry for entry in _calls(record) if entry.body.get("tool") == PLANTED.tool), None)
 
 
-def _calls(record: RunRecordFile) -> Sequence[Entry]:
+def _calls(record: RunRecord) -> Sequence[RecordEntry]:
     return [entry for entry in record.entries if entry.kind == "call"]
 
 
-def _intake(entry: Entry) -> dict[str, Any]:
+def _intake(entry: RecordEntry) -> dict[str, Any]:
     intake = entry.body.get("intake")
     return intake if isinstance(intake, dict) else {}
 

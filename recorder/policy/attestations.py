@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pydantic import Field, PositiveInt, ValidationError
 
-from hatp_journal.conformance.attestation import Attestation, verify_attestation
 from hatp_journal.recorder.policy.facts import CallFacts
+from hatp_journal.toolkit.attestation import Attestation, verify_attestation
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.errors import KeyFileError

@@ -10,8 +10,8 @@ import pytest
 from conformance_helpers import command, failures, suite
 
 from hatp_journal.servers.fakeapp import FakeApp
+from hatp_journal.servers.fakeapp.pytest_ui import require_chromium
 from hatp_journal.servers.ui.testing import COLLEAGUE
-from hatp_journal.toolkit.pytest_ui import require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

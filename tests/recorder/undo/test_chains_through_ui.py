@@ -14,7 +14,7 @@ import pytest
 from undo_org import make_org
 
 from hatp_journal.servers.fakeapp import FakeApp
-from hatp_journal.toolkit.pytest_ui import fake_app, fake_app_server, require_chromium
+from hatp_journal.servers.fakeapp.pytest_ui import fake_app, fake_app_server, require_chromium
 
 __all__ = ["fake_app", "fake_app_server"]
 

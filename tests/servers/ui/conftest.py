@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ui_client import UiTools, start_ui
 
-from hatp_journal.toolkit.pytest_ui import browser_page, chromium, fake_app, fake_app_server
+from hatp_journal.servers.fakeapp.pytest_ui import browser_page, chromium, fake_app, fake_app_server
 
 __all__ = ["browser_page", "chromium", "fake_app", "fake_app_server"]
 

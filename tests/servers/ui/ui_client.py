@@ -12,8 +12,8 @@ from typing import Any
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from hatp_journal.servers.fakeapp.pytest_ui import require_chromium
 from hatp_journal.toolkit import META_KEY
-from hatp_journal.toolkit.pytest_ui import require_chromium
 
 CLI = ["-m", "hatp_journal.servers.ui"]
 

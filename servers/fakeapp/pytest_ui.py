@@ -2,7 +2,7 @@
 
 Turn them on in your project's root ``conftest.py``::
 
-    pytest_plugins = ["hatp_journal.toolkit.pytest_ui"]
+    pytest_plugins = ["hatp_journal.servers.fakeapp.pytest_ui"]
 
 and write tests that take ``fake_app`` (the app serving on 127.0.0.1, reset to its seeded state
 before each test, with knobs for a second layout, a colleague's edit and a faulty restore) and

@@ -1,0 +1,13 @@
+"""The Recorder's console script (pyproject.toml): `hatp-recorder web` names the `web` extra if missing."""
+
+from __future__ import annotations
+
+from hatp_journal.toolkit.extras import needs_extras
+
+
+@needs_extras
+def recorder(argv: list[str] | None = None) -> int:
+    """``hatp-recorder``."""
+    from hatp_journal.recorder.cli import main
+
+    return main(argv)

@@ -1,0 +1,163 @@
+"""`pip install hatp-journal` without extras, in a fresh virtual environment: a server author's install.
+
+One wheel and one environment for the whole file. Packages come from the wheelhouse `make setup`
+downloads into `.venv/wheels` (hash-checked against requirements.lock), so nothing is fetched here;
+without it, pip fetches the locked versions as `make setup` would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hatp_journal.toolkit.extras import MISSING_EXTRA, install_hint
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[1]
+WHEELHOUSE = ROOT / ".venv" / "wheels"
+EXTRAS_ONLY = ("playwright", "aiosmtpd", "icalendar", "jinja2", "psycopg", "psycopg-binary")
+"""What only the extras bring (browser, servers, web, postgresql)."""
+WITH_THE_MCP_SDK = ("starlette", "uvicorn")
+"""The web approver and the fake app use these too, but the MCP SDK (under fastmcp) requires them."""
+
+README_EXAMPLES = """
+import asyncio, re, sys
+from pathlib import Path
+from fastmcp import Client
+
+readme = Path(sys.argv[1]).read_text(encoding="utf-8")
+def example(name):
+    return re.search(rf"<!-- example: {name} -->\\n```python\\n(.*?)```", readme, re.S).group(1)
+
+namespace = {"__name__": "readme_example"}
+exec(compile(example("decorator"), "README.md", "exec"), namespace)
+exec(compile(example("testing"), "README.md", "exec"), {**namespace, "tmp_path": Path.cwd()})
+
+async def tools():
+    async with Client(namespace["mcp"]) as client:
+        return sorted(tool.name for tool in await client.list_tools())
+print(" ".join(asyncio.run(tools())))
+"""
+
+
+def installed(python: Path) -> dict[str, list[str]]:
+    """Each distribution installed for ``python`` (lower-case name) → its Requires-Dist lines."""
+    script = (
+        "import importlib.metadata as m, json\n"
+        "print(json.dumps({d.metadata['Name'].lower(): d.requires or [] for d in m.distributions()}))"
+    )
+    return json.loads(subprocess.run([python, "-c", script], check=True, capture_output=True).stdout)
+
+
+def locked_versions() -> str:
+    """requirements.lock without its hashes: pins for a pip that may fetch."""
+    lock = (ROOT / "requirements.lock").read_text(encoding="utf-8")
+    return "\n".join(re.findall(r"^[A-Za-z0-9_.-]+==[^ \\\n]+", lock, re.M)) + "\n"
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh environment with the built wheel installed, no extras: its ``bin`` folder."""
+    folder = tmp_path_factory.mktemp("toolkit-only")
+    pip = [sys.executable, "-m", "pip"]
+    build = ["wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(folder), str(ROOT)]
+    subprocess.run([*pip, *build], check=True, capture_output=True)
+    wheel = next(folder.glob("hatp_journal-*.whl"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", folder / "venv"], check=True)
+    if WHEELHOUSE.is_dir():
+        source = ["--no-index", "--find-links", str(WHEELHOUSE)]
+    else:
+        (folder / "locked.txt").write_text(locked_versions(), encoding="utf-8")
+        source = ["--constraint", str(folder / "locked.txt")]
+    python = folder / "venv" / "bin" / "python"
+    install = ["--python", str(python), "install", "--quiet", "--no-compile", *source, str(wheel)]
+    subprocess.run([*pip, *install], check=True, capture_output=True)
+    return python.parent
+
+
+def run(venv: Path, *command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A console script of the fresh environment, as a user would start it (stdin closed)."""
+    environment = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    environment["PATH"] = f"{venv}{os.pathsep}{environment.get('PATH', '')}"
+    return subprocess.run(
+        [venv / command[0], *command[1:]],
+        cwd=cwd,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_toolkit_only_install_brings_no_part_that_only_an_extra_needs(venv: Path) -> None:
+    names = set(installed(venv / "python"))
+
+    assert "hatp-journal" in names
+    assert sorted(names & set(EXTRAS_ONLY)) == []
+
+
+def test_starlette_and_uvicorn_come_only_because_the_mcp_sdk_requires_them(venv: Path) -> None:
+    requires = installed(venv / "python")
+
+    def unconditional(distribution: str) -> set[str]:
+        lines = [line for line in requires[distribution] if "extra ==" not in line]
+        return {re.split(r"[\s<>=!~;\[(]", line, maxsplit=1)[0].lower() for line in lines}
+
+    assert unconditional("hatp-journal") & set(WITH_THE_MCP_SDK) == set()
+    assert set(WITH_THE_MCP_SDK) <= unconditional("mcp")
+
+
+def test_the_readme_server_example_runs_in_a_toolkit_only_install(venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "examples.py").write_text(README_EXAMPLES, encoding="utf-8")
+
+    result = run(venv, "python", "examples.py", ROOT / "README.md", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "update_deal" in result.stdout.split()
+    assert (tmp_path / "crm.key").exists()
+
+
+def test_the_toolkit_and_suite_commands_start_without_any_extra(venv: Path, tmp_path: Path) -> None:
+    for command in ("hatp-journal", "hatp-conformance", "hatp-recorder", "hatp-demo"):
+        assert run(venv, command, "--help", cwd=tmp_path).returncode == 0, command
+
+
+def test_each_command_of_a_missing_extra_says_which_extra_to_install(venv: Path, tmp_path: Path) -> None:
+    (tmp_path / "recorder.toml").write_text(
+        '[recorder]\nstore = "recorder.db"\nkey = "recorder.key"\n[servers.crm]\ncommand = "hatp-crm"\n',
+        encoding="utf-8",
+    )
+    key = ["--key", "server.key"]
+    commands = {
+        "servers": [
+            ["hatp-mailsink", "serve", "--dir", "mail"],
+            ["hatp-calendar", "serve", "--db", "calendar.db", *key],
+        ],
+        "browser": [["hatp-ui", "serve", "--app-url", "http://127.0.0.1:9/", "--db", "ui.db", *key]],
+        "web": [["hatp-recorder", "web", "--port", "0"]],
+        "demo": [["hatp-demo", "d881"]],
+    }
+
+    for extra, lines in commands.items():
+        for line in lines:
+            result = run(venv, *line, cwd=tmp_path)
+
+            assert (result.returncode, MISSING_EXTRA) == (2, result.stderr.split(": ")[1]), result.stderr
+            assert install_hint(extra) in result.stderr, line
+
+
+def test_a_postgresql_store_without_its_extra_is_refused_naming_the_extra(venv: Path, tmp_path: Path) -> None:
+    store = "postgresql://journal@127.0.0.1:9/journal"
+
+    result = run(venv, "hatp-crm", "serve", "--db", store, "--key", "server.key", cwd=tmp_path)
+
+    assert (result.returncode, result.stderr.split(": ")[1]) == (2, "STORE_BAD_URL"), result.stderr
+    assert install_hint("postgresql") in result.stderr
