@@ -23,6 +23,7 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
+from hatp_journal.recorder.undo.lease import process_alive
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.store_schema import ensure_schema
 
@@ -82,12 +83,4 @@ def _lapsed(host: str, pid: int, expires: str, now: datetime) -> bool:
     """The holder's lease ran out, or its process is gone (known only on its own host)."""
     if parse_wire_time(expires) <= now:
         return True
-    if host != socket.gethostname():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # someone else's live process
-    return False
+    return host == socket.gethostname() and not process_alive(pid)

@@ -36,7 +36,8 @@ LEASE_SCHEMA = 1
 LEASE_TABLES = [SQLModel.metadata.tables["rec_undo_lease"]]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (a lease's holder, say)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -54,7 +55,7 @@ def undo_lease(engine: Engine, run: str, plan: str) -> Iterator[None]:
     with Session(engine) as session:
         held = session.get(RecUndoLease, run)
         if held is not None:
-            if held.host != host or _alive(held.pid):
+            if held.host != host or process_alive(held.pid):
                 raise UndoError(
                     UndoCode.UNDO_BUSY,
                     f"an undo of {run} ({held.plan}) is running in process {held.pid} on {held.host}",
