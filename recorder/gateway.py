@@ -26,7 +26,13 @@ from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.host_undo import HOST_MEMBER, HostReadFailed, host_member, snapshot_asks, take_snapshot
+from hatp_journal.recorder.host_undo import (
+    HOST_MEMBER,
+    HostReadFailed,
+    host_member,
+    snapshot_asks,
+    take_snapshot,
+)
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy

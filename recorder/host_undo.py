@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from mcp.types import CallToolResult
 
@@ -103,7 +103,11 @@ async def host_member(
     Recorder's signature over all of it. ``{"failed": why}`` when the host can't undo the call."""
     if result.get("isError"):
         return {"failed": "the call answered an error; the host undoes only calls that succeeded"}
-    data = {"args": arguments, "result": _value(result), **({"snapshot": snapshot["snapshot"]} if snapshot else {})}
+    data = {
+        "args": arguments,
+        "result": _value(result),
+        **({"snapshot": snapshot["snapshot"]} if snapshot else {}),
+    }
     try:
         state = _rendered(compensation.state_read(), data)
         member: dict[str, Any] = {
@@ -133,11 +137,13 @@ def _value(result: Mapping[str, Any]) -> Any:
     return {"text": "".join(str(i.get("text", "")) for i in items if isinstance(i, dict))}
 
 
-def undoable(member: Any) -> bool:
+def undoable(member: Any) -> TypeGuard[dict[str, Any]]:
     """Whether a recorded ``hostUndo`` member is one the host can undo (not a ``failed`` one)."""
-    return isinstance(member, dict) and all(
-        isinstance(member.get(name), dict) for name in ("state", "inverse")
-    ) and isinstance(member.get("after"), str)
+    return (
+        isinstance(member, dict)
+        and all(isinstance(member.get(name), dict) for name in ("state", "inverse"))
+        and isinstance(member.get("after"), str)
+    )
 
 
 def host_resource(body: Mapping[str, Any]) -> str | None:
@@ -160,7 +166,11 @@ def host_journal(member: dict[str, Any]) -> dict[str, Any]:
         "version": member["after"],
         **({"before": member["before"]} if isinstance(member.get("before"), str) else {}),
     }
-    return {"server": str(member.get("server", "")), "effect": effect, "compensationTokenDigest": digest_of(member)}
+    return {
+        "server": str(member.get("server", "")),
+        "effect": effect,
+        "compensationTokenDigest": digest_of(member),
+    }
 
 
 def digest_of(member: Mapping[str, Any]) -> str:
@@ -190,7 +200,9 @@ async def host_compensate(
         # Already as before the call: a retry after the inverse went through without an answer.
         already = _base(step, "compensate", member, expected, member["restored"])
         message = "already as it was before the call; undone by the host, not the server"
-        return _signed({**already, "status": "done", "versionLeft": member["restored"], "message": message}, key, now())
+        return _signed(
+            {**already, "status": "done", "versionLeft": member["restored"], "message": message}, key, now()
+        )
     if sha256_digest(found) != expected and not request.get("override"):
         return _answer(step, "compensate", member, expected, found, key, now())
     inverse = member["inverse"]
@@ -203,7 +215,9 @@ async def host_compensate(
         base["override"] = request["override"]
     if result.is_error:
         message = f"{inverse['tool']} refused the undo: {_text(result)}"
-        return _signed({**base, "status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message}, key, now())
+        return _signed(
+            {**base, "status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message}, key, now()
+        )
     left = await read(call, member["state"])
     base["versionLeft"] = sha256_digest(left)
     if base["versionLeft"] != member["restored"]:
@@ -215,12 +229,20 @@ async def host_compensate(
 
 def snapshot_asks(decision: Decision, error: HostReadFailed) -> Decision:
     """``decision`` turned into an ask because the snapshot the undo needs could not be taken."""
-    reason = Reason(code=ReasonCode.SNAPSHOT_FAILED, detail=f"the host's snapshot before the call failed: {error}")
+    reason = Reason(
+        code=ReasonCode.SNAPSHOT_FAILED, detail=f"the host's snapshot before the call failed: {error}"
+    )
     return decision.model_copy(update={"action": "ask", "reasons": (*decision.reasons, reason)})
 
 
 def _answer(
-    step: Step, operation: str, member: Mapping[str, Any], expected: str, found: Any, key: SigningKey, now: datetime
+    step: Step,
+    operation: str,
+    member: Mapping[str, Any],
+    expected: str,
+    found: Any,
+    key: SigningKey,
+    now: datetime,
 ) -> dict[str, Any]:
     """A check answer, or a compensate answer that stopped at a conflict."""
     base = _base(step, operation, member, expected, sha256_digest(found))

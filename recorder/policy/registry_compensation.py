@@ -41,7 +41,9 @@ class Compensation(WireModel):
     resource: str = Field(
         min_length=1, description="what the call changes, over {args, result}, e.g. file:{args.path}"
     )
-    summary: str | None = Field(default=None, description="what the call did, for people, over {args, result}")
+    summary: str | None = Field(
+        default=None, description="what the call did, for people, over {args, result}"
+    )
     snapshot: HostCall | None = Field(default=None, description="read before the call, over {args}")
     snapshot_fields: tuple[str, ...] = Field(default=(), description="the fields the snapshot read returns")
     result_fields: tuple[str, ...] = Field(default=(), description="the fields the call's result has")
@@ -83,7 +85,7 @@ class Compensation(WireModel):
             ("restored", self.restored, known),
         ]
         calls = [("snapshot", self.snapshot, {"args": arguments}), ("state", self.state, after_call)]
-        for name, call, roots in [*calls, ("inverse", self.inverse, known)]:
+        for name, call, at_hand in [*calls, ("inverse", self.inverse, known)]:
             if call is None:
                 continue
             if call.tool not in tools:
@@ -92,7 +94,7 @@ class Compensation(WireModel):
             for key in call.arguments:
                 if key not in tools[call.tool]:
                     found.append(((name, "arguments", key), f"{call.tool} has no argument {key!r}"))
-            checked.append((f"{name}.arguments", call.arguments, roots))
+            checked.append((f"{name}.arguments", call.arguments, at_hand))
         for where, template, roots in checked:
             for path in placeholders(template):
                 root, _, field = path.partition(".")

@@ -200,7 +200,8 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
     if plan.conflicts:
         lines.append("Changed since (kept unless overridden):")
         lines += [
-            f"  - {c.undo}" + _note("; ".join(n for n in [BY_HOST if c.undone_by == "host" else "", c.message] if n))
+            f"  - {c.undo}"
+            + _note("; ".join(n for n in [BY_HOST if c.undone_by == "host" else "", c.message] if n))
             for c in plan.conflicts
         ]
     if plan.not_reversible:

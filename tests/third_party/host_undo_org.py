@@ -52,7 +52,9 @@ class HostOrg:
         for person, roles in ((DANA, []), (LEE, [LEAD])):
             org.keys[person] = SigningKey.generate()
             public = b64url(org.keys[person].public.raw())
-            people.append({"id": person, "name": person.rsplit("/", 1)[-1].title(), "roles": roles, "publicKey": public})
+            people.append(
+                {"id": person, "name": person.rsplit("/", 1)[-1].title(), "roles": roles, "publicKey": public}
+            )
         (root / "directory.json").write_text(json.dumps({"people": people}))
         written = {"autonomy": {"classes": CLASSES, "approver": LEAD}, "undoAuthority": LEAD, **policy}
         (root / "policy.json").write_text(json.dumps(written, indent=2))
@@ -84,19 +86,24 @@ class HostOrg:
         ask = answer.structured_content
         ref = f"{ask['run']}/{ask['ask']}"
         directory = Directory.load(self.root / "directory.json")
-        outcome = Asks(self.store).decide(ref, "approve", person=LEE, key=self.keys[LEE], directory=directory, now=utc_now())
+        outcome = Asks(self.store).decide(
+            ref, "approve", person=LEE, key=self.keys[LEE], directory=directory, now=utc_now()
+        )
         assert outcome.counted, outcome.message
 
+    def undo_servers(self, stack: AsyncExitStack) -> UndoServers:
+        """The undo's connections to the servers, opened in ``stack`` (one set for several undos)."""
+        return UndoServers(self.config, self.store, stack, self.embedded)
+
     async def undo(
-        self, stack: AsyncExitStack, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
+        self, servers: UndoServers, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], Entry | None]:
         """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
         JSON and the Reversal Record (None when the approval did not count)."""
-        servers = UndoServers(self.config, self.store, stack, self.embedded)
         policy = load_policy(self.root / "policy.json")
         directory = Directory.load(self.root / "directory.json")
         ask = await ask_for_plan(self.store, policy, directory, servers, run, request, by=DANA, now=utc_now())
-        counted, message, _ = await decide_on_plan(
+        counted, _, _ = await decide_on_plan(
             self.store, policy, directory, servers, ask.ref, "approve",
             person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),
         )  # fmt: skip

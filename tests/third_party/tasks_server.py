@@ -20,7 +20,9 @@ def tasks_server(db: Path) -> FastMCP:
     """The task list kept in ``db`` (created on first use)."""
     mcp = FastMCP("tasks")
     with sqlite3.connect(db) as connection:
-        connection.execute("CREATE TABLE IF NOT EXISTS task (id INTEGER PRIMARY KEY, title TEXT, status TEXT)")
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS task (id INTEGER PRIMARY KEY, title TEXT, status TEXT)"
+        )
 
     def one(connection: sqlite3.Connection, task_id: int) -> dict[str, Any] | None:
         row = connection.execute("SELECT id, title, status FROM task WHERE id = ?", (task_id,)).fetchone()

@@ -18,8 +18,8 @@ from tasks_server import tasks_server
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.host_undo import HOST_MEMBER
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
+from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.toolkit.signing import verify_answer
 
 REGISTRY = Path(__file__).with_name("tasks_registry.json")
@@ -45,7 +45,9 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     async def told() -> dict[str, Any]:
         async with AsyncExitStack() as stack:
             recorder, agent = await org.session(stack)
-            a = (await agent.call_tool_mcp("tasks_add_task", {"title": "Write the README"})).structured_content
+            a = (
+                await agent.call_tool_mcp("tasks_add_task", {"title": "Write the README"})
+            ).structured_content
             b = (await agent.call_tool_mcp("tasks_add_task", {"title": "Ship the demo"})).structured_content
             await agent.call_tool_mcp("tasks_complete_task", {"id": a["id"]})
             await agent.call_tool_mcp("tasks_delete_task", {"id": b["id"]})
@@ -56,8 +58,15 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         run = recorder.run_id
         assert run is not None
         async with AsyncExitStack() as stack:
-            plan, reversal = await org.undo(stack, run, UndoRequest(from_step=1))
-        return {"run": run, "org": org, "plan": plan, "reversal": reversal, "before": before, "after": tasks_of(db)}
+            plan, reversal = await org.undo(org.undo_servers(stack), run, UndoRequest(from_step=1))
+        return {
+            "run": run,
+            "org": org,
+            "plan": plan,
+            "reversal": reversal,
+            "before": before,
+            "after": tasks_of(db),
+        }
 
     return anyio.run(told)
 
@@ -80,7 +89,9 @@ def test_every_call_of_the_unaware_server_is_journaled_with_the_hosts_signed_com
     assert all(m["receipt"]["kid"] == org.store.key.kid for m in members)
 
 
-def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflict(story: dict[str, Any]) -> None:
+def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflict(
+    story: dict[str, Any],
+) -> None:
     plan = story["plan"]
     text = plan_text(ReversalPlan.model_validate(plan), agent="ops-bot", principal="Dana")
 
@@ -95,12 +106,21 @@ def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflic
 def test_the_undo_restores_the_deleted_task_removes_the_added_one_and_leaves_the_edited_one(
     story: dict[str, Any],
 ) -> None:
-    assert statuses(story["reversal"]) == {"e4": "reversed", "e3": "conflicted", "e2": "reversed", "e1": "conflicted"}
+    assert statuses(story["reversal"]) == {
+        "e4": "reversed",
+        "e3": "conflicted",
+        "e2": "reversed",
+        "e1": "conflicted",
+    }
     assert story["before"] == {1: ("Write the README (Sam)", "completed")}
-    assert story["after"] == {1: ("Write the README (Sam)", "completed")}  # task 2: restored, then its add undone
+    assert story["after"] == {
+        1: ("Write the README (Sam)", "completed")
+    }  # task 2: restored, then its add undone
 
 
-def test_the_hosts_undo_answers_are_signed_by_the_recorder_and_say_who_undid_it(story: dict[str, Any]) -> None:
+def test_the_hosts_undo_answers_are_signed_by_the_recorder_and_say_who_undid_it(
+    story: dict[str, Any],
+) -> None:
     org: HostOrg = story["org"]
     reversal: Entry = story["reversal"]
     receipts = [line["receipt"] for line in reversal.body["steps"] if line["status"] == "reversed"]
@@ -112,7 +132,9 @@ def test_the_hosts_undo_answers_are_signed_by_the_recorder_and_say_who_undid_it(
     assert [r["versionLeft"] == r["versionExpected"] for r in receipts] == [False, False]
 
 
-def test_an_inverse_the_server_rejects_fails_the_step_with_its_words_and_changes_nothing(tmp_path: Path) -> None:
+def test_an_inverse_the_server_rejects_fails_the_step_with_its_words_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
     registry = json.loads(REGISTRY.read_text())
     inverse = registry["tools"]["delete_task"]["compensation"]["inverse"]["arguments"]
     inverse["status"] = "{snapshot.task.title}"  # renders to a status restore_task refuses
@@ -127,7 +149,7 @@ def test_an_inverse_the_server_rejects_fails_the_step_with_its_words_and_changes
             recorder.close()
         assert recorder.run_id is not None
         async with AsyncExitStack() as stack:
-            _, reversal = await org.undo(stack, recorder.run_id, UndoRequest(steps=(2,)))
+            _, reversal = await org.undo(org.undo_servers(stack), recorder.run_id, UndoRequest(steps=(2,)))
         return recorder.run_id, reversal
 
     _, reversal = anyio.run(told)

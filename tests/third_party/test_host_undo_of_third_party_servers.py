@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -42,7 +41,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     servers = {
         "files": ServerConfig(command=str(require(NODE_BIN / "mcp-server-filesystem")), args=[str(files)]),
         "db": ServerConfig(
-            command=str(require(SQLITE_VENV / "bin" / "mcp-server-sqlite")), args=["--db-path", str(root / "shop.db")]
+            command=str(require(SQLITE_VENV / "bin" / "mcp-server-sqlite")),
+            args=["--db-path", str(root / "shop.db")],
         ),
     }
     policy = {
@@ -69,9 +69,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         writes = [e.id for e in org.store.entries(run) if e.kind == "call" and e.body["tool"] == "write_file"]
         told["notes"], told["plan"] = writes
         async with AsyncExitStack() as stack:
-            told["first"] = await org.undo(stack, run, UndoRequest(from_step=3))
+            servers = org.undo_servers(stack)
+            told["first"] = await org.undo(servers, run, UndoRequest(from_step=3))
             told["after_first"] = (files / "plan.txt").read_text(), (files / "notes.txt").read_text()
-            told["second"] = await org.undo(stack, run, UndoRequest(steps=(4,)), overrides=(told["plan"],))
+            told["second"] = await org.undo(servers, run, UndoRequest(steps=(4,)), overrides=(told["plan"],))
 
     anyio.run(story)
     return told
@@ -79,7 +80,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def decision(world: dict[str, Any], tool: str) -> dict[str, Any]:
     org: HostOrg = world["org"]
-    found = [e for e in org.store.entries(world["run"]) if e.body.get("tool") == tool and "decision" in e.body]
+    found = [
+        e for e in org.store.entries(world["run"]) if e.body.get("tool") == tool and "decision" in e.body
+    ]
     return dict(found[0].body["decision"])
 
 
