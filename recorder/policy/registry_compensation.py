@@ -96,9 +96,9 @@ class Compensation(WireModel):
                     found.append(((name, "arguments", key), f"{call.tool} has no argument {key!r}"))
             checked.append((f"{name}.arguments", call.arguments, at_hand))
         for where, template, roots in checked:
-            for path in placeholders(template):
+            for at, path in placeholders(template):
                 root, _, field = path.partition(".")
-                place = tuple(where.split("."))
+                place = (*where.split("."), *at)  # the key holding the template, for its line
                 if root not in roots:
                     found.append((place, f"{{{path}}} names {root!r}, which is not at hand there"))
                 elif field and field.split(".")[0] not in roots[root]:
@@ -106,16 +106,18 @@ class Compensation(WireModel):
         return found
 
 
-def placeholders(template: Any) -> Iterator[str]:
-    """Every ``{root.path}`` in a template (strings inside objects and arrays included)."""
+def placeholders(template: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Every ``{root.path}`` in a template, with the keys leading to it (strings inside objects and
+    arrays included)."""
     if isinstance(template, str):
-        yield from PLACEHOLDER.findall(template)
+        for path in PLACEHOLDER.findall(template):
+            yield at, path
     elif isinstance(template, dict):
-        for value in template.values():
-            yield from placeholders(value)
+        for key, value in template.items():
+            yield from placeholders(value, (*at, str(key)))
     elif isinstance(template, list):
         for value in template:
-            yield from placeholders(value)
+            yield from placeholders(value, at)
 
 
 def render(template: Any, data: Mapping[str, Any]) -> Any:

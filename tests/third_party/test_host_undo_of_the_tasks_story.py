@@ -18,8 +18,11 @@ from tasks_server import tasks_server
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.host_undo import HOST_MEMBER
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
+from hatp_journal.recorder.web.views import review
+from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import verify_answer
 
 REGISTRY = Path(__file__).with_name("tasks_registry.json")
@@ -132,31 +135,73 @@ def test_the_hosts_undo_answers_are_signed_by_the_recorder_and_say_who_undid_it(
     assert [r["versionLeft"] == r["versionExpected"] for r in receipts] == [False, False]
 
 
-def test_an_inverse_the_server_rejects_fails_the_step_with_its_words_and_changes_nothing(
-    tmp_path: Path,
-) -> None:
+def undone_with(tmp_path: Path, change: Any, tool: str) -> tuple[dict[str, Any], Path]:
+    """Add a task, then call ``tool`` on it, and undo that call, under the registry as ``change``
+    leaves it: the step's line of the Reversal Record, and the task file."""
     registry = json.loads(REGISTRY.read_text())
-    inverse = registry["tools"]["delete_task"]["compensation"]["inverse"]["arguments"]
-    inverse["status"] = "{snapshot.task.title}"  # renders to a status restore_task refuses
+    change(registry["tools"])
     (tmp_path / "tasks_registry.json").write_text(json.dumps(registry))
     org, db = make_org(tmp_path, tmp_path / "tasks_registry.json")
 
-    async def told() -> tuple[str, Entry | None]:
+    async def told() -> Entry | None:
         async with AsyncExitStack() as stack:
             recorder, agent = await org.session(stack)
             a = (await agent.call_tool_mcp("tasks_add_task", {"title": "Keep me"})).structured_content
-            await agent.call_tool_mcp("tasks_delete_task", {"id": a["id"]})
+            await agent.call_tool_mcp(f"tasks_{tool}", {"id": a["id"]})
             recorder.close()
         assert recorder.run_id is not None
         async with AsyncExitStack() as stack:
             _, reversal = await org.undo(org.undo_servers(stack), recorder.run_id, UndoRequest(steps=(2,)))
-        return recorder.run_id, reversal
+        return reversal
 
-    _, reversal = anyio.run(told)
+    reversal = anyio.run(told)
     assert reversal is not None
     [line] = reversal.body["steps"]
+    return line, db
+
+
+def test_an_inverse_the_server_rejects_fails_the_step_with_its_words_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    def bad_status(tools: dict[str, Any]) -> None:  # renders to a status restore_task refuses
+        tools["delete_task"]["compensation"]["inverse"]["arguments"]["status"] = "{snapshot.task.title}"
+
+    line, db = undone_with(tmp_path, bad_status, "delete_task")
 
     assert line["status"] == "failed"
     assert line["receipt"]["code"] == "UNDO_FAILED"
     assert "status must be one of" in line["receipt"]["message"]  # the server's own words, passed on
     assert tasks_of(db) == {}
+
+
+def test_an_inverse_that_does_not_restore_the_state_is_unverified(tmp_path: Path) -> None:
+    def no_reopen(tools: dict[str, Any]) -> None:  # "undoes" a completion by completing again
+        tools["complete_task"]["compensation"]["inverse"]["tool"] = "complete_task"
+
+    line, db = undone_with(tmp_path, no_reopen, "complete_task")
+
+    assert line["status"] == "failed"
+    assert line["receipt"]["code"] == "UNDO_UNVERIFIED"
+    assert tasks_of(db) == {1: ("Keep me", "completed")}
+
+
+def test_show_and_the_run_review_give_each_call_its_class_and_say_who_undoes_it(tmp_path: Path) -> None:
+    org, _ = make_org(tmp_path)
+
+    async def told() -> str:
+        async with AsyncExitStack() as stack:
+            recorder, agent = await org.session(stack)
+            await agent.call_tool_mcp("tasks_add_task", {"title": "Write the README"})
+            await agent.call_tool_mcp("tasks_list_tasks", {})
+            recorder.close()
+        assert recorder.run_id is not None
+        return recorder.run_id
+
+    entries = org.store.entries(anyio.run(told))
+    shown = [entry_line(entry).split("\t") for entry in entries]
+    windows, others = review(entries, utc_now())
+
+    assert [line[3] for line in shown] == ["allow R1", "allow R0"]
+    assert shown[0][4] == "Add task Write the README (undone by the host, not the server)"
+    assert [(w.rclass, w.by_host) for w in windows] == [("R1", True)]
+    assert [(o.rclass, o.by_host) for o in others] == [("R0", False)]
