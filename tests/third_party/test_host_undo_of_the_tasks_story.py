@@ -17,7 +17,7 @@ from tasks_server import tasks_server
 
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.host_undo import HOST_MEMBER
-from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record import Entry, verify_record
 from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -205,3 +205,13 @@ def test_show_and_the_run_review_give_each_call_its_class_and_say_who_undoes_it(
     assert shown[0][4] == "Add task Write the README (undone by the host, not the server)"
     assert [(w.rclass, w.by_host) for w in windows] == [("R1", True)]
     assert [(o.rclass, o.by_host) for o in others] == [("R0", False)]
+
+
+def test_the_run_record_of_the_story_verifies_offline_with_the_hosts_receipts(story: dict[str, Any]) -> None:
+    org: HostOrg = story["org"]
+    record = org.store.export(story["run"]).to_bytes()
+
+    report = verify_record(record, recorder_keys={org.store.key.kid: org.store.public_key})
+
+    assert report.ok, report.problems
+    assert report.receipts_checked >= 4 + 4 + 2  # the calls' compensations, the checks, the undo answers
