@@ -36,6 +36,7 @@ from hatp_journal.recorder.host_undo import (
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.models import Entry
@@ -176,7 +177,7 @@ class Recorder:
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
         decision, held = self.ledger.decide(self.policy, facts)
         snapshot = None
-        compensation = self.policy.host_registry().compensation(server, tool)
+        compensation = self._compensation(downstream, tool)
         if compensation is not None and decision.action == "allow":
             try:  # the host undoes this tool: no snapshot, no autonomous call (host_undo.py)
                 snapshot = await take_snapshot(compensation, arguments, downstream.call)
@@ -242,7 +243,7 @@ class Recorder:
         snapshot: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         tool, arguments = body["tool"], body["arguments"]
-        compensation = self.policy.host_registry().compensation(downstream.name, tool)
+        compensation = self._compensation(downstream, tool)
         failed = None
         if compensation is not None and snapshot is None:  # approved by a person: snapshot now
             try:
@@ -288,6 +289,13 @@ class Recorder:
         entry = await self._append(run, "call", body, tokens)
         self._links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
+
+    def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
+        """How the host undoes ``tool`` (host_undo.py); never for a journal-aware server, which
+        undoes its own calls."""
+        if downstream.journal_aware:
+            return None
+        return self.policy.host_registry().compensation(downstream.name, tool)
 
     def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
         """The latest not yet used ask for exactly this call in this run."""
