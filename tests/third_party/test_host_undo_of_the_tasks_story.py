@@ -12,15 +12,17 @@ from typing import Any
 
 import anyio
 import pytest
+from fastmcp import Client
 from host_undo_org import HostOrg, statuses
 from tasks_server import tasks_server
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.host_undo import HOST_MEMBER
+from hatp_journal.recorder.host_undo import HOST_MEMBER, host_compensate
 from hatp_journal.recorder.record import Entry, verify_record
 from hatp_journal.recorder.show import entry_line
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
+from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import verify_answer
@@ -215,3 +217,28 @@ def test_the_run_record_of_the_story_verifies_offline_with_the_hosts_receipts(st
 
     assert report.ok, report.problems
     assert report.receipts_checked >= 4 + 4 + 2  # the calls' compensations, the checks, the undo answers
+
+
+def test_a_change_made_while_the_undo_runs_is_an_undo_conflict_and_is_not_overwritten(tmp_path: Path) -> None:
+    org, db = make_org(tmp_path)
+    server = org.embedded["tasks"]
+
+    async def told() -> dict[str, Any]:
+        async with AsyncExitStack() as stack:
+            recorder, agent = await org.session(stack)
+            a = (await agent.call_tool_mcp("tasks_add_task", {"title": "Keep me"})).structured_content
+            await agent.call_tool_mcp("tasks_complete_task", {"id": a["id"]})
+            recorder.close()
+        assert recorder.run_id is not None
+        [_, completed] = steps_of(org.store.entries(recorder.run_id))
+        with sqlite3.connect(db) as connection:  # after the plan was approved, before its step runs
+            connection.execute("UPDATE task SET title = 'Keep me (Sam)'")
+        async with Client(server) as client:
+            request = {"ifVersion": completed.version}
+            return await host_compensate(completed, request, client.call_tool_mcp, org.store.key, utc_now)
+
+    answer = anyio.run(told)
+
+    assert (answer["status"], answer["code"]) == ("conflict", "UNDO_CONFLICT")
+    assert [change["field"] for change in answer["changes"]] == ["task.title"]
+    assert tasks_of(db) == {1: ("Keep me (Sam)", "completed")}

@@ -132,6 +132,8 @@ def test_the_host_undoes_an_overwrite_and_a_colleagues_later_edit_is_a_conflict_
     [conflict] = plan["conflicts"]
 
     assert statuses(reversal) == {world["plan"]: "conflicted", world["notes"]: "reversed"}
+    [kept] = [line for line in reversal.body["steps"] if line["status"] == "conflicted"]
+    assert kept["receipt"]["code"] == "UNDO_CONFLICT"  # the host's signed check answer, kept as evidence
     assert [s["undoneBy"] for s in plan["steps"]] == ["host"]
     assert conflict["entry"] == world["plan"]
     assert [(c["field"], c["expected"]) for c in conflict["changes"]] == [("content", "p2\n")]
