@@ -28,9 +28,17 @@ from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
+from hatp_journal.recorder.host_undo import (
+    HOST_MEMBER,
+    HostReadFailed,
+    host_member,
+    snapshot_asks,
+    take_snapshot,
+)
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.models import Entry
@@ -190,6 +198,14 @@ class Recorder:
             return await self._forward(run, downstream, facts, body, self.ledger.hold(facts))
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
         decision, held = self.ledger.decide(self.policy, facts)
+        snapshot = None
+        compensation = self._compensation(downstream, tool)
+        if compensation is not None and decision.action == "allow":
+            try:  # the host undoes this tool: no snapshot, no autonomous call (host_undo.py)
+                snapshot = await take_snapshot(compensation, arguments, downstream.call)
+            except HostReadFailed as error:
+                self.ledger.settle(held, moved=False)
+                decision, held = snapshot_asks(decision, error), None
         body["decision"] = decision.wire()
         if decision.action != "allow":
             autonomy = self.policy.autonomy
@@ -203,7 +219,7 @@ class Recorder:
             )
             self._unsettled.add(entry.id)
             return _pending(run, entry.id)
-        return await self._forward(run, downstream, facts, body, held)
+        return await self._forward(run, downstream, facts, body, held, snapshot)
 
     async def _refuse_arguments(
         self, run: str, server: str, tool: str, refusal: Refusal, host: dict[str, Any] | None
@@ -272,9 +288,22 @@ class Recorder:
         return await self.store.append_async(run, kind, body, tokens=tokens or ())
 
     async def _forward(
-        self, run: str, downstream: Downstream, facts: CallFacts, body: dict[str, Any], held: Hold | None
+        self,
+        run: str,
+        downstream: Downstream,
+        facts: CallFacts,
+        body: dict[str, Any],
+        held: Hold | None,
+        snapshot: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         tool, arguments = body["tool"], body["arguments"]
+        compensation = self._compensation(downstream, tool)
+        failed = None
+        if compensation is not None and snapshot is None:  # approved by a person: snapshot now
+            try:
+                snapshot = await take_snapshot(compensation, arguments, downstream.call)
+            except HostReadFailed as error:
+                failed = f"the host's snapshot failed, the call ran on its approval: {error}"
         try:
             result = await downstream.call_wire(tool, arguments)
         except DownstreamError as error:
@@ -295,11 +324,32 @@ class Recorder:
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         body.update(members)
         body["outcome"] = {"status": "error" if is_error else "ok"}
+        if failed is not None:
+            body[HOST_MEMBER] = {"failed": failed}
+        elif compensation is not None and snapshot is not None:
+            body[HOST_MEMBER] = await host_member(
+                compensation,
+                server=downstream.name,
+                tool=tool,
+                arguments=arguments,
+                result=result,
+                snapshot=snapshot,
+                call=downstream.call,
+                key=self.store.key,
+                now=self.clock(),
+            )
         self.ledger.settle(held, moved=not is_error)
         body["links"] = self._links.links(body)
         entry = await self._append(run, "call", body, tokens)
         self._links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
+
+    def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
+        """How the host undoes ``tool`` (host_undo.py); never for a journal-aware server, which
+        undoes its own calls."""
+        if downstream.journal_aware:
+            return None
+        return self.policy.host_registry().compensation(downstream.name, tool)
 
     def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
         """The latest not yet used ask for exactly this call in this run."""

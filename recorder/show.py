@@ -75,11 +75,18 @@ def _call(body: CallBody) -> Line:
     if body.remedies:
         what += f" (remedies {body.remedies})"
     action = body.decision.action if body.decision is not None else ""
+    extra = (body.decision.model_extra or {}) if body.decision is not None else {}
+    rclass = _text(_member(extra.get("reversibility"), "class"))
+    action = f"{action} {rclass}".strip()  # the reversibility class next to the decision
     if body.intake is None or body.intake.status != "verified":
         # Not vouched for by its server: its words are shown as they came, where they are text.
         effect = _member(body.journal, "effect")
         undo = _member(body.journal, "undo")
-        return what, action, _text(_member(effect, "summary")), _text(_member(undo, "undoBy"))
+        summary = _text(_member(effect, "summary"))
+        host = (body.model_extra or {}).get("hostUndo")
+        if not summary and _text(_member(host, "summary")):
+            summary = f"{_member(host, 'summary')} (undone by the host, not the server)"
+        return what, action, summary, _text(_member(undo, "undoBy"))
     journal = read_journal(body.journal)
     if isinstance(journal, Unreadable):
         return what, action, f"unreadable: {journal.text()}", ""

@@ -49,6 +49,8 @@ class ReasonCode(StrEnum):
     """On an allow: the class is ``ask-or-budget`` and the call charges within the money caps."""
     UNCLASSIFIED = "UNCLASSIFIED"
     """The call could not be classified (malformed facts, no amount, another currency, no rules)."""
+    SNAPSHOT_FAILED = "SNAPSHOT_FAILED"
+    """The host's snapshot before the call failed (host-declared compensation): it never runs unprotected."""
 
 
 class Reason(WireModel):

@@ -22,6 +22,7 @@ from pydantic import Field, StrictBool, ValidationError, model_validator
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
+from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.files import FileProblem, read_text
 from hatp_journal.toolkit.wire import WireModel
@@ -73,6 +74,9 @@ class ToolEntry(WireModel):
     disclosure: StrictBool = False
     arguments: tuple[str, ...] = Field(default=(), description="the tool's argument names, as checked")
     rules: tuple[ArgumentRule, ...] = ()
+    compensation: Compensation | None = Field(
+        default=None, description="how the host undoes the tool's calls (registry_compensation.py)"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolEntry:
@@ -163,6 +167,16 @@ def parse_record(text: str, *, source: str = "<registry>") -> Record:
         file = RegistryFile.model_validate_json(text, strict=True, by_alias=True, by_name=False)
     except ValidationError as error:
         raise PolicyFileError(source, problems_of(keys, error)) from None
+    arguments = {name: entry.arguments for name, entry in file.tools.items()}
+    wrong = [
+        Problem(where.line, where.column, f"tools.{name}.compensation.{'.'.join(path)}: {problem}")
+        for name, entry in file.tools.items()
+        if entry.compensation is not None
+        for path, problem in entry.compensation.problems(entry.arguments, arguments)
+        for where in [keys.position_of(("tools", name, "compensation", *path))]
+    ]
+    if wrong:
+        raise PolicyFileError(source, wrong)
     return Record(file, source, sha256_digest(file.model_dump(mode="json", by_alias=True)))
 
 
@@ -275,3 +289,9 @@ class Registry:
         record = self.record_for(server)
         entry = record.file.tools.get(tool) if record is not None else None
         return entry is not None and entry.disclosure
+
+    def compensation(self, server: str, tool: str) -> Compensation | None:
+        """How the host undoes ``tool`` of ``server``, if the server's registry file says."""
+        record = self.record_for(server)
+        entry = record.file.tools.get(tool) if record is not None else None
+        return entry.compensation if entry is not None else None

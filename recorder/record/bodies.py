@@ -80,6 +80,7 @@ class BadBody(Exception):
 class _Call:
     server: str | None
     token_digest: str | None
+    host: bool = False  # undone by the host: its answers are signed by the Recorder's key
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class BodyChecks:
     directories: Mapping[str, Directory | None]
     found: Findings
     receipts_checked: int = 0
+    recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
@@ -127,6 +129,10 @@ class BodyChecks:
     def _call(self, entry: Entry) -> None:
         body = entry.body
         server = _optional_str(body, "server")
+        host = body.get("hostUndo")
+        if isinstance(host, Mapping) and "receipt" in host:
+            self._host_call(entry, server, host)
+            return
         journal = body.get("journal")
         digest = journal.get("compensationTokenDigest") if isinstance(journal, Mapping) else None
         self._calls[entry.id] = _Call(server, digest if isinstance(digest, str) else None)
@@ -153,6 +159,18 @@ class BodyChecks:
                 self.found.flag(Check.RECEIPT_INVALID, entry.id, detail)
             else:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
+
+    def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:
+        """A call the host undoes (recorder/host_undo.py): its ``hostUndo`` member is signed by the
+        Recorder, and so are the undo answers about it, named by the member's digest."""
+        self._calls[entry.id] = _Call(server, _safely_digest(dict(host)), host=True)
+        signed = {"hostUndo": {k: v for k, v in host.items() if k != "receipt"}}
+        self.receipts_checked += 1
+        receipt = strict_receipt(host.get("receipt"))
+        if receipt is None or not _safely(lambda: verify(receipt, signed, self.recorder_keys)):
+            self.found.add(
+                Check.RECEIPT_INVALID, entry.id, "the host's compensation is not signed by the Recorder"
+            )
 
     def _ask(self, entry: Entry) -> None:
         self._asks[entry.id] = _Ask(entry.body.get("callDigest"), entry.body.get("approver"))
@@ -199,7 +217,7 @@ class BodyChecks:
         if call is None:
             self.found.add(code, entry.id, f"{what} for {step}, which is not a call of this run")
             return
-        keys = self._keys(call.server)
+        keys = self.recorder_keys if call.host else self._keys(call.server)
         if not isinstance(answer, Mapping) or not _safely(lambda: verify_answer(answer, keys)):
             self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
         elif answer.get("tokenDigest") != call.token_digest:

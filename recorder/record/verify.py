@@ -200,7 +200,11 @@ class RecordVerifier:
         self.recorder_keys = self._recorder_keys(recorder_keys)
         self.latest = self._latest(latest_head)
         self.bodies = BodyChecks(
-            header.run.id, self._server_keys(server_keys), self._directories(directory), found
+            header.run.id,
+            self._server_keys(server_keys),
+            self._directories(directory),
+            found,
+            recorder_keys=self.recorder_keys,
         )
         # Heads are kept only at the sizes a checkpoint (or the latest head) signs.
         self.wanted = {c.size for c in header.checkpoints} | ({self.latest.size} if self.latest else set())

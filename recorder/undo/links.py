@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hatp_journal.recorder.host_undo import host_resource
 from hatp_journal.recorder.record import Entry
 
 LinkSource = Literal["declared", "host", "inferred", "confirmed", "default"]
@@ -57,6 +58,10 @@ class LinkIndex:
             for resource in _uses(journal):
                 if resource in self._writers:
                     found.append(Link("", self._writers[resource], "declared", resource).wire())
+        written = host_resource(body)  # the host registry declares what the call touches
+        if written is not None and written in self._writers:
+            found.append(Link("", self._writers[written], "declared", written).wire())
+        verified = verified or written is not None
         hosted = _host_uses(body)
         found += [Link("", on, "host").wire() for on in hosted]
         for value in sorted(set(_strings(body.get("arguments")))):
@@ -72,6 +77,8 @@ class LinkIndex:
         self._last = entry_id
         journal = body.get("journal")
         effect = journal.get("effect") if isinstance(journal, dict) else None
+        if host_resource(body) is not None:
+            effect = {"resource": host_resource(body)}
         if not isinstance(effect, dict) or not isinstance(effect.get("resource"), str):
             return
         resource = effect["resource"]
@@ -147,7 +154,9 @@ def inferred(entries: Iterable[Entry]) -> list[Link]:
 
 
 def _written(body: Mapping[str, Any]) -> str | None:
-    """The resource a verified compensable call wrote, if it names one."""
+    """The resource a verified compensable call (or one the host undoes) wrote, if it names one."""
+    if host_resource(body) is not None:
+        return host_resource(body)
     intake = body.get("intake")
     if (
         not isinstance(intake, dict)

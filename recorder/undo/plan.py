@@ -16,6 +16,11 @@ from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, WireModel
 
 PLAN_FORMAT: Final = "hatp-reversal-plan/1"
+BY_HOST: Final = "undone by the host, not the server"
+HOST_WORDS: Final = (
+    '"host": the Recorder undoes it with calls a host registry declares (the server knows nothing '
+    "of undo); absent: the server undoes it"
+)
 
 
 class PlannedItem(WireModel):
@@ -39,6 +44,7 @@ class UndoStep(PlannedItem):
     after: str | None = Field(
         default=None, description="A later step of this plan that changed the same resource first"
     )
+    undone_by: Literal["host"] | None = Field(default=None, description=HOST_WORDS)
 
 
 class Conflict(PlannedItem):
@@ -51,6 +57,7 @@ class Conflict(PlannedItem):
     changed_by: str | None = None
     changes: list[FieldChange] = Field(default_factory=list)
     message: str = ""
+    undone_by: Literal["host"] | None = Field(default=None, description=HOST_WORDS)
 
 
 class NotReversible(PlannedItem):
@@ -185,13 +192,18 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
     lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
     for number, step in enumerate(plan.steps, 1):
         notes = [
+            *([BY_HOST] if step.undone_by == "host" else []),
             *step.side_effects,
             *([f"costs {step.cost.amount} {step.cost.currency}"] if step.cost else []),
         ]
         lines.append(f"  {number}. {step.undo}" + _note("; ".join(notes)))
     if plan.conflicts:
         lines.append("Changed since (kept unless overridden):")
-        lines += [f"  - {c.undo}" + _note(c.message) for c in plan.conflicts]
+        lines += [
+            f"  - {c.undo}"
+            + _note("; ".join(n for n in [BY_HOST if c.undone_by == "host" else "", c.message] if n))
+            for c in plan.conflicts
+        ]
     if plan.not_reversible:
         lines.append("Cannot be undone:")
         lines += [f"  - {n.summary}" + _note(n.reason) for n in plan.not_reversible]

@@ -263,6 +263,7 @@ def _place(
                 resource=step.resource,
                 undo_by=step.undo_by,
                 after=after.id if ours and after is not None else None,
+                undone_by="host" if step.by_host else None,
             )
         )
     elif status == "conflict":
@@ -276,6 +277,7 @@ def _place(
                 changed_by=read.changed_by,
                 changes=list(read.changes),
                 message=message,
+                undone_by="host" if step.by_host else None,
             )
         )
     elif status == "expired":

@@ -7,7 +7,7 @@ server could not be reached (the step is unresolved or failed, never counted as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -16,6 +16,7 @@ from mcp.types import CallToolResult
 
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
+from hatp_journal.recorder.host_undo import HostReadFailed, host_check, host_compensate
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import TokenStore, recorder_announcement
@@ -47,22 +48,29 @@ class UndoServers:
         self.pins = PinStore(store.engine)
         self.tokens = TokenStore(store.engine)
         self.announcement = recorder_announcement(store.public_key)
+        self.key, self.clock = store.key, store.clock  # the host signs its own undo answers
         self.stack = stack
         self._open: dict[str, Downstream] = dict(connected or {})
         self._unreachable: dict[str, str] = {}  # server → why it could not be reached (not tried again)
 
     async def check(self, step: Step) -> dict[str, Any]:
-        """The server's verified ``check`` answer for ``step`` (changes nothing)."""
+        """The server's verified ``check`` answer for ``step`` (changes nothing); the host's own for
+        a step the host undoes."""
         try:
+            if step.by_host:
+                return await host_check(step, await self._host_call(step), self.key, self.clock())
             return await self._ask(step, CHECK_TOOL, {})
-        except _Unavailable as error:
+        except (_Unavailable, HostReadFailed) as error:
             raise CheckUnavailable(str(error)) from None
 
     async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
-        """The server's verified ``compensate`` answer for ``request`` (the token is added here)."""
+        """The server's verified ``compensate`` answer for ``request`` (the token is added here); the
+        host's own for a step the host undoes."""
         try:
+            if step.by_host:
+                return await host_compensate(step, request, await self._host_call(step), self.key, self.clock)
             return await self._ask(step, COMPENSATE_TOOL, request)
-        except _Unavailable as error:
+        except (_Unavailable, HostReadFailed) as error:
             raise CompensateUnavailable(str(error)) from None
 
     async def call(
@@ -76,6 +84,10 @@ class UndoServers:
         if tool not in downstream.tools or tool in BINDING_TOOLS:
             raise DownstreamError(f"{server} has no tool {tool!r}")
         return downstream, await downstream.call(tool, arguments)
+
+    async def _host_call(self, step: Step) -> Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]:
+        """Calls of ``step``'s server as the host makes them (its reads and the inverse)."""
+        return (await self._connected(step.server)).call
 
     async def _ask(self, step: Step, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         token = self.tokens.token(step.token_digest)

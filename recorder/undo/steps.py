@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from hatp_journal.recorder.host_undo import HOST_MEMBER, host_journal, undoable
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
 from hatp_journal.recorder.record.times import is_wire_time
@@ -112,6 +113,11 @@ class Step:
         return digest if isinstance(digest, str) else None
 
     @cached_property
+    def by_host(self) -> bool:
+        """Whether the Recorder itself undoes the call (host-declared compensation, host_undo.py)."""
+        return self.kind == "compensate" and undoable(self.entry.body.get(HOST_MEMBER))
+
+    @cached_property
     def undo_by(self) -> str | None:
         undo_by = self.undo.get("undoBy")
         return undo_by if is_wire_time(undo_by) and isinstance(undo_by, str) else None
@@ -200,6 +206,11 @@ def _classify(number: int, entry: Entry) -> Step:
         # A call that hung or crashed its server may or may not have had an effect.
         why = (body.outcome.error if body.outcome else None) or "the call failed"
         return Step(number, entry, "unresolved", f"the call failed, its effect is unknown: {why}")
+    host = entry.body.get(HOST_MEMBER)
+    if isinstance(host, dict) and outcome == "ok":  # the host, not the server, undoes it (or says why not)
+        if undoable(host):
+            return Step(number, entry, "compensate", None, host_journal(host))
+        return Step(number, entry, "unknown", str(host.get("failed", "the host can't undo it")))
     if status == "error":
         code = str(_object(journal.get("error")).get("code", ""))
         if code in NO_CHANGE_CODES:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -111,6 +111,8 @@ class ReviewLine:
     open: bool
     note: str
     code: str | None = None  # set when the call's entry could not be read (shown as unreadable)
+    rclass: str = ""  # the reversibility class the policy decided it by (R0…R4), if recorded
+    by_host: bool = False  # undone by the host, not the server (host-declared compensation)
 
 
 def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[ReviewLine]]:
@@ -123,13 +125,21 @@ def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[
             line = ReviewLine(
                 step.number, step.id, step.summary, step.kind, step.undo_by, left, left != "closed", ""
             )
-            windows.append(line)
+            windows.append(replace(line, rclass=_class_of(step.entry), by_host=step.by_host))
         else:
             note = "already undone" if step.id in undone else (step.reason or step.kind)
             line = ReviewLine(step.number, step.id, step.summary, step.kind, None, "", False, note, step.code)
-            others.append(line)
+            others.append(replace(line, rclass=_class_of(step.entry)))
     windows.sort(key=lambda line: (line.undo_by or "9999", line.number))
     return windows, others
+
+
+def _class_of(entry: Entry) -> str:
+    """The reversibility class recorded with a call's decision, or "" (older records, refusals)."""
+    decision = entry.body.get("decision")
+    verdict = decision.get("reversibility") if isinstance(decision, dict) else None
+    rclass = verdict.get("class") if isinstance(verdict, dict) else None
+    return rclass if isinstance(rclass, str) else ""
 
 
 @dataclass(frozen=True)

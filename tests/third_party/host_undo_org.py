@@ -1,0 +1,119 @@
+"""An organisation whose Recorder undoes calls of servers that know nothing of undo.
+
+Everything runs in one event loop and one process: the agent's session through the Recorder, the
+people's asks and decisions, the undo (``UndoServers``, as ``hatp-recorder`` would run it). The
+tool servers are the real ones (stdio) or in memory (``embedded``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client, FastMCP
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import load_policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.undo.actions import ask_for_plan, authority_now, decide_on_plan, run_plan
+from hatp_journal.recorder.undo.planner import UndoRequest
+from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.signing import b64url
+
+LEAD = "human://acme.com/role/team-lead"
+DANA = "human://acme.com/dana"
+LEE = "human://acme.com/lee"
+CLASSES = {"R0": "allow", "R1": "allow-notify", "R2": "allow-notify", "R3": "ask", "R4": "never-autonomous"}
+
+
+@dataclass
+class HostOrg:
+    """A Recorder's store, policy and directory in ``root``, and what its people do."""
+
+    root: Path
+    servers: dict[str, ServerConfig]
+    embedded: Mapping[str, FastMCP] = field(default_factory=dict)
+    keys: dict[str, SigningKey] = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, root: Path, servers: dict[str, ServerConfig], policy: dict[str, Any], **kw: Any) -> HostOrg:
+        """Write the directory (Dana, and Lee who holds the team lead's role) and ``policy``."""
+        org = cls(root, servers, **kw)
+        people = []
+        for person, roles in ((DANA, []), (LEE, [LEAD])):
+            org.keys[person] = SigningKey.generate()
+            public = b64url(org.keys[person].public.raw())
+            people.append(
+                {"id": person, "name": person.rsplit("/", 1)[-1].title(), "roles": roles, "publicKey": public}
+            )
+        (root / "directory.json").write_text(json.dumps({"people": people}))
+        written = {"autonomy": {"classes": CLASSES, "approver": LEAD}, "undoAuthority": LEAD, **policy}
+        (root / "policy.json").write_text(json.dumps(written, indent=2))
+        org.store = RunStore(root / "recorder.db", SigningKey.generate())
+        return org
+
+    store: RunStore = field(init=False)
+
+    @property
+    def config(self) -> RecorderConfig:
+        section = RecorderSection(
+            policy=str(self.root / "policy.json"),
+            directory=str(self.root / "directory.json"),
+            agent="ops-bot",
+            principal=DANA,
+        )
+        return RecorderConfig(recorder=section, servers=self.servers)
+
+    async def session(self, stack: AsyncExitStack) -> tuple[Recorder, Client[Any]]:
+        """The Recorder started in ``stack`` and the agent connected to it."""
+        policy = load_policy(self.root / "policy.json")
+        recorder = Recorder(self.config, store=self.store, policy=policy, embedded=self.embedded)
+        mcp = await recorder.start(stack)
+        client = await stack.enter_async_context(Client(mcp))
+        return recorder, client
+
+    def approve_call(self, answer: Any) -> None:
+        """Lee approves the call ``answer`` said waits (its ask)."""
+        ask = answer.structured_content
+        ref = f"{ask['run']}/{ask['ask']}"
+        directory = Directory.load(self.root / "directory.json")
+        outcome = Asks(self.store).decide(
+            ref, "approve", person=LEE, key=self.keys[LEE], directory=directory, now=utc_now()
+        )
+        assert outcome.counted, outcome.message
+
+    def undo_servers(self, stack: AsyncExitStack) -> UndoServers:
+        """The undo's connections to the servers, opened in ``stack`` (one set for several undos)."""
+        return UndoServers(self.config, self.store, stack, self.embedded)
+
+    async def undo(
+        self, servers: UndoServers, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
+    ) -> tuple[dict[str, Any], Entry | None]:
+        """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
+        JSON and the Reversal Record (None when the approval did not count)."""
+        policy = load_policy(self.root / "policy.json")
+        directory = Directory.load(self.root / "directory.json")
+        ask = await ask_for_plan(self.store, policy, directory, servers, run, request, by=DANA, now=utc_now())
+        counted, _, _ = await decide_on_plan(
+            self.store, policy, directory, servers, ask.ref, "approve",
+            person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),
+        )  # fmt: skip
+        if not counted:
+            return ask.plan.wire(), None
+        reversal = await run_plan(self.store, ask.ref, servers, utc_now(), authority_now(self.config))
+        return ask.plan.wire(), reversal
+
+
+def statuses(reversal: Entry | None) -> dict[str, str]:
+    """Each step's status in a Reversal Record, by entry id."""
+    assert reversal is not None
+    return {line["entry"]: line["status"] for line in reversal.body["steps"]}
