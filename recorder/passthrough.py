@@ -8,6 +8,7 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,6 +20,8 @@ from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemp
 from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
@@ -91,17 +94,31 @@ async def publish(recorder: Recorder, downstream: Downstream) -> None:
         return client
 
     if capabilities.resources is not None:
-        for resource in await client.list_resources():
+        for resource in await _offered(client.list_resources()):
             recorder.mcp.add_resource(
                 JournaledResource.mirror(connected, resource, recorder, downstream.name)
             )
-        for template in await client.list_resource_templates():
+        for template in await _offered(client.list_resource_templates()):
             recorder.mcp.add_template(
                 JournaledTemplate.mirror(connected, template, recorder, downstream.name)
             )
     if capabilities.prompts is not None:
-        for prompt in await client.list_prompts():
+        for prompt in await _offered(client.list_prompts()):
             recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, downstream.name))
+
+
+async def _offered(listing: Awaitable[list[Any]]) -> list[Any]:
+    """What a listing returns; nothing if the server does not know the method.
+
+    Servers announce ``resources`` and still answer "Method not found" to
+    ``resources/templates/list`` (mcp-server-sqlite does): they simply have none.
+    """
+    try:
+        return await listing
+    except MCPError as error:
+        if error.error.code != METHOD_NOT_FOUND:
+            raise
+        return []
 
 
 class JournaledResource(ProxyResource):
