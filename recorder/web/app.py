@@ -35,11 +35,11 @@ from hatp_journal.recorder.undo.actions import (
     load_directory,
 )
 from hatp_journal.recorder.undo.approval import (
+    PlanAsk,
     check_overrides,
     decide_plan,
     find_plan,
     last_refusal,
-    PlanAsk,
     pending_plans,
     refusal,
 )

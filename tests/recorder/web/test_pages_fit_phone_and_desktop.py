@@ -97,7 +97,7 @@ def test_every_page_fits_the_window_without_scrolling_sideways(
     try:
         page.goto(approver.web.link(LEE))
         assert page.url.endswith("/asks")
-        for name, path in paths.items():
+        for path in paths.values():
             page.goto(approver.url + path)
             fits(page, size["width"])
         used = approver.web.link(LEE)
@@ -118,7 +118,8 @@ def test_the_header_wraps_in_a_narrow_window_instead_of_being_cut(
         page.goto(approver.web.link(LEE))
         header = page.locator("header").bounding_box()
         who = page.locator("header .who").bounding_box()
-        assert header is not None and who is not None
+        assert header is not None
+        assert who is not None
         assert who["x"] + who["width"] <= header["x"] + header["width"]
         fits(page, 320)
     finally:
