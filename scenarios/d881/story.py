@@ -291,7 +291,7 @@ def _report(world: World, config: list[str], run_id: str, say: Any) -> None:
     # Where it lies only when it stays there: a story in a temporary folder takes it away at the end.
     where = f" ({exported})" if world.kept else ""
     verdict_line = verdict.strip().splitlines()[-1]
-    say(f"  the Run Record, exported{where} and checked offline by `verify`: {verdict_line}")
+    say(f"  the Run Record, exported{where} and checked offline: verify says {verdict_line}")
 
 
 def _explain_head(text: str) -> str:

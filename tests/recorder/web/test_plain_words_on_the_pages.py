@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from http_browser import Browser, code, form_fields, signed_in
 from undo_org import DANA, LEE
@@ -62,3 +63,24 @@ def test_a_used_sign_in_link_says_how_to_get_a_new_one(approver: Approver) -> No
 
     assert (status, code(html)) == (401, "SIGNIN_USED")
     assert "hatp-recorder web-link --as" in html
+
+
+def test_an_approval_refused_after_one_that_counted_links_to_its_outcome_and_is_not_timestamped_before_it(
+    approver: Approver,
+) -> None:
+    run = approver.org.agent([("chain_put", {"key": "a", "value": "1"})])
+    ref, _ = approver.org.plan(run, "--from", "1", by=DANA)
+    browser = signed_in(approver)
+    other_tab = form_fields(browser.get(f"/plans/{ref}")[1])
+    code_, out, err = approver.org.approve(ref)
+    assert code_ == 0, out + err
+    approver.clock.ahead = -timedelta(minutes=5)  # this tab's click was made before that approval
+
+    status, html = browser.post(f"/plans/{ref}", {**other_tab, "decision": "approve"})
+
+    assert (status, code(html)) == (200, "NOT_COUNTED")
+    assert see_link(html) == f"/plans/{ref}/outcome"
+    decided = [e.body for e in approver.org.entries(run) if e.kind == "decision"]
+    assert [d["counted"] for d in decided] == [True, False]
+    counted_at, refused_at = (d["approval"]["at"] for d in decided)
+    assert refused_at >= counted_at
