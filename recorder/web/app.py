@@ -330,6 +330,7 @@ class WebApprover:
             side_effects={step.entry: side_effects_of(step, calls) for step in plan.steps},
             state=ask.state,
             principal=display_name(directory, plan.principal),
+            requested_by=display_name(directory, plan.requested_by),
             decide_by=decide_by,
             left=time_left(decide_by, self.clock()),
             may_decide=may,
