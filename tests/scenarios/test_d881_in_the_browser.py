@@ -49,7 +49,7 @@ class Lines:
 
 
 def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
-    tmp_path: Path, browser_page: Page
+    tmp_path: Path, browser_page: Page, capfd: pytest.CaptureFixture[str]
 ) -> None:
     out = Lines()
     told: list[Told] = []
@@ -79,6 +79,8 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     story.join(WAIT_SECONDS)
 
     assert not story.is_alive()
+    # The tool servers the approver starts print no start-up lines into the story's terminal.
+    assert "Starting MCP server" not in capfd.readouterr().err
     assert browser_page.locator("tr.outcome-step[data-status='reversed']").count() == 2
     [result] = told
     assert "Reversal Record" in result.reversal
