@@ -23,13 +23,14 @@ from typing import Literal
 import anyio
 
 from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
-from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
-from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.show import entry_lines
 from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
@@ -79,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
                 json.dumps([entry.wire() for entry in store.entries(args.run)], indent=2, ensure_ascii=False)
             )
         elif args.command == "show":
-            for entry in store.entries(args.run):
-                print(entry_line(entry))
+            for line in entry_lines(store.entries(args.run)):
+                print(line)
         elif args.command == "export":
             export_run_to(store, args.run, args.out)
             print(args.out)
@@ -184,10 +185,10 @@ def _review(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -
         record_seen(store, run.id, args.person, now)
     windows, others = review(store.entries(run.id), now)
     print(f"Run {run.id} by {run.agent} for {run.principal}, read at {wire_time(now)}:")
-    for line in windows:
-        print(f"  step {line.number}  {line.left:<14} {line.summary}   (until {line.undo_by})")
-    for line in others:
-        print(f"  step {line.number}  {'—':<14} {line.summary}   ({line.note})")
+    rows = [[f"step {w.number}", w.left, w.summary, f"until {w.undo_by}"] for w in windows]
+    rows += [[f"step {o.number}", "—", o.summary, f"({o.note})"] for o in others]
+    for text in aligned(rows, indent="  "):
+        print(text)
     return 0
 
 
@@ -196,15 +197,25 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     policy = load_policy(Path(config.recorder.policy))
     directory = load_directory(config)
     entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
-    for entry in entries:
-        body = entry.body
-        to = ", ".join(body.get("mailedTo", [])) or "-"
-        print(
-            f"{entry.run}/{entry.id}\t{entry.kind}\t{body.get('step', '')}\t{body.get('after', '')}\tto {to}"
-        )
+    for text in aligned([_ticked(entry) for entry in entries]):
+        print(text)
     for failure in failed:
         print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ticked(entry: Entry) -> list[str]:
+    """One line of ``tick``: the entry, its kind, which step, and whom it was mailed to (or why not)."""
+    body = entry.body
+    about = f"{body['step']}: {body.get('summary', '')}" if body.get("step") else ""
+    after = f"after {body['after']}" if body.get("after") else ""
+    if body.get("mailedTo"):
+        to = "mailed to " + ", ".join(body["mailedTo"])
+    elif "mailedTo" in body:
+        to = "not mailed (no address, or no [mail] configured)"
+    else:
+        to = ""
+    return [f"{entry.run}/{entry.id}", entry.kind, about, after, to]
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:

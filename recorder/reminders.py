@@ -145,7 +145,7 @@ def _due_in_run(
                     "escalation",
                     {**about, "role": escalate_to, "to": holders, "link": link},
                     holders,
-                    f"Nobody has looked: undo window closes {step.undo_by}",
+                    f"Nobody has looked: {step.summary}",
                     f"{run.principal} has not looked at this yet.\n{_line(step)}\n\nReview it: {link}\n",
                 )
             )

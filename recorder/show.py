@@ -7,8 +7,10 @@ and the other lines are unaffected.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     Body,
@@ -29,6 +31,15 @@ from hatp_journal.recorder.record.entry_bodies import (
 
 Line = tuple[str, str, str, str]
 _SECTIONS = ("steps", "conflicts", "notReversible")
+
+
+def entry_lines(entries: Sequence[Entry]) -> list[str]:
+    """``show`` as people read it: one aligned line per entry (id, kind, what, status, summary, until)."""
+    rows = []
+    for entry in entries:
+        what, status, summary, until = describe(read_body(entry))
+        rows.append([entry.id, entry.kind, what, status, summary, f"until {until}" if until else ""])
+    return aligned(rows)
 
 
 def entry_line(entry: Entry) -> str:

@@ -34,7 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
                 workdir = Path(scratch) / "d881"
-                asyncio.run(d881.run(workdir, eve=args.eve, override=args.override, browser=args.browser))
+                asyncio.run(
+                    d881.run(workdir, eve=args.eve, override=args.override, browser=args.browser, kept=False)
+                )
     except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"hatp-demo {args.command}: {message}", file=sys.stderr)

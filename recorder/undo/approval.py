@@ -15,6 +15,7 @@ from typing import Any, Literal
 from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, RecordedAsk
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo
@@ -115,7 +116,7 @@ def decide_plan(
     """
     ask = find_plan(store, ref)
     plan = ask.plan
-    stamp = wire_time(now)
+    stamp = _not_before_earlier_decisions(store.entries(ask.run), ask.entry.id, wire_time(now))
     approval = {"plan": ref, "planDigest": ask.digest, "decision": decision, "by": person, "at": stamp}
     body: dict[str, Any] = {
         "plan": ask.entry.id,
@@ -139,6 +140,21 @@ def decide_plan(
     entry = store.append(ask.run, "decision", {**body, "counted": True})
     store.checkpoint(ask.run, "approval")
     return True, f"{decision} recorded for {ref}", entry
+
+
+def _not_before_earlier_decisions(entries: Sequence[Entry], plan: str, stamp: str) -> str:
+    """``stamp``, or the latest time of a decision already recorded on the plan if that is later.
+
+    A decision's time is taken when it is made, but it is recorded after the plan is built again
+    (seconds, asking the tool servers): a decision made first in one tab can be recorded after one
+    made later in another, and is refused. Its time then must not read earlier than the one that counted.
+    """
+    times = [
+        str(e.body["approval"].get("at"))
+        for e in entries
+        if e.kind == "decision" and e.body.get("plan") == plan and isinstance(e.body.get("approval"), dict)
+    ]
+    return max([stamp, *[t for t in times if is_wire_time(t)]])
 
 
 def check_overrides(plan: ReversalPlan, decision: str, overrides: Sequence[str]) -> None:

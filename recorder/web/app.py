@@ -35,6 +35,7 @@ from hatp_journal.recorder.undo.actions import (
     load_directory,
 )
 from hatp_journal.recorder.undo.approval import (
+    PlanAsk,
     check_overrides,
     decide_plan,
     find_plan,
@@ -52,7 +53,18 @@ from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
 from hatp_journal.recorder.web.runner import Approval, UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
-from hatp_journal.recorder.web.views import ask_view, clock_time, plan_line, review, time_left, undo_steps
+from hatp_journal.recorder.web.views import (
+    ask_view,
+    clock_time,
+    day_time,
+    plan_line,
+    request_words,
+    review,
+    side_effects_of,
+    status_words,
+    time_left,
+    undo_steps,
+)
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
@@ -92,6 +104,9 @@ class WebApprover:
         )
         self.templates.filters["recorded_undo"] = recorded_undo
         self.templates.filters["clock_time"] = clock_time
+        self.templates.filters["day_time"] = day_time
+        self.templates.filters["status_words"] = status_words
+        self.templates.filters["request_words"] = request_words
         routes = [
             Route("/", self._home),
             Route("/signin", self._page(self._sign_in)),
@@ -166,8 +181,17 @@ class WebApprover:
         html = self.templates.get_template(name).render(person=session.person if session else None, **context)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
-    def _message(self, request: Request, code: str, message: str, *, status: int = 200) -> HTMLResponse:
-        return self._render(request, "message.html", status=status, code=code, message=message)
+    def _message(
+        self,
+        request: Request,
+        code: str,
+        message: str,
+        *,
+        status: int = 200,
+        see: tuple[str, str] | None = None,
+    ) -> HTMLResponse:
+        """A refusal page; ``see`` is (words, path) of the page that shows what did count."""
+        return self._render(request, "message.html", status=status, code=code, message=message, see=see)
 
     def _maybe_session(self, request: Request) -> Session | None:
         try:
@@ -276,7 +300,9 @@ class WebApprover:
                     f"your {decision} was recorded but not counted."
                 )
                 return self._message(request, WebCode.LATE_DECISION, message)
-            return self._message(request, WebCode.NOT_COUNTED, outcome.message)
+            return self._message(
+                request, WebCode.NOT_COUNTED, outcome.message, see=("See the ask as decided", f"/asks/{ref}")
+            )
         told = f"Your {decision} of {ref} is recorded and signed."
         if decision == "approve" and is_remedy(ask):
             async with AsyncExitStack() as stack:
@@ -295,13 +321,16 @@ class WebApprover:
         may = policy.undo_authority is not None and session.person in directory.holders(policy.undo_authority)
         plan = ask.plan
         decide_by = ask.decide_by
+        calls = {entry.id: entry for entry in self.store.entries(ask.run)}
         return self._render(
             request,
             "plan.html",
             ref=ask.ref,
             plan=plan,
+            side_effects={step.entry: side_effects_of(step, calls) for step in plan.steps},
             state=ask.state,
             principal=display_name(directory, plan.principal),
+            requested_by=display_name(directory, plan.requested_by),
             decide_by=decide_by,
             left=time_left(decide_by, self.clock()),
             may_decide=may,
@@ -351,7 +380,9 @@ class WebApprover:
             now=now,
         )
         if not counted:
-            return self._message(request, WebCode.NOT_COUNTED, message)
+            return self._message(
+                request, WebCode.NOT_COUNTED, message, see=_what_counted(find_plan(self.store, ref))
+            )
         return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
 
     async def _outcome(self, request: Request) -> Response:
@@ -382,7 +413,9 @@ class WebApprover:
             # record says why the latest decision did not count.
             why = self.undos.stopped(ask.ref) or last_refusal(entries, ask.entry.id)
             if why is not None:
-                return self._message(request, WebCode.NOT_COUNTED, f"not counted: {why}")
+                return self._message(
+                    request, WebCode.NOT_COUNTED, f"not counted: {why}", see=_what_counted(ask)
+                )
         if ask.state != "approved" and not checking:
             raise WebRefusal(WebCode.NOT_FOUND, f"{ask.ref} has not been run (it is {ask.state})")
         return self._render(
@@ -464,6 +497,14 @@ def sign_in_link(
         load_secret(Path(config.web.secret)), person, now=now, valid_for=valid_for or minutes
     )
     return f"{config.web.base_url.rstrip('/')}/signin?token={quote(token)}"
+
+
+def _what_counted(ask: PlanAsk) -> tuple[str, str]:
+    """Where a decision that did not count sends the person: the outcome of the approval that
+    counted, or the plan as it stands (denied, withdrawn, or still waiting)."""
+    if ask.state == "approved":
+        return ("See the outcome of the approval that counted", f"/plans/{ask.ref}/outcome")
+    return (f"See the plan (it is {ask.state})", f"/plans/{ask.ref}")
 
 
 def _ref(request: Request) -> str:

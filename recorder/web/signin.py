@@ -23,6 +23,11 @@ from hatp_journal.toolkit.signing import b64url, b64url_decode
 
 # A session remembers this many form nonces; older unused forms then read as stale.
 _FORMS_KEPT = 500
+# How a person whose link is spent or old gets a new one (the pages cannot mail one themselves).
+NEW_LINK = (
+    "ask whoever runs the approver for a new sign-in link "
+    "(they print one with `hatp-recorder web-link --as YOUR-ID`)"
+)
 
 
 def load_secret(path: Path) -> bytes:
@@ -85,9 +90,11 @@ class SignIn:
         except (ValueError, KeyError, TypeError):
             raise WebRefusal(WebCode.SIGNIN_INVALID, "this sign-in link is malformed") from None
         if now.timestamp() > expires:
-            raise WebRefusal(WebCode.SIGNIN_EXPIRED, "this sign-in link has expired: ask for a new one")
+            raise WebRefusal(WebCode.SIGNIN_EXPIRED, f"this sign-in link has expired: {NEW_LINK}")
         if nonce in self._used:
-            raise WebRefusal(WebCode.SIGNIN_USED, "this sign-in link was already used: ask for a new one")
+            raise WebRefusal(
+                WebCode.SIGNIN_USED, f"this sign-in link was already used (each link works once): {NEW_LINK}"
+            )
         self._used.add(nonce)
         with self.used_file.open("a", encoding="utf-8") as used:
             used.write(nonce + "\n")
@@ -103,7 +110,7 @@ class SignIn:
             raise WebRefusal(WebCode.SIGNIN_REQUIRED, "sign in with the link you were given")
         if now > session.expires:
             del self.sessions[session_id or ""]
-            raise WebRefusal(WebCode.SIGNIN_REQUIRED, "your sign-in has expired: ask for a new link")
+            raise WebRefusal(WebCode.SIGNIN_REQUIRED, f"your sign-in has expired: {NEW_LINK}")
         return session
 
     def check_csrf(self, session: Session, csrf: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -37,6 +38,14 @@ def time_left(until: str | None, now: datetime) -> str:
 def clock_time(wire: str) -> str:
     """``18:15 UTC`` from a wire time (what was recorded, as it was, when it is not one)."""
     return parse_wire_time(wire).strftime("%H:%M UTC") if is_wire_time(wire) else str(wire)
+
+
+def day_time(wire: str) -> str:
+    """``Thu 3 Dec 18:15 UTC`` from a wire time (what was recorded, as it was, when it is not one)."""
+    if not is_wire_time(wire):
+        return str(wire)
+    at = parse_wire_time(wire)
+    return f"{at:%a} {at.day} {at:%b %H:%M} UTC"
 
 
 @dataclass(frozen=True)
@@ -175,3 +184,70 @@ def _state(entry: str, intents: dict[str, Entry], outcomes: dict[str, Entry]) ->
 def _name(directory: Directory, person_id: str) -> str:
     person = directory.person(person_id)
     return f"{person.name} ({person_id})" if person is not None and person.name else person_id
+
+
+# -- plain words ------------------------------------------------------------------------------
+
+# What a step's status in a Reversal Record (or an undo under way) means, for people; the code
+# itself stays on the page as the title (hover) and in data-status.
+STATUS_WORDS = {
+    "reversed": "undone",
+    "notReversible": "cannot be undone",
+    "conflict": "kept: changed since",
+    "failed": "failed",
+    "expired": "too late",
+    "unresolved": "not checked",
+    "blocked": "kept: a later step relies on it",
+    "waiting": "waiting",
+    "compensating": "being undone",
+    "done": "undone",
+}
+
+
+def status_words(code: object) -> str:
+    """``cannot be undone`` for ``notReversible``: a status code as people read it."""
+    return STATUS_WORDS.get(str(code), str(code))
+
+
+def request_words(request: str) -> str:
+    """``everything from step 1 on`` for ``from 1``: what was asked to be undone, in words."""
+    if request.startswith("from "):
+        return f"everything from step {request.removeprefix('from ')} on"
+    return request
+
+
+_ADDRESS = re.compile(r"[^\s@,;<>\"']+@[^\s@,;<>\"']+\.[^\s@,;<>\"']+")
+
+
+def recipients(side_effect: str, arguments: object) -> list[str]:
+    """The addresses a side effect reaches, as the call named them: ``attendees get a cancellation
+    notice`` and a call with ``attendees: [buyer@globex.com, …]`` → those addresses.
+
+    The declaration says who is told in words (``attendees``); the recorded call's argument of that
+    name says who they are. Empty when no argument the sentence names holds an address.
+    """
+    if not isinstance(arguments, dict):
+        return []
+    words = set(re.findall(r"[a-z_]{3,}", side_effect.lower()))
+    found: list[str] = []
+    for name, value in arguments.items():
+        if str(name).lower() not in words:
+            continue
+        values = value if isinstance(value, list) else [value]
+        found += [a for v in values if isinstance(v, str) for a in _ADDRESS.findall(v)]
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class SideEffect:
+    """One side effect of an undo step, with the people it reaches (before anyone approves)."""
+
+    text: str
+    recipients: list[str]
+
+
+def side_effects_of(step: Any, entries: dict[str, Entry]) -> list[SideEffect]:
+    """The side effects of a plan step, each naming whom it reaches, read from the recorded call."""
+    call = entries.get(step.entry)
+    arguments = call.body.get("arguments") if call is not None else None
+    return [SideEffect(text, recipients(text, arguments)) for text in step.side_effects]

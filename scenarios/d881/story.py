@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,30 +44,43 @@ from hatp_journal.scenarios.d881.world import (
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.clock import utc_now, wire_time
 
 OUTCOME_SHOWN_SECONDS = 15.0
 """After the undo, how long the approver keeps serving until Lee's page has shown its outcome."""
 
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("crm_update_deal", {"deal_id": "D-881", "stage": "Won"}),
-    (
-        "calendar_create_event",
-        {
-            "summary": "Kickoff with Globex",
-            "start": "2026-11-04T15:00:00Z",
-            "end": "2026-11-04T16:00:00Z",
-            "attendees": ATTENDEES,
-        },
-    ),
-    (
-        "email_send_email",
-        {
-            "to": ["buyer@globex.com"],
-            "subject": "Welcome to Acme",
-            "body": "Hello Globex team,\n\nwelcome to Acme! We look forward to the kickoff.\n\nDana",
-        },
-    ),
-]
+KICKOFF_AFTER = timedelta(days=14)
+"""The kickoff is booked this long after the day the story runs (15:00 UTC), so it is in the future."""
+
+
+def kickoff(today: date) -> datetime:
+    """When the Globex kickoff starts, for a story played on ``today``."""
+    return datetime.combine(today + KICKOFF_AFTER, datetime.min.time(), tzinfo=UTC).replace(hour=15)
+
+
+def calls(today: date) -> list[tuple[str, dict[str, Any]]]:
+    """The agent's three calls, for a story played on ``today``."""
+    start = kickoff(today)
+    return [
+        ("crm_update_deal", {"deal_id": "D-881", "stage": "Won"}),
+        (
+            "calendar_create_event",
+            {
+                "summary": "Kickoff with Globex",
+                "start": wire_time(start),
+                "end": wire_time(start + timedelta(hours=1)),
+                "attendees": ATTENDEES,
+            },
+        ),
+        (
+            "email_send_email",
+            {
+                "to": ["buyer@globex.com"],
+                "subject": "Welcome to Acme",
+                "body": "Hello Globex team,\n\nwelcome to Acme! We look forward to the kickoff.\n\nDana",
+            },
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -86,8 +101,10 @@ async def run(
     override: bool = False,
     browser: bool = False,
     wait_seconds: float = 600.0,
+    kept: bool = True,
 ) -> Told:
-    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout)."""
+    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
+    ``kept`` is False when ``workdir`` is removed afterwards (then no path in it is printed)."""
     if workdir.exists() and any(workdir.iterdir()):
         raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
     if override and not eve:
@@ -95,7 +112,7 @@ async def run(
     workdir.mkdir(parents=True, exist_ok=True)
     sink = MailSinkProcess(workdir / "mail")
     try:
-        world = build_world(workdir, sink.port)
+        world = build_world(workdir, sink.port, kept=kept)
         decide = _on_the_page(world, wait_seconds) if browser else None
         return await _play(world, out or sys.stdout, eve=eve, override=override, decide=decide)
     finally:
@@ -111,11 +128,18 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
         print(text, file=out, flush=True)
 
     config = ["--config", str(world.config)]
-    say("== 1. The agent's run (sales-bot for Dana, through the Recorder)")
+    numbers = itertools.count(1)
+
+    def section(title: str) -> None:
+        """A numbered heading: 1..n whichever sections this telling of the story plays."""
+        number = next(numbers)
+        say(("\n" if number > 1 else "") + f"== {number}. {title}")
+
+    section("The agent's run (sales-bot for Dana, through the Recorder)")
     run_id = await _agent(world, config, say)
 
     if eve:
-        say("\n== 2. Eve moves D-881 to Negotiation in the CRM, outside the run")
+        section("Eve moves D-881 to Negotiation in the CRM, outside the run")
         crm = [
             "edit",
             "--db",
@@ -129,7 +153,7 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
         command(*crm, module="hatp_journal.servers.crm.cli")
         say("  deal D-881: Won → Negotiation (by eve@acme.com)")
 
-    say("\n== 3. Dana asks to undo the run from step 1; the Recorder checks each step and plans")
+    section("Dana asks to undo the run from step 1; the Recorder checks each step and plans")
     planned = command(*config, "plan", run_id, "--from", "1", "--by", DANA)
     plan_text, _, waiting = planned.rstrip("\n").partition("\n\nPlan ")
     say(plan_text)
@@ -137,19 +161,17 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
     say(f"\n  (plan {plan_ref} waits for the team lead)")
 
     if decide is not None:
-        say("\n== 4. Lee (team lead) decides on the approver's page")
+        section("Lee (team lead) decides on the approver's page")
         reversal = decide(plan_ref, say)
     else:
-        say(
-            "\n== 4. Lee (team lead) approves" + (", overriding Eve's change to the deal" if override else "")
-        )
+        section("Lee (team lead) approves" + (", overriding Eve's change to the deal" if override else ""))
         approve = [*config, "approve", plan_ref, "--as", LEE, "--key", str(world.key(LEE))]
         if override:
             approve += ["--override", _conflicted(world, plan_ref)]
         reversal = command(*approve, ok=(0, 1))
-    say(_indent(reversal.rstrip("\n")))
+    say(_indent(_explain_head(reversal.rstrip("\n"))))
 
-    say("\n== 5. What happened")
+    section("What happened")
     _report(world, config, run_id, say)
     return Told(run_id, plan_text, plan_ref, reversal)
 
@@ -165,7 +187,7 @@ async def _agent(world: World, config: list[str], say: Any) -> str:
     )
     async with AsyncExitStack() as stack:
         agent = await stack.enter_async_context(Client(transport, timeout=60))
-        for number, (tool, arguments) in enumerate(CALLS, 1):
+        for number, (tool, arguments) in enumerate(calls(utc_now().date()), 1):
             result = await agent.call_tool_mcp(tool, arguments)
             answer = result.structured_content or {}
             if answer.get("status") == "pending_approval":
@@ -178,7 +200,7 @@ async def _agent(world: World, config: list[str], say: Any) -> str:
                 result = await agent.call_tool_mcp(tool, arguments)
             if result.is_error:
                 text = " ".join(getattr(part, "text", "") for part in result.content)
-                raise ScenarioError(f"{tool} failed: {text.strip() or 'no message'} (see {log})")
+                raise ScenarioError(f"{tool} failed: {text.strip() or 'no message'} ({world.log_hint(log)})")
             say(f"  step {number}  {tool:<22} {_summary(result.meta)}")
             run_id = str(((result.meta or {}).get("hatp/recorder") or {}).get("run"))
     return run_id
@@ -266,7 +288,24 @@ def _report(world: World, config: list[str], run_id: str, say: Any) -> None:
         str(world.root / "directory.json"),
     ]
     verdict = command("verify", str(exported), *pins, ok=(0, 1))
-    say(f"  run record {exported.name}: verify says {verdict.strip().splitlines()[-1]}")
+    # Where it lies only when it stays there: a story in a temporary folder takes it away at the end.
+    where = f" ({exported})" if world.kept else ""
+    verdict_line = verdict.strip().splitlines()[-1]
+    say(f"  the Run Record, exported{where} and checked offline: verify says {verdict_line}")
+
+
+def _explain_head(text: str) -> str:
+    """The approve command's "latest signed head" line, followed by what it means."""
+    lines = []
+    for line in text.splitlines():
+        lines.append(line)
+        if line.startswith("latest signed head: size "):
+            size = line.removeprefix("latest signed head: size ").split(",", 1)[0]
+            lines.append(
+                f"  (the Recorder signed one hash over the record's first {size} entries: "
+                "`verify` checks that none of them was changed or dropped since)"
+            )
+    return "\n".join(lines)
 
 
 def _indent(text: str) -> str:

@@ -44,6 +44,7 @@ class World:
     """Paths of one story's working directory."""
 
     root: Path
+    kept: bool = True  # False when the folder is removed after the story: its paths are not printed
 
     @property
     def config(self) -> Path:
@@ -53,6 +54,13 @@ class World:
     def mail(self) -> Path:
         return self.root / "mail"
 
+    def log_hint(self, log: Path) -> str:
+        """Where to read more: the log's path if it stays, else its last line (the folder goes)."""
+        if self.kept:
+            return f"see {log}"
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+        return f"its log ends: {lines[-1].strip()}" if lines else "its log is empty"
+
     def key(self, person: str) -> Path:
         return self.root / f"{person.rsplit('/', 1)[-1]}.key"
 
@@ -60,9 +68,9 @@ class World:
         return self.root / f"{server}.db"
 
 
-def build_world(root: Path, smtp_port: int) -> World:
+def build_world(root: Path, smtp_port: int, *, kept: bool = True) -> World:
     """Write keys, directory, policy and the Recorder's configuration into ``root``."""
-    world = World(root)
+    world = World(root, kept)
     people = []
     for person, name, roles in ((DANA, "Dana", []), (LEE, "Lee", [TEAM_LEAD])):
         key = SigningKey.generate()
@@ -107,6 +115,8 @@ def build_world(root: Path, smtp_port: int) -> World:
             f"[servers.{name}]",
             f"command = {json.dumps(sys.executable)}",
             f"args = {json.dumps(['-m', *arguments])}",
+            # The servers' start-up lines are for operators, not the story: only warnings show.
+            'env = { FASTMCP_LOG_LEVEL = "WARNING" }',
         ]
     world.config.write_text("\n".join(lines) + "\n")
     return world

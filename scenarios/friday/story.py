@@ -20,7 +20,7 @@ import sys
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -39,7 +39,7 @@ from hatp_journal.scenarios.d881.world import (
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("crm_charge_order", {"order_id": "O-1001", "amount": "1200.00", "currency": "USD"}),
@@ -89,7 +89,7 @@ async def _play(root: Path, out: TextIO) -> Told:
         print(text, file=out, flush=True)
 
     config = ["--config", str(root / "recorder.toml")]
-    say("== 1. Friday evening: sales-bot's run for Dana, through the Recorder")
+    say(f"== 1. {when_played(utc_now())}: sales-bot's run for Dana, through the Recorder")
     run_id, windows = await _agent(root, config, say)
     charge, deal = windows
 
@@ -165,6 +165,16 @@ def _wait_until_closed(log: Path, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise ScenarioError(f"the Recorder did not close the run within {timeout} s (see {log})")
         time.sleep(0.05)
+
+
+def when_played(now: datetime) -> str:
+    """``Thursday morning (UTC)``: the calls are made when the story is played, so it says when that is
+    (the story is about a Friday evening, but only the review's clock is moved, never the calls')."""
+    hour = now.hour
+    part = "night" if hour < 5 else "morning" if hour < 12 else "afternoon" if hour < 17 else "evening"
+    return f"{now:%A} {part} (UTC)" + (
+        "" if f"{now:%A} {part}" == "Friday evening" else ", as if Friday evening"
+    )
 
 
 def _shift(moment: str, *, minutes: int) -> str:

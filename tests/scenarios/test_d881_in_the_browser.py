@@ -49,7 +49,7 @@ class Lines:
 
 
 def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
-    tmp_path: Path, browser_page: Page
+    tmp_path: Path, browser_page: Page, capfd: pytest.CaptureFixture[str]
 ) -> None:
     out = Lines()
     told: list[Told] = []
@@ -68,6 +68,8 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     browser_page.goto(plan)
     assert browser_page.locator("li.step").count() == 2
     assert "delivered to external recipients" in browser_page.inner_text("#not-reversible")
+    # Before anyone approves, the plan names who gets the cancellation notice.
+    assert "buyer@globex.com" in browser_page.inner_text("li.step[data-step='2'] .recipients")
     update = os.environ.get("HATP_UPDATE_SCREENSHOTS") == "1"
     shot = README_SCREENSHOT if update else tmp_path / "reversal-plan.png"
     browser_page.screenshot(path=str(shot), full_page=True)
@@ -77,6 +79,8 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     story.join(WAIT_SECONDS)
 
     assert not story.is_alive()
+    # The tool servers the approver starts print no start-up lines into the story's terminal.
+    assert "Starting MCP server" not in capfd.readouterr().err
     assert browser_page.locator("tr.outcome-step[data-status='reversed']").count() == 2
     [result] = told
     assert "Reversal Record" in result.reversal

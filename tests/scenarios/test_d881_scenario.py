@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -9,27 +11,43 @@ from d881_readback import assert_one_cancel_per_attendee, deal_stage, play, reve
 from sqlmodel import Session
 
 from hatp_journal.scenarios.cli import main
+from hatp_journal.scenarios.d881 import story as d881_story
 from hatp_journal.servers.calendar.store import all_events
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import create_store_engine
+from hatp_journal.toolkit.clock import utc_now
 
 pytestmark = pytest.mark.slow
 
-SPEC_PLAN = """\
+
+def spec_plan(day: str) -> str:
+    """The plan as SPEC §0 shows it, with the kickoff on ``day`` (``Nov 4`` there; the story books it
+    two weeks after the day it is played)."""
+    return f"""\
 Undo 2 actions by sales-bot for Dana:
-  1. Cancel "Kickoff with Globex" on Nov 4   (attendees get a cancellation notice)
+  1. Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
   2. Deal D-881 stage: Won → Proposal
 Cannot be undone:
   - Email to buyer@globex.com   (delivered to external recipients)
 """
 
 
+def kickoff_day(today: date) -> str:
+    at = d881_story.kickoff(today)
+    return f"{at:%b} {at.day}"
+
+
 def test_the_d881_story_prints_the_spec_plan_and_takes_back_the_deal_and_the_meeting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    today = utc_now().date()
     out = play(tmp_path, capsys)
 
-    assert SPEC_PLAN in out, out
+    assert spec_plan(kickoff_day(today)) in out or spec_plan(kickoff_day(utc_now().date())) in out, out
+    assert d881_story.kickoff(today).date() > today  # the kickoff is booked after the day of the run
+    assert re.findall(r"^== (\d+)\. ", out, flags=re.MULTILINE) == ["1", "2", "3", "4"]
+    assert "Starting MCP server" not in out
+    assert "`verify` checks" in out  # the signed head's line is explained
     assert deal_stage(tmp_path) == "Proposal"
     delivered = read_maildir(tmp_path / "mail")
     assert_one_cancel_per_attendee(delivered)

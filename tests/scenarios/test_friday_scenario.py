@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
 
 from hatp_journal.scenarios import friday
+from hatp_journal.scenarios.friday.story import when_played
 
 pytestmark = pytest.mark.slow
 
@@ -33,3 +35,16 @@ def test_friday_mails_a_review_a_reminder_per_window_an_escalation_and_records_b
     ]
     assert told.repeated_tick == ""  # the same tick twice sends nothing twice
     assert "mail sink: 4 messages" in printed.getvalue()
+    charge = told.mail[1][1].split(": ", 1)[1]  # the reminder's subject names the charge…
+    assert charge in told.mail[2][1]  # …and so does the escalation's
+    tick_lines = [line for line in printed.getvalue().splitlines() if line.startswith("    run_")]
+    assert tick_lines
+    assert all("\t" not in line and " to -" not in line for line in tick_lines)
+
+
+def test_the_story_says_on_which_day_it_is_played_not_always_friday() -> None:
+    thursday_morning = datetime(2026, 12, 3, 11, 15, tzinfo=UTC)
+    friday_evening = datetime(2026, 12, 4, 19, 0, tzinfo=UTC)
+
+    assert when_played(thursday_morning) == "Thursday morning (UTC), as if Friday evening"
+    assert when_played(friday_evening) == "Friday evening (UTC)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,9 @@ def test_an_undo_from_step_1_lists_every_step_newest_first_and_runs_in_that_orde
     assert org.reversal(run) == {"e3": "reversed", "e2": "reversed", "e1": "reversed"}
     assert values(org.db()) == {}
     _, shown, _ = org.cli("show", run)
-    kinds = [line.split("\t")[1] for line in shown.splitlines()]
+    kinds = [line.split()[1] for line in shown.splitlines()]
     assert kinds == ["call"] * 3 + ["plan", "decision"] + ["undo-intent", "undo-outcome"] * 3 + ["reversal"]
-    assert "of plan e4\tdone\t3 reversed" in shown
+    assert re.search(r"of plan e4 +done +3 reversed", shown)
 
 
 def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_left_out(org: Org) -> None:
