@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 
 def spec_plan(day: str) -> str:
-    """The plan as SPEC §0 shows it, with the kickoff on ``day`` (``Nov 4`` there; the story books it
+    """The plan as protocol.md §0 shows it, with the kickoff on ``day`` (``Nov 4`` there; the story books it
     two weeks after the day it is played)."""
     return f"""\
 Undo 2 actions by sales-bot for Dana:
