@@ -12,6 +12,7 @@ from pathlib import Path
 from hatp_journal.recorder.pins import PINS_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
+from hatp_journal.recorder.runs import RUNS_SCHEMA
 from hatp_journal.recorder.undo.lease import LEASE_SCHEMA
 from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.store import open_store_engine
@@ -22,6 +23,7 @@ RECORDER_PARTS = {
     "pins": PINS_SCHEMA,
     "ledger": LEDGER_SCHEMA,
     "lease": LEASE_SCHEMA,
+    "runs": RUNS_SCHEMA,
 }
 """The parts of a Recorder's store and the versions this code writes."""
 
