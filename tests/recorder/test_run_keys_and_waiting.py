@@ -25,8 +25,10 @@ from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs import RunKeys, key_digest
+from hatp_journal.recorder.runs_wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.schema import render
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.testing import FakeClock
 
@@ -34,6 +36,7 @@ pytestmark = pytest.mark.anyio
 
 LEAD = "human://acme.com/role/team-lead"
 EMBEDDED = "http://127.0.0.1:9/embedded-in-this-process"
+SCHEMAS = Path(__file__).parents[2] / "docs" / "schema"
 
 
 @dataclass
@@ -91,8 +94,10 @@ async def held(tmp_path: Path) -> AsyncIterator[Held]:
 
 
 def recorded(result: Any) -> dict[str, Any]:
+    """``_meta["hatp/recorder"]`` of an answer, checked against its published schema."""
     assert result.meta is not None, result
     meta: dict[str, Any] = result.meta["hatp/recorder"]
+    AnswerMeta.model_validate(meta)
     return meta
 
 
@@ -291,3 +296,11 @@ def test_a_host_run_key_that_could_not_be_one_stops_the_recorder_with_a_config_e
     with pytest.raises(ConfigError):
         with_run_key(config, "no spaces please")
     assert with_run_key(config, None) is config
+
+
+def test_the_committed_schemas_of_the_recorders_meta_equal_the_code() -> None:
+    for name, model in ((CALL_SCHEMA, CallMeta), (ANSWER_SCHEMA, AnswerMeta)):
+        assert (SCHEMAS / name).read_text(encoding="utf-8") == render(model.model_json_schema(by_alias=True)), (
+            f"docs/schema/{name} drifted; run `make schema`"
+        )
+    CallMeta.model_validate({"hatp/runKey": "rk_0123456789", "hatp/wait": 30, "progressToken": 1})
