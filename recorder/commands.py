@@ -235,7 +235,9 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
                 tasks.cancel_scope.cancel()
         finally:
             if recorder.close():
-                print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
+                print(
+                    f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True
+                )
             else:  # callers may come back to it with its run key
                 print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)
 

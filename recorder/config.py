@@ -85,7 +85,9 @@ class RecorderSection(BaseModel):
         default=3600, gt=0, description="A keyed run nobody called for this long is closed, its head signed"
     )
     wait_seconds: float = Field(
-        default=0, ge=0, description="How long an ask holds the call open by default (0: answer pending at once)"
+        default=0,
+        ge=0,
+        description="How long an ask holds the call open by default (0: answer pending at once)",
     )
     max_wait_seconds: float = Field(
         default=0, ge=0, description="The longest an agent may ask an ask to hold its call open"

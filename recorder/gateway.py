@@ -185,8 +185,10 @@ class Recorder:
             # Only a run with asks still open reads its record back; every other call stays O(1).
             self.asks.withdraw_overdue(run, now, self._directory())
             earlier = self._open_ask(run, server, tool, arguments)
-        if earlier is not None and earlier.state == "approved" and not self.sessions.keys.claim(
-            run, earlier.entry.id, now
+        if (
+            earlier is not None
+            and earlier.state == "approved"
+            and not self.sessions.keys.claim(run, earlier.entry.id, now)
         ):
             earlier = None  # another caller is forwarding it: this call is a new one
         if earlier is not None:
@@ -419,7 +421,9 @@ def _library_progress() -> Progress | None:
         return None
 
 
-def _with_recorder_meta(answer: dict[str, Any], key: str | None, wait: dict[str, Any] | None) -> dict[str, Any]:
+def _with_recorder_meta(
+    answer: dict[str, Any], key: str | None, wait: dict[str, Any] | None
+) -> dict[str, Any]:
     """The answer with the run key to send back, and what became of an asked wait, in its
     ``_meta["hatp/recorder"]`` (a copy: the Recorder's own answers share it with structuredContent)."""
     meta = answer.get("_meta")

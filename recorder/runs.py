@@ -290,5 +290,7 @@ class RunSessions:
         for entry in entries:
             if entry.kind == "call":
                 state.links.add(entry.id, entry.body)
-        state.unsettled = {a.entry.id for a in Asks(self.store).all(run) if a.state in ("pending", "approved")}
+        state.unsettled = {
+            a.entry.id for a in Asks(self.store).all(run) if a.state in ("pending", "approved")
+        }
         self.states[run] = state

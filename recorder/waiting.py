@@ -59,9 +59,7 @@ def wait_of(meta: Any, default: float, maximum: float) -> Wait:
     return Wait(float(asked))
 
 
-async def wait_for_decision(
-    state: Callable[[], str], wait: Wait, progress: Progress | None, ask: str
-) -> str:
+async def wait_for_decision(state: Callable[[], str], wait: Wait, progress: Progress | None, ask: str) -> str:
     """Re-read ``state()`` until it is no longer ``"pending"`` or ``wait`` is over; the last state.
 
     Elapsed time is the event loop's clock (monotonic), so a changed wall clock changes nothing.

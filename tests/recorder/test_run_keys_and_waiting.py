@@ -19,7 +19,13 @@ import plain_server
 import pytest
 from fastmcp import Client
 
-from hatp_journal.recorder.config import ConfigError, RecorderConfig, RecorderSection, ServerConfig, with_run_key
+from hatp_journal.recorder.config import (
+    ConfigError,
+    RecorderConfig,
+    RecorderSection,
+    ServerConfig,
+    with_run_key,
+)
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
@@ -57,7 +63,11 @@ class Held:
     def calls(self, run: str, text: str) -> list[str]:
         """The outcomes journaled for ``plain.shout(text)`` in ``run``."""
         entries = self.store.entries(run)
-        return [e.body["outcome"]["status"] for e in entries if e.kind == "call" and e.body["arguments"] == {"text": text}]
+        return [
+            e.body["outcome"]["status"]
+            for e in entries
+            if e.kind == "call" and e.body["arguments"] == {"text": text}
+        ]
 
 
 def held_for_the_lead(tmp_path: Path) -> SigningKey:
@@ -71,7 +81,10 @@ def held_for_the_lead(tmp_path: Path) -> SigningKey:
 
 def section(tmp_path: Path, **fields: Any) -> RecorderSection:
     return RecorderSection(
-        agent="sales-bot", principal="human://acme.com/dana", directory=str(tmp_path / "directory.json"), **fields
+        agent="sales-bot",
+        principal="human://acme.com/dana",
+        directory=str(tmp_path / "directory.json"),
+        **fields,
     )
 
 
@@ -101,7 +114,9 @@ def recorded(result: Any) -> dict[str, Any]:
     return meta
 
 
-async def test_the_first_answer_issues_a_run_key_and_a_call_sending_it_back_continues_the_run(held: Held) -> None:
+async def test_the_first_answer_issues_a_run_key_and_a_call_sending_it_back_continues_the_run(
+    held: Held,
+) -> None:
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "one"})
     key = recorded(first)["runKey"]
     held.approve(recorded(first)["run"], recorded(first)["ask"])
@@ -222,7 +237,8 @@ async def test_a_waiting_call_sends_progress_and_is_forwarded_once_approved(held
         held.approve(run, ask.entry.id)
 
     kinds = [kind for kind, _ in events]
-    assert kinds[-1] == "result" and set(kinds[:-1]) == {"progress"}
+    assert kinds[-1] == "result"
+    assert set(kinds[:-1]) == {"progress"}
     done = [value[0] for kind, value in events if kind == "progress"]
     assert done == sorted(set(done))  # strictly increasing, as MCP requires
     assert all(value[1] == 20 for kind, value in events if kind == "progress")
@@ -233,17 +249,23 @@ async def test_a_waiting_call_sends_progress_and_is_forwarded_once_approved(held
     assert held.calls(run, "wait") == ["ok"]
 
 
-async def test_a_wait_above_the_maximum_is_capped_and_said_and_its_end_answers_pending(tmp_path: Path) -> None:
+async def test_a_wait_above_the_maximum_is_capped_and_said_and_its_end_answers_pending(
+    tmp_path: Path,
+) -> None:
     held_for_the_lead(tmp_path)
-    config = RecorderConfig(recorder=section(tmp_path, max_wait_seconds=0.3), servers={"plain": ServerConfig(url=EMBEDDED)})
+    config = RecorderConfig(
+        recorder=section(tmp_path, max_wait_seconds=0.3), servers={"plain": ServerConfig(url=EMBEDDED)}
+    )
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
     recorder = Recorder(
-        config, store=store, policy=load_policy(tmp_path / "policy.json"), embedded={"plain": plain_server.mcp}
+        config,
+        store=store,
+        policy=load_policy(tmp_path / "policy.json"),
+        embedded={"plain": plain_server.mcp},
     )
-    async with AsyncExitStack() as stack:
-        async with Client(await recorder.start(stack)) as agent:
-            result = await agent.call_tool_mcp("plain_shout", {"text": "long"}, meta={"hatp/wait": 3600})
-            ignored = await agent.call_tool_mcp("plain_shout", {"text": "odd"}, meta={"hatp/wait": "soon"})
+    async with AsyncExitStack() as stack, Client(await recorder.start(stack)) as agent:
+        result = await agent.call_tool_mcp("plain_shout", {"text": "long"}, meta={"hatp/wait": 3600})
+        ignored = await agent.call_tool_mcp("plain_shout", {"text": "odd"}, meta={"hatp/wait": "soon"})
 
     assert result.structured_content is not None
     assert result.structured_content["status"] == "pending_approval"
@@ -251,21 +273,26 @@ async def test_a_wait_above_the_maximum_is_capped_and_said_and_its_end_answers_p
     assert recorded(ignored)["wait"] == {"seconds": 0, "asked": "soon", "ignored": True}
 
 
-async def test_a_run_key_set_by_the_host_opens_its_run_and_a_second_recorder_continues_it(tmp_path: Path) -> None:
+async def test_a_run_key_set_by_the_host_opens_its_run_and_a_second_recorder_continues_it(
+    tmp_path: Path,
+) -> None:
     held_for_the_lead(tmp_path)
     (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
     config = RecorderConfig(
-        recorder=section(tmp_path, run_key="host-chose-this-key"), servers={"plain": ServerConfig(url=EMBEDDED)}
+        recorder=section(tmp_path, run_key="host-chose-this-key"),
+        servers={"plain": ServerConfig(url=EMBEDDED)},
     )
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
     runs = []
     for text in ("first", "second"):
         recorder = Recorder(
-            config, store=store, policy=load_policy(tmp_path / "policy.json"), embedded={"plain": plain_server.mcp}
+            config,
+            store=store,
+            policy=load_policy(tmp_path / "policy.json"),
+            embedded={"plain": plain_server.mcp},
         )
-        async with AsyncExitStack() as stack:
-            async with Client(await recorder.start(stack)) as agent:
-                await agent.call_tool_mcp("plain_shout", {"text": text})
+        async with AsyncExitStack() as stack, Client(await recorder.start(stack)) as agent:
+            await agent.call_tool_mcp("plain_shout", {"text": text})
         assert not recorder.close()  # the host's run outlives the process
         runs.append(recorder.run_id)
 
@@ -300,7 +327,7 @@ def test_a_host_run_key_that_could_not_be_one_stops_the_recorder_with_a_config_e
 
 def test_the_committed_schemas_of_the_recorders_meta_equal_the_code() -> None:
     for name, model in ((CALL_SCHEMA, CallMeta), (ANSWER_SCHEMA, AnswerMeta)):
-        assert (SCHEMAS / name).read_text(encoding="utf-8") == render(model.model_json_schema(by_alias=True)), (
-            f"docs/schema/{name} drifted; run `make schema`"
-        )
+        assert (SCHEMAS / name).read_text(encoding="utf-8") == render(
+            model.model_json_schema(by_alias=True)
+        ), f"docs/schema/{name} drifted; run `make schema`"
     CallMeta.model_validate({"hatp/runKey": "rk_0123456789", "hatp/wait": 30, "progressToken": 1})

@@ -157,7 +157,8 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
     assert not used.is_error, errors.decode()[-2000:]
     assert used.structured_content == {"result": "HI"}
     assert recorded(used)["run"] == run
-    assert events[0] == "progress" and events[-1] == "result"
+    assert events[0] == "progress"
+    assert events[-1] == "result"
     assert repeat.structured_content is not None
     assert repeat.structured_content["status"] == "pending_approval"
     assert forwarded(tmp_path, run) == ["ok"]
