@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,16 @@ pytestmark = pytest.mark.anyio
 
 LEAD = "human://acme.com/role/team-lead"
 PLAIN = Path(__file__).parent / "plain_server.py"
+DOC = Path(__file__).parents[2] / "docs" / "recorder.md"
+
+
+def documented_entry(name: str) -> dict[str, Any]:
+    """The ``recorder`` entry of the ``mcpServers`` example ``name`` in docs/recorder.md."""
+    text = DOC.read_text(encoding="utf-8")
+    match = re.search(rf"<!-- example: {name} -->\n```json\n(.*?)```", text, re.S)
+    assert match, f"docs/recorder.md has no example named {name}"
+    entry: dict[str, Any] = json.loads(match.group(1))["mcpServers"]["recorder"]
+    return entry
 
 
 def configure(folder: Path, *extra: str) -> Path:
@@ -71,10 +82,13 @@ def forwarded(folder: Path, run: str) -> list[str]:
 async def call_in_a_new_process(
     config: Path, meta: dict[str, Any] | None = None, env: dict[str, str] | None = None
 ) -> Any:
-    """Start a Recorder over stdio, make one call, let it go: what a per-call client does."""
+    """Start a Recorder over stdio as the documented client entry does, make one call, let it go:
+    what a per-call client does."""
+    entry = documented_entry("mcp-servers-stdio")
+    args = [str(config) if arg.endswith("recorder.toml") else arg for arg in entry["args"]]
     transport = StdioTransport(
-        sys.executable,
-        ["-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"],
+        str(Path(sys.executable).parent / entry["command"]),  # the venv's script, as the docs advise
+        args,
         env={**os.environ, **(env or {})},
         cwd=str(config.parent),
         log_file=config.parent / "recorder.log",
@@ -93,8 +107,9 @@ async def test_a_call_approved_between_two_recorder_processes_is_forwarded_once_
     run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
     approve(config, run, ask)
     again = await call_in_a_new_process(config, meta={"hatp/runKey": key})
-    # The host hands the key over in the environment this time.
-    repeat = await call_in_a_new_process(config, env={"HATP_RUN_KEY": key})
+    # The host hands the key over in the environment this time, as the documented entry does.
+    [variable] = documented_entry("mcp-servers-stdio")["env"]
+    repeat = await call_in_a_new_process(config, env={variable: key})
 
     assert held.structured_content is not None
     assert held.structured_content["status"] == "pending_approval"
@@ -133,6 +148,7 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
 
     try:
         url = f"http://127.0.0.1:{port}/mcp"
+        assert documented_entry("mcp-servers-http")["url"] == "http://127.0.0.1:8765/mcp"  # the defaults
         assert await connected(url, seconds=60)
         async with Client(url) as first, Client(url) as second:
             held = await first.call_tool_mcp("plain_shout", {"text": "hi"})
