@@ -146,7 +146,7 @@ class Recorder:
             run = self.sessions.run_for(sent_key(meta), self.clock())
             self.run_id = self.sessions.own  # a new one if the last closed as idle meanwhile
             if isinstance(run, RunKeyRefusal):
-                return await self._refuse_run_key(server, tool, run, _host_meta(meta))
+                return await self._refuse_run_key(server, tool, arguments, run, _host_meta(meta))
             answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress)
             return _with_recorder_meta(answer, self.sessions.state(run).key, wait.said())
         finally:
@@ -245,17 +245,30 @@ class Recorder:
         return next((a.state for a in self.asks.all(run) if a.entry.id == ask), "pending")
 
     async def _refuse_run_key(
-        self, server: str, tool: str, refusal: RunKeyRefusal, host: dict[str, Any] | None
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        refusal: RunKeyRefusal,
+        host: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        """Journal a call whose run key can't be used in this process's own run, and refuse it."""
+        """Journal a call whose run key can't be used in this process's own run, and refuse it.
+
+        The arguments are kept as for any call, or, if the record can't hold them, what is kept of them.
+        """
         assert self.run_id is not None, "start() first"
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
         body: dict[str, Any] = {
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
             "server": server,
             "tool": tool,
+            **kept,
             "code": str(refusal.code),
         }
+        if checked.digest is not None:
+            body["argumentsDigest"] = checked.digest
         if refusal.digest is not None:
             body["runKeyDigest"] = refusal.digest
         if host is not None:

@@ -175,6 +175,7 @@ async def test_an_unknown_run_key_is_refused_and_journaled(held: Held) -> None:
     assert code == "RUN_KEY_UNKNOWN"
     assert body["code"] == "RUN_KEY_UNKNOWN"
     assert body["runKeyDigest"] == key_digest("rk_nobody-ever-had-this-key")
+    assert body["arguments"] == {"text": "keyed"}
     assert "rk_nobody-ever-had-this-key" not in json.dumps(body)
 
 
