@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import plain_server
 import pytest
 from fastmcp import Client
 
+from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.config import (
     ConfigError,
     RecorderConfig,
@@ -332,3 +333,45 @@ def test_the_committed_schemas_of_the_recorders_meta_equal_the_code() -> None:
             model.model_json_schema(by_alias=True)
         ), f"docs/schema/{name} drifted; run `make schema`"
     CallMeta.model_validate({"hatp/runKey": "rk_0123456789", "hatp/wait": 30, "progressToken": 1})
+
+
+def test_tick_closes_a_keyed_run_left_idle_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held_for_the_lead(tmp_path)
+    lines = [
+        "[recorder]",
+        'directory = "directory.json"',
+        "run_idle_seconds = 60",
+        "[servers.plain]",
+        f'url = "{EMBEDDED}"',
+    ]
+    (tmp_path / "recorder.toml").write_text("\n".join(lines) + "\n")
+    store = RunStore(tmp_path / "recorder.db", SigningKey.load_or_create(tmp_path / "recorder.key"))
+    idle = store.open_run(agent="agent", principal="principal").id
+    RunKeys(store).issue(idle, datetime(2026, 11, 1, 9, 0, tzinfo=UTC))
+    busy = store.open_run(agent="agent", principal="principal").id
+    RunKeys(store).issue(busy, datetime(2026, 11, 1, 9, 1, 30, tzinfo=UTC))
+
+    code = recorder_cli(
+        ["--config", str(tmp_path / "recorder.toml"), "tick", "--now", "2026-11-01T09:02:00Z"]
+    )
+
+    assert code == 0
+    assert f"{idle}\tclosed" in capsys.readouterr().out
+    assert store.run(idle).closed_at is not None
+    assert store.run(busy).closed_at is None
+
+
+async def test_a_process_whose_own_run_was_closed_as_idle_goes_on_in_a_new_run_with_a_new_key(
+    held: Held,
+) -> None:
+    first = await held.agent.call_tool_mcp("plain_shout", {"text": "before"})
+    held.clock.advance(2 * 3600)
+    RunKeys(held.store).close_idle(held.clock(), timedelta(hours=1))
+
+    later = await held.agent.call_tool_mcp("plain_shout", {"text": "after"})
+
+    assert recorded(later)["run"] != recorded(first)["run"]
+    assert recorded(later)["runKey"] != recorded(first)["runKey"]
+    assert held.recorder.run_id == recorded(later)["run"]
