@@ -195,11 +195,12 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     now = _now(at)
     policy = load_policy(Path(config.recorder.policy))
     directory = load_directory(config)
-    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
     from hatp_journal.recorder.runs import RunKeys
 
+    # Closed first: a run's review is due once it has closed.
     for closed in RunKeys(store).close_idle(now, timedelta(seconds=config.recorder.run_idle_seconds)):
         print(f"{closed}\tclosed: idle for more than {config.recorder.run_idle_seconds:g} s")
+    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
     for entry in entries:
         body = entry.body
         to = ", ".join(body.get("mailedTo", [])) or "-"
