@@ -18,6 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--run-key",
+        help="name the run: every process and connection with this key shares it (else $HATP_RUN_KEY)",
+    )
     web = commands.add_parser("web", help="serve the approver's pages in a browser (127.0.0.1)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8766)

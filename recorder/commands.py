@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 from typing import Literal
@@ -24,7 +25,7 @@ import anyio
 
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.columns import aligned
-from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
+from hatp_journal.recorder.config import RUN_KEY_ENV, ConfigError, RecorderConfig, load_config, with_run_key
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             return verify_command(args)
         config = load_config(args.config)
         if args.command == "serve":
+            config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
             return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
         if args.command == "explain":
             return _with_tool_servers(lambda: _explain(config, args))
@@ -196,6 +198,11 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     now = _now(at)
     policy = load_policy(Path(config.recorder.policy))
     directory = load_directory(config)
+    from hatp_journal.recorder.runs import RunKeys
+
+    # Closed first: a run's review is due once it has closed.
+    for closed in RunKeys(store).close_idle(now, timedelta(seconds=config.recorder.run_idle_seconds)):
+        print(f"{closed}\tclosed: idle for more than {config.recorder.run_idle_seconds:g} s")
     entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
     for text in aligned([_ticked(entry) for entry in entries]):
         print(text)
@@ -242,8 +249,12 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
                         await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
                 tasks.cancel_scope.cancel()
         finally:
-            recorder.close()
-            print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
+            if recorder.close():
+                print(
+                    f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True
+                )
+            else:  # callers may come back to it with its run key
+                print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)
 
 
 async def _cancel_on_signal(scope: anyio.CancelScope) -> None:

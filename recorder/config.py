@@ -15,6 +15,20 @@ MAX_CONFIG_BYTES = 1024 * 1024
 needs seconds for a megabyte of deeply dotted keys)."""
 
 
+RUN_KEY_SHAPE = re.compile(r"^[A-Za-z0-9._~-]{8,200}$")
+"""What a run key looks like (``recorder/runs.py``): safe in a URL, an env variable and a header."""
+
+
+RUN_KEY_ENV = "HATP_RUN_KEY"
+"""The environment variable a host sets to name the run (as ``serve --run-key`` does)."""
+
+
+def check_key_shape(key: str) -> None:
+    """ValueError for a run key that could never be sent back."""
+    if not RUN_KEY_SHAPE.match(key):
+        raise ValueError("a run key is 8-200 letters, digits or ._~-")
+
+
 class ConfigError(ValueError):
     """The configuration can't be used; the Recorder refuses to start."""
 
@@ -64,6 +78,28 @@ class RecorderSection(BaseModel):
         gt=0,
         description="Largest journal object of a result kept in an entry; larger: digest kept, unresolved",
     )
+    run_key: str | None = Field(
+        default=None, description="Name the run: processes and connections with this key share it"
+    )
+    run_idle_seconds: float = Field(
+        default=3600, gt=0, description="A keyed run nobody called for this long is closed, its head signed"
+    )
+    wait_seconds: float = Field(
+        default=0,
+        ge=0,
+        description="How long an ask holds the call open by default (0: answer pending at once)",
+    )
+    max_wait_seconds: float = Field(
+        default=0, ge=0, description="The longest an agent may ask an ask to hold its call open"
+    )
+
+    @model_validator(mode="after")
+    def _run_fields(self) -> RecorderSection:
+        if self.run_key is not None:
+            check_key_shape(self.run_key)
+        if self.wait_seconds > self.max_wait_seconds:
+            raise ValueError("wait_seconds must not be more than max_wait_seconds")
+        return self
 
 
 class WebSection(BaseModel):
@@ -146,6 +182,17 @@ def load_config(path: Path) -> RecorderConfig:
     config.web.keys = _resolve(base, config.web.keys)
     config.web.secret = _resolve(base, config.web.secret)
     return config
+
+
+def with_run_key(config: RecorderConfig, key: str | None) -> RecorderConfig:
+    """``config`` with the run key the host gave on the command line or in the environment."""
+    if not key:
+        return config
+    try:
+        check_key_shape(key)
+    except ValueError as error:
+        raise ConfigError(f"run key: {error}") from None
+    return config.model_copy(update={"recorder": config.recorder.model_copy(update={"run_key": key})})
 
 
 def _syntax_error(path: Path, text: str, error: tomllib.TOMLDecodeError) -> str:

@@ -27,6 +27,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
 """Longest line read from the agent (a call's arguments are bounded later, with a clear refusal)."""
@@ -138,7 +139,7 @@ class _Front:
         self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any
     ) -> None:
         try:
-            result = await self.recorder.answer(server, tool, arguments, meta)
+            result = await self.recorder.answer(server, tool, arguments, meta, self._progress(meta))
         except Exception:
             logger.exception("the Recorder failed on %s_%s", server, tool)
             error = {"code": -32603, "message": "Internal error"}
@@ -150,6 +151,23 @@ class _Front:
             result["_meta"] = {**meta_out, _SERVER_INFO: self.stamp}
         self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
         await _drained(self.writer)
+
+    def _progress(self, meta: Any) -> Progress | None:
+        """How to tell the agent a call is still waiting (only if it sent a ``progressToken``)."""
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if token is None:
+            return None
+
+        async def send(progress: float, total: float | None, message: str | None) -> None:
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            self._write({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+            await _drained(self.writer)
+
+        return send
 
     def _write(self, message: dict[str, Any]) -> None:
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"

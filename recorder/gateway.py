@@ -42,8 +42,9 @@ from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.models import Entry
+from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
 from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
-from hatp_journal.recorder.undo.links import LinkIndex
+from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
@@ -84,11 +85,13 @@ class Recorder:
         for downstream in self.downstreams.values():
             # Tokens minted for our calls are bound to our key: useless to anyone else.
             downstream.request_meta = recorder_announcement(store.public_key)
-        self.run_id: str | None = None
+        self.run_id: str | None = None  # this process's own run (calls may name others by run key)
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
-        self._unsettled: set[str] = set()  # asks of this run not yet used or refused
-        self._links = LinkIndex()  # what this run's calls wrote, to link each new call
+        section = config.recorder
+        self.sessions = RunSessions(
+            store, agent=section.agent, principal=section.principal, configured=section.run_key
+        )
         self.forwards: dict[str, tuple[str, str]] = {}  # agent-facing name -> (server, tool)
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
@@ -109,26 +112,42 @@ class Recorder:
                 self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
-        section = self.config.recorder
-        self.run_id = self.store.open_run(agent=section.agent, principal=section.principal).id
+        idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
+        self.run_id = self.sessions.open(self.clock(), idle)
         return self.mcp
 
-    def close(self) -> None:
-        """Close the run: its head is signed."""
-        if self.run_id is not None:
-            self.store.close_run(self.run_id)
+    def close(self) -> bool:
+        """Close this process's run (its head is signed), unless callers may come back to it.
+
+        A run with a run key someone sent back or the host set, or with asks still to be used,
+        stays open until it is idle (``run_idle_seconds``). True if the run was closed.
+        """
+        own = self.run_id
+        if own is None:
+            return False
+        pending = {a.entry.id for a in self.asks.all(own) if a.state in ("pending", "approved")}
+        if self.sessions.closing(pending) is None:
+            return False
+        self.store.close_run(own)
+        return True
 
     async def handle(self, server: str, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """:meth:`answer` for a call that came through the mcp library (in memory, HTTP)."""
         # The server's progress notifications go on to the agent's request, if it asked for them.
         relaying = passthrough.progress_relay.set(passthrough.agent_progress())
         try:
-            return _tool_result(await self.answer(server, tool, arguments, _request_meta()))
+            answer = await self.answer(server, tool, arguments, _request_meta(), _library_progress())
+            return _tool_result(answer)
         finally:
             passthrough.progress_relay.reset(relaying)
 
     async def answer(
-        self, server: str, tool: str, arguments: dict[str, Any], meta: Any = None
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: Any = None,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
         """Decide, forward (or not), take in the journal object and append the entry.
 
@@ -137,11 +156,20 @@ class Recorder:
         stripped and ``_meta["hatp/recorder"]`` added, or the Recorder's pending or refusal.
 
         A call the policy holds becomes an ask; calling again learns its fate: still pending,
-        forwarded once approved, or refused after a denial or the deadline.
+        forwarded once approved, or refused after a denial or the deadline. A call may wait for
+        the decision (``recorder/waiting.py``), with ``progress`` told while it waits. A call that
+        sends a run key (``_meta["hatp/runKey"]``) goes to that key's run (``recorder/runs.py``).
         """
         self._in_flight += 1
         try:
-            answer = await self._answer(server, tool, arguments, _host_meta(meta))
+            section = self.config.recorder
+            wait = wait_of(meta, section.wait_seconds, section.max_wait_seconds)
+            run = self.sessions.run_for(sent_key(meta), self.clock())
+            self.run_id = self.sessions.own  # a new one if the last closed as idle meanwhile
+            if isinstance(run, RunKeyRefusal):
+                return await self._refuse_run_key(server, tool, arguments, run, _host_meta(meta))
+            answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress)
+            answer = _with_recorder_meta(answer, self.sessions.state(run).key, wait.said())
         finally:
             self._in_flight -= 1
         ours = answer.get("_meta", {}).get("hatp/recorder", {})
@@ -156,16 +184,21 @@ class Recorder:
         return listed is not None and listed.output_schema is not None
 
     async def _answer(
-        self, server: str, tool: str, arguments: dict[str, Any], host: dict[str, Any] | None
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        host: dict[str, Any] | None,
+        run: str,
+        wait: Wait | None = None,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
-        run = self.run_id
-        assert run is not None, "start() first"
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         if checked.refusal is not None:
             return await self._refuse_arguments(run, server, tool, checked.refusal, host)
         downstream = self.downstreams[server]
         now: datetime = self.clock()
-        facts = self._facts(downstream, tool, arguments, now)
+        facts = self._facts(downstream, tool, arguments, now, run)
         body: dict[str, Any] = {
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
@@ -178,15 +211,22 @@ class Recorder:
         if host is not None:
             body["host"] = host
         earlier = None
-        if self._unsettled:
+        unsettled = self.sessions.state(run).unsettled
+        if unsettled:
             # Only a run with asks still open reads its record back; every other call stays O(1).
             self.asks.withdraw_overdue(run, now, self._directory())
             earlier = self._open_ask(run, server, tool, arguments)
+        if (
+            earlier is not None
+            and earlier.state == "approved"
+            and not self.sessions.keys.claim(run, earlier.entry.id, now)
+        ):
+            earlier = None  # another caller is forwarding it: this call is a new one
         if earlier is not None:
-            self._unsettled.discard(earlier.entry.id)
+            unsettled.discard(earlier.entry.id)
             if earlier.state == "pending":
-                self._unsettled.add(earlier.entry.id)
-                return _pending(run, earlier.entry.id)
+                unsettled.add(earlier.entry.id)
+                return await self._held(server, tool, arguments, host, run, earlier.entry.id, wait, progress)
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
                 entry = self.asks.settle(run, earlier, "refused", {**body, "code": code})
@@ -217,9 +257,63 @@ class Recorder:
                 approver=autonomy.approver or self.policy.undo_authority or "unassigned",
                 within=None if within is None else timedelta(seconds=within),
             )
-            self._unsettled.add(entry.id)
-            return _pending(run, entry.id)
+            unsettled.add(entry.id)
+            return await self._held(server, tool, arguments, host, run, entry.id, wait, progress)
         return await self._forward(run, downstream, facts, body, held, snapshot)
+
+    async def _held(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        host: dict[str, Any] | None,
+        run: str,
+        ask: str,
+        wait: Wait | None,
+        progress: Progress | None,
+    ) -> dict[str, Any]:
+        """Answer a call waiting for its ask: pending, or (within the wait) what the decision made of it."""
+        if wait is None or wait.seconds <= 0:
+            return _pending(run, ask)
+        state = await wait_for_decision(lambda: self._ask_state(run, ask), wait, progress, ask)
+        if state == "pending":
+            return _pending(run, ask)
+        return await self._answer(server, tool, arguments, host, run)  # as if called again: no wait
+
+    def _ask_state(self, run: str, ask: str) -> str:
+        return next((a.state for a in self.asks.all(run) if a.entry.id == ask), "pending")
+
+    async def _refuse_run_key(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        refusal: RunKeyRefusal,
+        host: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Journal a call whose run key can't be used in this process's own run, and refuse it.
+
+        The arguments are kept as for any call, or, if the record can't hold them, what is kept of them.
+        """
+        assert self.run_id is not None, "start() first"
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
+        body: dict[str, Any] = {
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "server": server,
+            "tool": tool,
+            **kept,
+            "code": str(refusal.code),
+        }
+        if checked.digest is not None:
+            body["argumentsDigest"] = checked.digest
+        if refusal.digest is not None:
+            body["runKeyDigest"] = refusal.digest
+        if host is not None:
+            body["host"] = host
+        entry = await self._append(self.run_id, "refused", body)
+        return _refusal(str(refusal.code), refusal.message, entry.id)
 
     async def _refuse_arguments(
         self, run: str, server: str, tool: str, refusal: Refusal, host: dict[str, Any] | None
@@ -244,9 +338,10 @@ class Recorder:
 
     async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
         """Append a ``call`` entry the Recorder made itself (a resource read), linked like any call."""
-        body["links"] = self._links.links(body)
+        links = self.sessions.state(run).links
+        body["links"] = links.links(body)
         entry = await self._append(run, "call", body)
-        self._links.add(entry.id, body)
+        links.add(entry.id, body)
         return entry
 
     async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
@@ -309,9 +404,10 @@ class Recorder:
         except DownstreamError as error:
             self.ledger.settle(held, moved=False)  # a failed call does not count
             body["outcome"] = {"status": "failed", "error": str(error)}
-            body["links"] = self._links.links(body)
+            links = self.sessions.state(run).links
+            body["links"] = links.links(body)
             entry = await self._append(run, "call", body)
-            self._links.add(entry.id, body)
+            links.add(entry.id, body)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
         intake = take_in(
@@ -339,9 +435,10 @@ class Recorder:
                 now=self.clock(),
             )
         self.ledger.settle(held, moved=not is_error)
-        body["links"] = self._links.links(body)
+        links = self.sessions.state(run).links
+        body["links"] = links.links(body)
         entry = await self._append(run, "call", body, tokens)
-        self._links.add(entry.id, body)
+        links.add(entry.id, body)
         return _for_agent(result, run, entry.id)
 
     def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
@@ -363,13 +460,13 @@ class Recorder:
         return Directory.load(Path(path)) if path else None
 
     def _facts(
-        self, downstream: Downstream, tool: str, arguments: dict[str, Any], now: datetime
+        self, downstream: Downstream, tool: str, arguments: dict[str, Any], now: datetime, run: str
     ) -> CallFacts:
         facts = self._facts_of.get((downstream.name, tool))
         if facts is None:  # a tool not published at start (only a direct handle() call)
             facts = _tool_facts(downstream, tool)
         amount = _amount(arguments) if facts.charges else None
-        return replace(facts, at=now, amount=amount, run=self.run_id, arguments=arguments)
+        return replace(facts, at=now, amount=amount, run=run, arguments=arguments)
 
 
 def _tool_facts(downstream: Downstream, tool: str) -> CallFacts:
@@ -441,6 +538,30 @@ def _request_meta() -> Any:
     except RuntimeError:
         return None
     return request.meta if request is not None else None
+
+
+def _library_progress() -> Progress | None:
+    """How to send progress for the request being handled through the mcp library, if any."""
+    try:
+        return get_context().report_progress
+    except RuntimeError:
+        return None
+
+
+def _with_recorder_meta(
+    answer: dict[str, Any], key: str | None, wait: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The answer with the run key to send back, and what became of an asked wait, in its
+    ``_meta["hatp/recorder"]`` (a copy: the Recorder's own answers share it with structuredContent)."""
+    meta = answer.get("_meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get("hatp/recorder"), dict):
+        return answer
+    recorder = dict(meta["hatp/recorder"])
+    if key is not None:
+        recorder["runKey"] = key
+    if wait is not None:
+        recorder["wait"] = wait
+    return {**answer, "_meta": {**meta, "hatp/recorder": recorder}}
 
 
 def _host_meta(meta: Any) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ from hatp_journal.recorder.fleet_lease import FLEET_LEASE_SCHEMA
 from hatp_journal.recorder.pins import PINS_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
+from hatp_journal.recorder.runs import RUNS_SCHEMA
 from hatp_journal.recorder.undo.lease import LEASE_SCHEMA
 from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.store import open_store_engine
@@ -24,6 +25,7 @@ RECORDER_PARTS = {
     "ledger": LEDGER_SCHEMA,
     "lease": LEASE_SCHEMA,
     "fleet-lease": FLEET_LEASE_SCHEMA,
+    "runs": RUNS_SCHEMA,
 }
 """The parts of a Recorder's store and the versions this code writes."""
 

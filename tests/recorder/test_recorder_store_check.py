@@ -51,7 +51,14 @@ def test_a_started_store_checks_out_part_by_part(
 
     assert code == 0, err
     parts = {line.split("\t")[0]: line.split("\t")[1:3] for line in out.splitlines()}
-    assert parts == {"record": ["1", "1"], "pins": ["1", "1"], "ledger": ["1", "1"], "lease": ["-", "1"], "fleet-lease": ["-", "1"]}
+    assert parts == {
+        "record": ["1", "1"],
+        "pins": ["1", "1"],
+        "ledger": ["1", "1"],
+        "lease": ["-", "1"],
+        "fleet-lease": ["-", "1"],
+        "runs": ["-", "1"],
+    }
 
 
 def test_a_store_of_a_later_schema_is_refused_on_start_and_by_the_check_and_left_as_it_was(

@@ -1,0 +1,296 @@
+"""Runs that outlive a connection: run keys, claims on approved asks, and closing idle runs.
+
+A run is agent + principal + run key. The key is the host's (``serve --run-key``, the
+``HATP_RUN_KEY`` variable, or ``[recorder] run_key``) or issued by the Recorder with its answers
+(``_meta["hatp/recorder"]["runKey"]``). A call that sends a key back (``_meta["hatp/runKey"]``),
+from a new process or another HTTP connection, continues that run and its asks. Only a key's
+SHA-256 digest is stored: the store alone can't be used to join a run.
+
+A keyed run stays open when its process ends and closes, its head signed, once nobody has called
+under its key for ``run_idle_seconds``. An approved ask is claimed in the store before its call
+is forwarded, so two processes calling again at once forward it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.config import RUN_KEY_SHAPE
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.errors import UnknownRun
+from hatp_journal.recorder.undo.links import LinkIndex
+from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.store_schema import ensure_schema
+
+RUN_KEY_META = "hatp/runKey"
+"""Where a call sends its run key back: ``_meta["hatp/runKey"]``."""
+_TOUCH_EVERY = timedelta(seconds=30)
+"""How stale a key's ``seen_at`` may get before a call writes it again (one write, not one per call)."""
+
+
+class RunKeyCode(StrEnum):
+    """Stable codes for a run key that is refused (the call is journaled as refused)."""
+
+    RUN_KEY_INVALID = "RUN_KEY_INVALID"
+    RUN_KEY_UNKNOWN = "RUN_KEY_UNKNOWN"
+    RUN_KEY_NOT_YOURS = "RUN_KEY_NOT_YOURS"
+    RUN_CLOSED = "RUN_CLOSED"
+
+
+@dataclass(frozen=True)
+class RunKeyRefusal:
+    """Why a run key can't be used; ``digest`` names the key in the record without giving it away."""
+
+    code: RunKeyCode
+    message: str
+    digest: str | None
+
+
+class RecRunKey(SQLModel, table=True):
+    """A run key, by its digest, and the run it names; ``seen_at`` is the last call under it."""
+
+    __tablename__ = "rec_run_key"
+
+    digest: str = Field(primary_key=True)
+    run: str = Field(index=True, foreign_key="rec_run.id")
+    seen_at: str
+
+
+class RecAskClaim(SQLModel, table=True):
+    """An approved ask whose call is being forwarded: its primary key lets one caller have it."""
+
+    __tablename__ = "rec_ask_claim"
+
+    run: str = Field(primary_key=True, foreign_key="rec_run.id")
+    ask: str = Field(primary_key=True)
+    at: str
+
+
+RUNS_SCHEMA = 1
+"""The version of the run-key tables (``hatp_schema`` part ``runs``)."""
+RUNS_TABLES = [SQLModel.metadata.tables["rec_run_key"], SQLModel.metadata.tables["rec_ask_claim"]]
+
+
+def key_digest(key: str) -> str:
+    """How a run key is stored and journaled."""
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def sent_key(meta: Any) -> str | RunKeyRefusal | None:
+    """The run key a call sent in its ``_meta``, a refusal for one that can't be a key, or None."""
+    key = meta.get(RUN_KEY_META) if isinstance(meta, dict) else None
+    if key is None:
+        return None
+    if not isinstance(key, str) or not RUN_KEY_SHAPE.match(key):
+        return RunKeyRefusal(RunKeyCode.RUN_KEY_INVALID, "a run key is 8-200 letters, digits or ._~-", None)
+    return key
+
+
+class RunKeys:
+    """Run keys, ask claims and idle closing in a :class:`RunStore`'s database."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        ensure_schema(store.engine, "runs", RUNS_SCHEMA, RUNS_TABLES)
+
+    def issue(self, run: str, now: datetime) -> str:
+        """A new key for ``run``, to hand to the agent."""
+        key = "rk_" + secrets.token_urlsafe(24)
+        self._bind(key, run, now)
+        return key
+
+    def find(self, key: str, agent: str, principal: str) -> str | RunKeyRefusal:
+        """The open run ``key`` names for this agent and principal, or why not."""
+        digest = key_digest(key)
+        with Session(self.store.engine) as session:
+            row = session.get(RecRunKey, digest)
+            run_id = row.run if row is not None else None
+        if run_id is None:
+            return RunKeyRefusal(RunKeyCode.RUN_KEY_UNKNOWN, "no run has this key", digest)
+        run = self.store.run(run_id)
+        if (run.agent, run.principal) != (agent, principal):
+            return RunKeyRefusal(
+                RunKeyCode.RUN_KEY_NOT_YOURS, "this key names another agent's or principal's run", digest
+            )
+        if run.closed_at is not None:
+            return RunKeyRefusal(RunKeyCode.RUN_CLOSED, f"the run closed at {run.closed_at}", digest)
+        return run_id
+
+    def open_or_find(self, key: str, agent: str, principal: str, now: datetime) -> str | RunKeyRefusal:
+        """The run of a host-configured key; a key never seen before opens a new run under it."""
+        found = self.find(key, agent, principal)
+        if not isinstance(found, RunKeyRefusal) or found.code != RunKeyCode.RUN_KEY_UNKNOWN:
+            return found
+        run = self.store.open_run(agent=agent, principal=principal).id
+        try:
+            self._bind(key, run, now)
+        except IntegrityError:  # another process bound it first: theirs is the run
+            self.store.close_run(run)
+            return self.find(key, agent, principal)
+        return run
+
+    def touch(self, key: str, now: datetime) -> None:
+        """Note a call under ``key`` (keeps its run from closing as idle)."""
+        with Session(self.store.engine) as session:
+            row = session.get(RecRunKey, key_digest(key))
+            if row is not None:
+                row.seen_at = wire_time(now)
+                session.add(row)
+                session.commit()
+
+    def claim(self, run: str, ask: str, now: datetime) -> bool:
+        """Take the approved ask ``run/ask`` for forwarding; False if another caller has it."""
+        try:
+            with Session(self.store.engine) as session:
+                session.add(RecAskClaim(run=run, ask=ask, at=wire_time(now)))
+                session.commit()
+        except IntegrityError:
+            return False
+        return True
+
+    def close_idle(self, now: datetime, idle: timedelta) -> list[str]:
+        """Close (and sign) every open keyed run nobody called under its key for ``idle``."""
+        with Session(self.store.engine) as session:
+            rows = session.exec(select(RecRunKey).order_by(col(RecRunKey.run))).all()
+            last: dict[str, datetime] = {}
+            for row in rows:
+                seen = parse_wire_time(row.seen_at)
+                last[row.run] = max(seen, last.get(row.run, seen))
+        closed = []
+        for run_id, seen in last.items():
+            if now - seen > idle and self.store.run(run_id).closed_at is None:
+                self.store.close_run(run_id)
+                closed.append(run_id)
+        return closed
+
+    def _bind(self, key: str, run: str, now: datetime) -> None:
+        with Session(self.store.engine) as session:
+            session.add(RecRunKey(digest=key_digest(key), run=run, seen_at=wire_time(now)))
+            session.commit()
+
+
+@dataclass
+class RunState:
+    """What one Recorder process keeps about a run it serves."""
+
+    key: str | None = None
+    unsettled: set[str] = field(default_factory=set)  # asks not yet used or refused
+    links: LinkIndex = field(default_factory=LinkIndex)
+    touched: datetime | None = None
+    joined: bool = False  # continued by a key: leave it open for its other callers
+
+
+class RunSessions:
+    """Which run each call of this Recorder goes to.
+
+    A call that sends a key goes to that key's run; every other call to the process's own run:
+    the host-configured key's run, or a new run that is issued a key with its first answer.
+    """
+
+    def __init__(self, store: RunStore, *, agent: str, principal: str, configured: str | None) -> None:
+        self.store = store
+        self.agent = agent
+        self.principal = principal
+        self.configured = configured
+        self.keys = RunKeys(store)
+        self.own: str | None = None
+        self.own_refusal: RunKeyRefusal | None = None  # the configured key can't be used
+        self.states: dict[str, RunState] = {}
+
+    def open(self, now: datetime, idle: timedelta) -> str:
+        """Close runs left idle, then open (or continue) this process's own run."""
+        self.keys.close_idle(now, idle)
+        if self.configured is not None:
+            found = self.keys.open_or_find(self.configured, self.agent, self.principal, now)
+            if not isinstance(found, RunKeyRefusal):
+                self.own = found
+                self._join(found, self.configured, now)
+                return found
+            self.own_refusal = found  # every call is refused with it, journaled in a run of its own
+        self.own = self.store.open_run(agent=self.agent, principal=self.principal).id
+        self.states[self.own] = RunState()
+        return self.own
+
+    def run_for(self, key: str | RunKeyRefusal | None, now: datetime) -> str | RunKeyRefusal:
+        """The run a call with ``key`` (as :func:`sent_key` read it) goes to, or why it is refused."""
+        assert self.own is not None, "open() first"
+        if key is None:
+            if self.own_refusal is not None:
+                return self.own_refusal
+            state = self.states[self.own]
+            if state.key is None:
+                state.key = self.keys.issue(self.own, now)
+                state.touched = now
+            elif self._stale(state, now) and not self._still_open(self.own, state.key, now):
+                # Closed as idle by another process while this one sat unused: start afresh.
+                self.own = self.store.open_run(agent=self.agent, principal=self.principal).id
+                self.states[self.own] = RunState(key=self.keys.issue(self.own, now), touched=now)
+            return self.own
+        if isinstance(key, RunKeyRefusal):
+            return key
+        known = next((run for run, state in self.states.items() if state.key == key), None)
+        if known is None:
+            found = self.keys.find(key, self.agent, self.principal)
+            if isinstance(found, RunKeyRefusal):
+                return found
+            known = found
+            self._join(found, key, now)
+        state = self.states[known]
+        state.joined = True
+        if self._stale(state, now) and not self._still_open(known, key, now):
+            return RunKeyRefusal(RunKeyCode.RUN_CLOSED, "the run closed as idle", key_digest(key))
+        return known
+
+    def state(self, run: str) -> RunState:
+        """The run's state in this process."""
+        return self.states[run]
+
+    def closing(self, pending: set[str]) -> str | None:
+        """The run to close as the process ends, if any: its own, unless it is shared or has asks.
+
+        ``pending`` are its asks still pending or approved: a caller may come back for them.
+        """
+        own = self.own
+        if own is None or self.configured is not None:
+            return None
+        state = self.states.get(own)
+        if state is not None and (state.joined or pending):
+            return None
+        return own
+
+    @staticmethod
+    def _stale(state: RunState, now: datetime) -> bool:
+        return state.touched is None or now - state.touched > _TOUCH_EVERY
+
+    def _still_open(self, run: str, key: str, now: datetime) -> bool:
+        """Note a call under ``key``, at most every few seconds; False if ``run`` has closed."""
+        if self.store.run(run).closed_at is not None:
+            return False
+        self.keys.touch(key, now)
+        self.states[run].touched = now
+        return True
+
+    def _join(self, run: str, key: str, now: datetime) -> None:
+        """Continue ``run`` here: what it wrote (for links) and its open asks, from its record."""
+        self.keys.touch(key, now)
+        state = RunState(key=key, joined=True, touched=now)
+        try:
+            entries = self.store.entries(run)
+        except UnknownRun:  # pragma: no cover - a key's run always exists (foreign key)
+            entries = []
+        for entry in entries:
+            if entry.kind == "call":
+                state.links.add(entry.id, entry.body)
+        state.unsettled = {
+            a.entry.id for a in Asks(self.store).all(run) if a.state in ("pending", "approved")
+        }
+        self.states[run] = state
