@@ -1,4 +1,4 @@
-"""Every code block marked ``<!-- example: NAME -->`` in README.md and docs/*.md is executed.
+"""Every code block marked ``<!-- example: NAME -->`` in README.md and docs/*.md is executed (or read).
 
 Most run here: a doc's examples in the order printed, in one namespace (a later one may use what an
 earlier one defined), in an empty folder, with ``tmp_path`` defined. Those that need fixtures (a browser,
@@ -25,6 +25,8 @@ RUN_ELSEWHERE = {
     ("docs/ui-undo.md", "ui-conftest"): "tests/servers/ui/test_ui_doc_example.py",
     ("docs/ui-undo.md", "ui-test"): "tests/servers/ui/test_ui_doc_example.py",
     ("docs/ui-undo.md", "ui-harness"): "tests/servers/ui/test_ui_doc_example.py",
+    ("docs/recorder.md", "mcp-servers-stdio"): "tests/recorder/test_runs_across_processes.py",
+    ("docs/recorder.md", "mcp-servers-http"): "tests/recorder/test_runs_across_processes.py",
 }
 
 
@@ -59,7 +61,10 @@ def test_the_examples_of_the_doc_run_as_printed(
 def test_every_marked_example_is_python_and_is_run_here_or_by_the_test_named_for_it() -> None:
     marked = {(where(doc), name): fence for doc in DOCS for name, fence, _ in examples(doc)}
 
-    assert {key for key, fence in marked.items() if fence != "```python"} == set()
+    # Python is run; anything else (a client's JSON config) is read by the test named for it.
+    assert {
+        key for key, fence in marked.items() if fence != "```python" and key not in RUN_ELSEWHERE
+    } == set()
     for (doc, name), test in RUN_ELSEWHERE.items():
         assert (doc, name) in marked, f"{doc} has no example {name}"
         assert re.search(rf"\b{name}\b", (ROOT / test).read_text(encoding="utf-8")), (
