@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conformance_helpers import failures, run_broken
+from conformance_helpers import failures, run_broken, run_broken_over_stdio
 
 
 @pytest.mark.parametrize(
@@ -104,7 +104,7 @@ def test_receipts_by_an_unpublished_key_over_other_arguments_or_missing_fail(tmp
 def test_a_server_that_dies_mid_suite_fails_the_check_it_died_in_and_every_later_one_as_crashed(
     tmp_path: Path,
 ) -> None:
-    result = run_broken("dies_on_update_deal", tmp_path)
+    result = run_broken_over_stdio("dies_on_update_deal", tmp_path)  # it exits: a process of its own
 
     failed = [(o.requirement, o.operation, o.problem) for o in result.outcomes if o.outcome == "failed"]
     assert failed[0] == ("J-3.1", "update_deal", "check_crashed")
