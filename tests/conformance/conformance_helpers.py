@@ -73,7 +73,8 @@ def _broken_module(name: str) -> ModuleType:
         if name != "_crm":
             _broken_module("_crm")
         spec = importlib.util.spec_from_file_location(module_name, BROKEN / f"{name}.py")
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from typing import Any
 from fastmcp import Client, FastMCP
 from fastmcp.tools import Tool, ToolResult
 from pydantic import PrivateAttr
+from support import chain_server
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.export import export_run
@@ -20,10 +20,6 @@ from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, verify_record
 from hatp_journal.toolkit import SigningKey
-
-sys.path.insert(0, str(Path(__file__).parent / "undo"))
-
-import chain_server
 
 POLICY = {"autonomy": {"compensate": "allow", "read": "allow", "none": "allow", "unknown": "allow"}}
 EMBEDDED = "http://127.0.0.1:9/embedded-in-this-process"

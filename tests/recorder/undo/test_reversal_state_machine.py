@@ -26,12 +26,12 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from chain_server import build, outside_edit, published, undo_rows, uri, values
 from fastmcp import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from undo_org import DANA, LEAD, LEE
+from support.chain_server import build, outside_edit, published, undo_rows, uri, values
+from support.undo_org import DANA, LEAD, LEE
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
