@@ -43,8 +43,8 @@ def run_broken(name: str, tmp_path: Path, *more: str) -> SuiteResult:
     ``--db``), with its database in ``tmp_path``: built in this process and spoken to over MCP's
     in-memory transport, which saves a Python start per run (a variant that must die or hang runs
     over stdio: :func:`run_broken_over_stdio`)."""
-    variant = _broken_module(name).VARIANT
-    crm_module = _broken_module("_crm")
+    variant = broken_module(name).VARIANT
+    crm_module = broken_module("_crm")
     argv = ["--db", str(tmp_path / "crm.db"), *more]
 
     async def run() -> SuiteResult:
@@ -65,13 +65,13 @@ def run_broken_over_stdio(name: str, tmp_path: Path, *more: str) -> SuiteResult:
     return suite(command(sys.executable, BROKEN / f"{name}.py", "--db", tmp_path / "crm.db", *more))
 
 
-def _broken_module(name: str) -> ModuleType:
+def broken_module(name: str) -> ModuleType:
     """``broken/{name}.py`` imported once per process (as ``_crm`` for the helper the variants
     import by that name, since their folder is not on the import path)."""
     module_name = name if name == "_crm" else f"broken_{name}"
     if module_name not in sys.modules:
         if name != "_crm":
-            _broken_module("_crm")
+            broken_module("_crm")
         spec = importlib.util.spec_from_file_location(module_name, BROKEN / f"{name}.py")
         assert spec is not None
         assert spec.loader is not None

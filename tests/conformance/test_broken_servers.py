@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conformance_helpers import failures, run_broken, run_broken_over_stdio
+from conformance_helpers import broken_module, failures, run_broken, run_broken_over_stdio
+
+from hatp_journal.toolkit import undo
 
 
 @pytest.mark.parametrize(
@@ -119,3 +121,17 @@ def test_an_undo_that_leaves_a_created_resource_in_place_fails_j_4_2_for_that_op
 
     assert failures(result) == {("J-4.2", "open_deal", "created_resource_remains")}
     assert result.verified_operations == ["update_deal"]
+
+
+def test_what_a_variant_built_in_process_replaces_in_the_toolkit_is_put_back_afterwards(
+    tmp_path: Path,
+) -> None:
+    expired, matches = undo._expired, undo._matches  # type: ignore[attr-defined]
+
+    with broken_module("_crm").toolkit_put_back():
+        broken_module("no_expiry").VARIANT.build(["--db", str(tmp_path / "a.db")])
+        broken_module("no_version_check").VARIANT.build(["--db", str(tmp_path / "b.db")])
+        replaced = (undo._expired, undo._matches) != (expired, matches)  # type: ignore[attr-defined]
+
+    assert replaced
+    assert (undo._expired, undo._matches) == (expired, matches)  # type: ignore[attr-defined]
