@@ -52,10 +52,13 @@ def run_broken(name: str, tmp_path: Path, *more: str) -> SuiteResult:
             previous = os.environ.get(TESTING_ENV)
             os.environ[TESTING_ENV] = "1"  # as the suite sets it for a command it starts
             try:
-                server = variant.build(argv)
+                server, journal = variant.build(argv)
             finally:
                 _restore(TESTING_ENV, previous)
-            return await run_server_suite(Target(f"broken/{name}.py", server=server))
+            try:
+                return await run_server_suite(Target(f"broken/{name}.py", server=server))
+            finally:
+                journal.engine.dispose()
 
     return anyio.run(run)
 

@@ -129,8 +129,8 @@ def test_what_a_variant_built_in_process_replaces_in_the_toolkit_is_put_back_aft
     expired, matches = undo._expired, undo._matches  # type: ignore[attr-defined]
 
     with broken_module("_crm").toolkit_put_back():
-        broken_module("no_expiry").VARIANT.build(["--db", str(tmp_path / "a.db")])
-        broken_module("no_version_check").VARIANT.build(["--db", str(tmp_path / "b.db")])
+        for name in ("no_expiry", "no_version_check"):
+            broken_module(name).VARIANT.build(["--db", str(tmp_path / f"{name}.db")])[1].engine.dispose()
         replaced = (undo._expired, undo._matches) != (expired, matches)  # type: ignore[attr-defined]
 
     assert replaced

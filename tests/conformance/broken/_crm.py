@@ -47,9 +47,9 @@ class Variant:
     tools: tuple[Callable[..., Any], ...] | None = None
     more: Callable[[FastMCP], None] | None = None
 
-    def build(self, argv: list[str]) -> FastMCP:
-        """The broken server for the command line ``argv`` (``--db PATH`` and the variant's own),
-        in testing mode."""
+    def build(self, argv: list[str]) -> tuple[FastMCP, Journal]:
+        """The broken server and its journal for the command line ``argv`` (``--db PATH`` and the
+        variant's own)."""
         parser = argparse.ArgumentParser()
         parser.add_argument("--db", required=True)
         db = parser.parse_known_args(argv)[0].db  # a variant may read more arguments of its own
@@ -59,7 +59,7 @@ class Variant:
         finally:
             ARGUMENTS.clear()
 
-    def _build(self, db: str) -> FastMCP:
+    def _build(self, db: str) -> tuple[FastMCP, Journal]:
         key = SigningKey.generate()
         if self.tools is None:
             mcp, journal = build(db, key)
@@ -74,11 +74,11 @@ class Variant:
             self.defect(journal)
         if self.more is not None:
             self.more(mcp)
-        return mcp
+        return mcp, journal
 
     def serve(self) -> None:
         """Build from this script's command line and serve stdio."""
-        self.build(sys.argv[1:]).run(show_banner=False)
+        self.build(sys.argv[1:])[0].run(show_banner=False)
 
 
 @contextmanager
