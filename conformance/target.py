@@ -2,7 +2,8 @@
 
 For a command, the suite starts the server itself with ``HATP_JOURNAL_TESTING=1`` added to the
 environment, so a toolkit-built server publishes its test-only surface. A server reached by URL
-must have been started in testing mode already.
+must have been started in testing mode already. A FastMCP server built in this process (``server``)
+is spoken to over the MCP library's in-memory transport: a real MCP session without a process.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastmcp import Client
+from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from hatp_journal.toolkit.testing_surface import TESTING_ENV
@@ -30,11 +31,13 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    """A server under test: ``http://…`` or a command line, as given on the command line."""
+    """A server under test: ``http://…`` or a command line, as given on the command line, or a
+    FastMCP ``server`` in this process (``address`` then only names it in the result)."""
 
     address: str
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    server: FastMCP[Any] | None = None
 
     @property
     def is_url(self) -> bool:
@@ -43,6 +46,8 @@ class Target:
 
     def client(self, timeout: float) -> Client[Any]:
         """A real MCP client for the target (not yet connected)."""
+        if self.server is not None:
+            return Client(self.server, timeout=timeout)
         if self.is_url:
             return Client(StreamableHttpTransport(self.address), timeout=timeout)
         try:

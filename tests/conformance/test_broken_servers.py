@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conformance_helpers import failures, run_broken
+from conformance_helpers import broken_module, failures, run_broken, run_broken_over_stdio
+
+from hatp_journal.toolkit import undo
 
 
 @pytest.mark.parametrize(
@@ -104,7 +106,7 @@ def test_receipts_by_an_unpublished_key_over_other_arguments_or_missing_fail(tmp
 def test_a_server_that_dies_mid_suite_fails_the_check_it_died_in_and_every_later_one_as_crashed(
     tmp_path: Path,
 ) -> None:
-    result = run_broken("dies_on_update_deal", tmp_path)
+    result = run_broken_over_stdio("dies_on_update_deal", tmp_path)  # it exits: a process of its own
 
     failed = [(o.requirement, o.operation, o.problem) for o in result.outcomes if o.outcome == "failed"]
     assert failed[0] == ("J-3.1", "update_deal", "check_crashed")
@@ -119,3 +121,17 @@ def test_an_undo_that_leaves_a_created_resource_in_place_fails_j_4_2_for_that_op
 
     assert failures(result) == {("J-4.2", "open_deal", "created_resource_remains")}
     assert result.verified_operations == ["update_deal"]
+
+
+def test_what_a_variant_built_in_process_replaces_in_the_toolkit_is_put_back_afterwards(
+    tmp_path: Path,
+) -> None:
+    expired, matches = undo._expired, undo._matches  # type: ignore[attr-defined]
+
+    with broken_module("_crm").toolkit_put_back():
+        for name in ("no_expiry", "no_version_check"):
+            broken_module(name).VARIANT.build(["--db", str(tmp_path / f"{name}.db")])[1].engine.dispose()
+        replaced = (undo._expired, undo._matches) != (expired, matches)  # type: ignore[attr-defined]
+
+    assert replaced
+    assert (undo._expired, undo._matches) == (expired, matches)  # type: ignore[attr-defined]

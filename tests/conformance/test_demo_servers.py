@@ -6,12 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conformance_helpers import CliRun, command, failures, suite
+from support.waiting import wait_until
 
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit.testing_surface import TESTING_ENV
@@ -71,7 +71,8 @@ def crm_over_http(tmp_path: Path) -> Iterator[str]:
     argv += ["--transport", "http", "--port", str(port)]
     server = subprocess.Popen(argv, env={**os.environ, TESTING_ENV: "1"}, stderr=subprocess.DEVNULL)
     try:
-        _wait_for_port(port, timeout=30.0)
+        alive = lambda: server.poll() is None  # noqa: E731
+        wait_until(lambda: _listens(port), f"the CRM listening on port {port}", alive=alive)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.terminate()
@@ -86,12 +87,6 @@ def test_the_crm_reached_over_streamable_http_passes_too(crm_over_http: str) -> 
     assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
 
 
-def _wait_for_port(port: int, timeout: float) -> None:
-    # Bounded: the server needs a moment to import and bind; never wait past the deadline.
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as attempt:
-            if attempt.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listened on port {port} within {timeout} s")
+def _listens(port: int) -> bool:
+    with socket.socket() as attempt:
+        return attempt.connect_ex(("127.0.0.1", port)) == 0

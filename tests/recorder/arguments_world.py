@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,20 +12,15 @@ from typing import Any
 from fastmcp import Client, FastMCP
 from fastmcp.tools import Tool, ToolResult
 from pydantic import PrivateAttr
+from support import chain_server
 
-from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
-from hatp_journal.recorder.record import Entry, RunStore, verify_record
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.testing import RecorderWorld, recorder_world
 from hatp_journal.toolkit import SigningKey
 
-sys.path.insert(0, str(Path(__file__).parent / "undo"))
-
-import chain_server
-
 POLICY = {"autonomy": {"compensate": "allow", "read": "allow", "none": "allow", "unknown": "allow"}}
-EMBEDDED = "http://127.0.0.1:9/embedded-in-this-process"
 
 
 class Echo(Tool):
@@ -47,11 +41,11 @@ class World:
     store: RunStore
     echo: Echo
     chain_db: Path
+    recorded: RecorderWorld
 
     @property
     def run(self) -> str:
-        assert self.recorder.run_id is not None
-        return self.recorder.run_id
+        return self.recorded.run
 
     @property
     def received(self) -> list[dict[str, Any]]:
@@ -63,13 +57,11 @@ class World:
         return chain_server.values(self.chain_db)
 
     def entries(self) -> list[Entry]:
-        return self.store.entries(self.run)
+        return self.recorded.entries()
 
     def verifies(self) -> bool:
         """The exported Run Record verifies against the Recorder's pinned key."""
-        key = self.store.public_key
-        exported = export_run(self.store, self.run).to_bytes()  # with the servers' pinned keys
-        return verify_record(exported, recorder_keys={key.kid: key}).ok
+        return self.recorded.verifies()
 
 
 @asynccontextmanager
@@ -79,23 +71,9 @@ async def opened(tmp_path: Path, **limits: int) -> AsyncIterator[World]:
     echo_server = FastMCP("echo")
     echo_server.add_tool(echo)
     chain, journal = chain_server.build(tmp_path / "chain.db", SigningKey.generate())
-    config = RecorderConfig(
-        recorder=RecorderSection(agent="bot", principal="human://acme.com/dana", **limits),
-        servers={"echo": ServerConfig(url=EMBEDDED), "chain": ServerConfig(url=EMBEDDED)},
-    )
-    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
-    recorder = Recorder(
-        config,
-        store=store,
-        policy=Policy.model_validate(POLICY),
-        embedded={"echo": echo_server, "chain": chain},
-    )
+    servers = {"echo": echo_server, "chain": chain}
     try:
-        async with AsyncExitStack() as stack:
-            mcp = await recorder.start(stack)
-            async with Client(mcp) as agent:
-                yield World(agent, recorder, store, echo, tmp_path / "chain.db")
-            recorder.close()
+        async with recorder_world(tmp_path, servers, Policy.model_validate(POLICY), **limits) as world:
+            yield World(world.agent, world.recorder, world.store, echo, tmp_path / "chain.db", world)
     finally:
-        store.dispose()
         journal.engine.dispose()

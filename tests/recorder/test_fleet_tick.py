@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "undo"))  # undo_org lives there
-from undo_org import POLICY, Org, make_org
+from support.undo_org import POLICY, Org, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.fleet_lease import TICK_LEASE, fleet_lease

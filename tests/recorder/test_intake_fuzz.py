@@ -13,19 +13,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "toolkit"))
-
-import kv_server
+from support import kv_server
 
 from hatp_journal.recorder.intake import MAX_DEPTH, MAX_NODES, MAX_STRING, Intake, bounded, take_in
 from hatp_journal.toolkit.canonical import canonical_bytes

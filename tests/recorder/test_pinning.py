@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_keys_server import GARBAGE, server
 from sqlalchemy import text
 
 from hatp_journal.recorder.cli import main
@@ -24,8 +25,6 @@ from hatp_journal.toolkit.signing import VerifyKey, b64url
 from hatp_journal.toolkit.store import create_store_engine
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from hostile_keys_server import GARBAGE, server  # noqa: E402
 
 ROUNDS = 20
 

@@ -8,13 +8,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import example_server
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-import example_server
 
 from hatp_journal.toolkit import SigningKey
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import kv_server
 import pytest
 from sqlmodel import Session
+from support import kv_server
 
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, Undone, compensates, undoable
 from hatp_journal.toolkit.testing import JournalHarness

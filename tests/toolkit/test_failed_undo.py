@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-import kv_server
 import pytest
 from sqlalchemy import text
 from sqlmodel import Session
+from support import kv_server
 
 from hatp_journal.toolkit import ResourceState, ToolFailed, Tx, Versioned
 from hatp_journal.toolkit.arguments import InvalidArguments

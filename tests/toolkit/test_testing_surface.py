@@ -3,7 +3,6 @@ state and clock, each refusal with a stable cause."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -11,10 +10,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 from sqlmodel import func, select
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-import kv_server
+from support import kv_server
 
 from hatp_journal.toolkit import (
     META_KEY,

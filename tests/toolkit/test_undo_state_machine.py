@@ -11,11 +11,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import kv_server
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from sqlmodel import Session
+from support import kv_server
 
 from hatp_journal.toolkit import Invocation, Tx, UndoAnswer, parse_wire_time
 from hatp_journal.toolkit.testing import JournalHarness

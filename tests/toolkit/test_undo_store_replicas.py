@@ -9,9 +9,9 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import kv_server
 import pytest
 from sqlmodel import Session
+from support import kv_server
 
 from hatp_journal.toolkit import SigningKey, UndoAnswer
 from hatp_journal.toolkit.testing import FakeClock, JournalHarness

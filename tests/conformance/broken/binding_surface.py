@@ -40,7 +40,7 @@ class ListedWrong(Middleware):
 def flaw() -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("--flaw", required=True, choices=FLAWS)
-    return str(parser.parse_known_args()[0].flaw)
+    return str(parser.parse_known_args(_crm.arguments())[0].flaw)
 
 
 def publish_wrong_keys(journal: Journal) -> None:
@@ -56,4 +56,7 @@ def list_wrong(mcp: FastMCP) -> None:
     mcp.add_middleware(ListedWrong(flaw()))
 
 
-_crm.serve(publish_wrong_keys, more=list_wrong)
+VARIANT = _crm.Variant(publish_wrong_keys, more=list_wrong)
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -25,4 +25,7 @@ def forget_outcomes(journal: Journal) -> None:
     journal._undo = ForgetfulUndo(journal)
 
 
-_crm.serve(forget_outcomes)
+VARIANT = _crm.Variant(forget_outcomes)
+
+if __name__ == "__main__":
+    VARIANT.serve()

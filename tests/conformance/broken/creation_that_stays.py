@@ -70,7 +70,10 @@ def no_read_back(journal: Journal) -> None:
     journal._undo._verify = lambda record, tx: None  # type: ignore[method-assign]
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     no_read_back,
     tools=(crm.update_deal, crm.restore_stage, open_deal, forget_to_delete, a_new_deal, *TESTING_HOOKS[:2]),
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -41,4 +41,7 @@ def add_tools(mcp: FastMCP) -> None:
         mcp.tool(tool, name=name, annotations=hints, meta=meta)
 
 
-_crm.serve(more=add_tools)
+VARIANT = _crm.Variant(more=add_tools)
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -20,4 +20,7 @@ def die_on_update_deal(journal: Journal) -> None:
     journal.invoke = dying  # type: ignore[method-assign]
 
 
-_crm.serve(die_on_update_deal)
+VARIANT = _crm.Variant(die_on_update_deal)
+
+if __name__ == "__main__":
+    VARIANT.serve()

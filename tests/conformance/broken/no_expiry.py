@@ -9,4 +9,7 @@ def never_expire(journal: object) -> None:
     undo._expired = lambda record, now: False  # type: ignore[attr-defined]
 
 
-_crm.serve(never_expire)
+VARIANT = _crm.Variant(never_expire)
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -9,4 +9,7 @@ def ignore_if_version(journal: object) -> None:
     undo._matches = lambda record, if_version, state: True  # type: ignore[attr-defined]
 
 
-_crm.serve(ignore_if_version)
+VARIANT = _crm.Variant(ignore_if_version)
+
+if __name__ == "__main__":
+    VARIANT.serve()

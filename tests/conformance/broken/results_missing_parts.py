@@ -53,7 +53,7 @@ REPLIES: dict[str, Callable[[ToolResult], ToolResult]] = {
 def lack(journal: Journal) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", required=True, choices=[*PARTS, *REPLIES])
-    part = parser.parse_known_args()[0].part
+    part = parser.parse_known_args(_crm.arguments())[0].part
     if part in PARTS:
         change = PARTS[part]
         _crm.change_results({TOOL: lambda body, sign: sign(change(body))})(journal)
@@ -67,4 +67,7 @@ def lack(journal: Journal) -> None:
     toolkit_server._invoke = replied  # type: ignore[attr-defined]
 
 
-_crm.serve(lack)
+VARIANT = _crm.Variant(lack)
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -25,8 +25,11 @@ def unsigned(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
     return journal
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     _crm.change_results(
         {"update_deal": by_a_stranger, "charge_order": over_other_arguments, "export_report": unsigned}
     )
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -30,8 +30,11 @@ def a_token(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
     return sign(journal.model_copy(update={"compensation_token": "ctk_" + "x" * 43}))
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     _crm.change_results(
         {"update_deal": more_side_effects, "charge_order": a_day_later, "export_report": a_token}
     )
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -23,8 +23,11 @@ def no_reason(journal: JournalObject, sign: _crm.Sign) -> JournalObject:
     return sign(journal.model_copy(update={"reason": None}))
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     _crm.change_results(
         {"update_deal": another_server, "charge_order": unknown_kind, "export_report": no_reason}
     )
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

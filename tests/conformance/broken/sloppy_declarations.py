@@ -37,7 +37,10 @@ def add_sloppy_tools(mcp: FastMCP) -> None:
     mcp.tool(peek, annotations=hints, meta={META_KEY: {"protocol": "hatp-journal/0.3", "read": True}})
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     tools=(crm.update_deal, crm.restore_stage, notify, a_notice, *TESTING_HOOKS[:2]),
     more=add_sloppy_tools,
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

@@ -20,7 +20,7 @@ def restore(payload: crm.StageUndo, tx: Tx) -> Undone:
     return crm.restore_stage(payload, tx)
 
 
-_crm.serve(
+VARIANT = _crm.Variant(
     tools=(
         update_deal_echoing_the_agent,
         restore,
@@ -30,3 +30,6 @@ _crm.serve(
         *TESTING_HOOKS,
     )
 )
+
+if __name__ == "__main__":
+    VARIANT.serve()

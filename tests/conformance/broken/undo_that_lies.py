@@ -116,7 +116,7 @@ def keep_the_version(resource: str, tx: Any) -> None:
 def lie(journal: Journal) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lie", required=True)
-    chosen = parser.parse_known_args()[0].lie
+    chosen = parser.parse_known_args(_crm.arguments())[0].lie
     engine = LyingUndo(journal)
     engine.lie = chosen
     journal._undo = engine
@@ -136,4 +136,7 @@ def lie(journal: Journal) -> None:
         toolkit_server.answer_result = replied  # type: ignore[attr-defined]
 
 
-_crm.serve(lie)
+VARIANT = _crm.Variant(lie)
+
+if __name__ == "__main__":
+    VARIANT.serve()

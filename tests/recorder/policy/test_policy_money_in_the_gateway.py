@@ -3,19 +3,16 @@ lets it go if the call failed: refused by the server or lost on the way."""
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import pytest
-from fastmcp import Client, FastMCP
+from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
-from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import parse_policy
-from hatp_journal.recorder.record import RunStore
-from hatp_journal.toolkit import SigningKey
+from hatp_journal.recorder.testing import recorder_world
 from hatp_journal.toolkit.wire import META_KEY
 
 pytestmark = pytest.mark.anyio
@@ -52,28 +49,23 @@ async def test_a_charge_is_held_while_forwarded_and_only_calls_that_went_through
 ) -> None:
     seen: list[list[tuple[str, str, str]]] = []
     recorder: list[Recorder] = []
-    config = RecorderConfig(
-        recorder=RecorderSection(agent="bot", principal="dana"),
-        # Long enough for a normal call on a loaded machine; the hung one waits it out.
-        servers={"shop": ServerConfig(url="http://127.0.0.1:9/embedded", timeout_seconds=3)},
-    )
-    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
-    recorder.append(Recorder(config, store=store, policy=POLICY, embedded={"shop": shop(seen, recorder)}))
     usd = {"currency": "USD"}
-
-    async with AsyncExitStack() as stack:
-        agent = await stack.enter_async_context(Client(await recorder[0].start(stack)))
+    # Each call may take 3 s: long enough for a normal one on a loaded machine; the hung one waits it out.
+    shops = {"shop": shop(seen, recorder)}
+    async with recorder_world(tmp_path, shops, POLICY, principal="dana", timeout_seconds=3) as world:
+        recorder.append(world.recorder)
+        agent = world.agent
         first = await agent.call_tool_mcp("shop_charge", {"amount": "60", **usd})
         await agent.call_tool_mcp("shop_charge_declined", {"amount": "30", **usd})
         hung = await agent.call_tool_mcp("shop_charge_hangs", {"amount": "30", **usd})
         await agent.call_tool_mcp("shop_charge", {"amount": "40", **usd})
         await agent.call_tool_mcp("shop_charge", {"amount": "0.01", **usd})
+        run = world.run
+        entries = world.entries()
+        spends = recorder[0].ledger.spends()
 
-    run = recorder[0].run_id
-    assert run is not None
     assert seen[0] == [(run, "60", "held")]  # counted from the moment the call was allowed
     assert (hung.structured_content or {}).get("code") == "DOWNSTREAM_FAILED"
-    entries = store.entries(run)
     assert [
         (e.kind, e.body["arguments"]["amount"], e.body.get("outcome", {}).get("status")) for e in entries
     ] == [
@@ -90,6 +82,5 @@ async def test_a_charge_is_held_while_forwarded_and_only_calls_that_went_through
         "60",
         "100",
     ]
-    assert recorder[0].ledger.spends() == [(run, "60", "spent"), (run, "40", "spent")]
+    assert spends == [(run, "60", "spent"), (run, "40", "spent")]
     assert not first.is_error
-    store.dispose()

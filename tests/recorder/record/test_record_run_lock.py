@@ -3,10 +3,10 @@ SQLite it waits for ``BEGIN IMMEDIATE``: concurrent appenders take turns instead
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import Connection, text
+from support.waiting import wait_until
 
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.run_lock import lock_run_head
@@ -37,12 +37,8 @@ def test_an_append_waits_for_the_transaction_holding_the_runs_row_then_follows_i
         held = holder.begin()
         lock_run_head(holder, run.id)
         later = pool.submit(store.append, run.id, "note", {"n": 2})
-        seen = False
-        for _ in range(WAIT * 100):  # progress: the append's transaction shows up waiting on the lock
-            seen = someone_waits_for_a_lock(observer)
-            if seen:
-                break
-            time.sleep(0.01)
+        # progress: the append's transaction shows up waiting on the lock
+        seen = wait_until(lambda: someone_waits_for_a_lock(observer), "the append waiting on the lock")
         still_waiting = not later.done()
         held.commit()
         entry = later.result(WAIT)

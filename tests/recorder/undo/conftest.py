@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from undo_org import Org, make_org
+from support.undo_org import Org, make_org
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from undo_org import POLICY, Org
+from support.undo_org import POLICY, Org
 
 from hatp_journal.recorder.agent_tools import reserved_clash
 from hatp_journal.recorder.config import ConfigError, load_config

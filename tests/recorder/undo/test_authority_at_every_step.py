@@ -12,7 +12,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -20,8 +19,9 @@ from typing import Any
 
 import anyio
 import pytest
-from chain_server import undo_log, values
-from undo_org import EVE, LEAD, LEE, POLICY, Org
+from support.chain_server import undo_log, values
+from support.undo_org import EVE, LEAD, LEE, POLICY, Org
+from support.waiting import wait_until
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
@@ -263,13 +263,13 @@ def spawn(org: Org, *arguments: str) -> subprocess.Popen[bytes]:
 
 
 def wait_for_intent(org: Org, run: str, step: str, process: subprocess.Popen[bytes]) -> None:
-    """Poll the record (a bounded number of times) until the undo has sent ``step``'s compensation."""
-    for _ in range(2_000):
-        assert process.poll() is None, "the executor ended before it reached the step"
-        if any(e.kind == "undo-intent" and e.body["step"] == step for e in org.entries(run)):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the executor never sent {step}")
+    """Wait on the record until the undo has sent ``step``'s compensation (while the executor runs)."""
+    wait_until(
+        lambda: any(e.kind == "undo-intent" and e.body["step"] == step for e in org.entries(run)),
+        f"the executor sent {step}",
+        alive=lambda: process.poll() is None,
+        every=0.05,
+    )
 
 
 @pytest.mark.slow

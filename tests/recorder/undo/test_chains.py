@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chain_server import binned, outside_edit, undo_log, values
-from undo_org import CHAIN, Org, make_org
+from support.chain_server import binned, outside_edit, undo_log, values
+from support.undo_org import CHAIN, Org, make_org
 
 
 def put(key: str, value: str) -> tuple[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from undo_org import make_org
+from support.undo_org import make_org
 
 from hatp_journal.servers.fakeapp import FakeApp
 from hatp_journal.servers.fakeapp.pytest_ui import fake_app, fake_app_server, require_chromium

@@ -19,13 +19,13 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from chain_server import outside_edit, undo_log, values
-from undo_org import LEE, Org
+from support.chain_server import outside_edit, undo_log, values
+from support.undo_org import LEE, Org
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +55,11 @@ def children(pid: int) -> list[int]:
 def kill_after(org: Org, run: str, process: subprocess.Popen[bytes], target: int, victim: str) -> bool:
     """SIGKILL the Recorder, its tool server, or both, once the record holds ``target`` undo
     entries; False if the undo finished first. Waits on the record, not on a deadline."""
-    while process.poll() is None and progress(org, run) < target:
-        time.sleep(0.005)
+    wait_until(
+        lambda: process.poll() is not None or progress(org, run) >= target,
+        f"{target} undo entries or the undo's end",
+        every=0.005,
+    )
     if process.poll() is not None:
         return False
     if victim in ("server", "both"):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from chain_server import outside_edit, values
-from undo_org import CHAIN, DANA, LEAD, LEE, Org, make_org
+from support.chain_server import outside_edit, values
+from support.undo_org import CHAIN, DANA, LEAD, LEE, Org, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chain_server import outside_edit, values
-from undo_org import DANA, EVE, LEE, Org, make_org
+from support.chain_server import outside_edit, values
+from support.undo_org import DANA, EVE, LEE, Org, make_org
 
 
 def put(key: str, value: str) -> tuple[str, dict[str, Any]]:

@@ -13,9 +13,9 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from chain_server import gone_mark, outside_edit, undo_log, values
+from support.chain_server import gone_mark, outside_edit, undo_log, values
+from support.undo_org import Org
 from test_authority_at_every_step import NO_LONGER, approved_not_run, edit_directory, halts, without_lees_role
-from undo_org import Org
 
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, UndoCode, UndoError

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -26,18 +26,16 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from chain_server import build, outside_edit, published, undo_rows, uri, values
-from fastmcp import Client
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from undo_org import DANA, LEAD, LEE
+from support.chain_server import build, outside_edit, published, undo_rows, uri, values
+from support.undo_org import DANA, LEAD, LEE
 
-from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
-from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.record import verify_record
+from hatp_journal.recorder.testing import RecorderWorld
 from hatp_journal.recorder.undo import (
     UndoError,
     UndoRequest,
@@ -78,34 +76,23 @@ class World:
         self.directory = Directory.model_validate({"people": [person]})
         self.policy = Policy.model_validate(POLICY)
         self.server, self.journal = build(root / "chain.db", SigningKey.generate(), clock=self.clock)
-        self.store = RunStore(root / "recorder.db", SigningKey.generate(), clock=self.clock)
-        self.config = RecorderConfig(
-            recorder=RecorderSection(agent="bot", principal=DANA),
-            servers={"chain": ServerConfig(url="http://127.0.0.1:9/embedded-in-this-process")},
-        )
-        self.recorder = Recorder(
-            self.config,
-            store=self.store,
-            policy=self.policy,
-            clock=self.clock,
-            embedded={"chain": self.server},
-        )
-        self.stack = AsyncExitStack()
 
     async def open(self) -> None:
-        mcp = await self.recorder.start(self.stack)
-        self.agent = await self.stack.enter_async_context(Client(mcp))
-        self.servers = UndoServers(self.config, self.store, self.stack, {"chain": self.server})
+        self.world = await RecorderWorld.open(
+            self.root, {"chain": self.server}, self.policy, principal=DANA, clock=self.clock
+        )
+        self.recorder, self.store, self.agent = self.world.recorder, self.world.store, self.world.agent
+        self.servers = UndoServers(self.world.config, self.store, self.world.stack, {"chain": self.server})
 
     async def close(self) -> None:
-        await self.stack.aclose()
-        self.store.dispose()
-        self.journal.engine.dispose()
+        try:
+            await self.world.close()
+        finally:
+            self.journal.engine.dispose()
 
     @property
     def run(self) -> str:
-        assert self.recorder.run_id is not None
-        return self.recorder.run_id
+        return self.world.run
 
     async def call(
         self, tool: str, arguments: dict[str, Any], *, refused: bool = False

@@ -12,10 +12,10 @@ import sys
 from typing import Any
 
 import anyio
-from chain_server import outside_edit, values
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from undo_org import CHAIN, EVE, Org
+from support.chain_server import outside_edit, values
+from support.undo_org import CHAIN, EVE, Org
 
 from hatp_journal.recorder.tokens import TokenStore
 from hatp_journal.toolkit.signing import token_digest

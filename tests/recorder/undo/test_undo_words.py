@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chain_server import shelves, stock
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from undo_org import DANA, Org
+from support.chain_server import shelves, stock
+from support.undo_org import DANA, Org
 
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, steps_of, undo_label

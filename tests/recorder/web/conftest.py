@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "undo"))  # undo_org and chain_server live there
-
 from playwright.sync_api import Page
-from undo_org import make_org
+from support.undo_org import make_org
 from web_org import Approver, approver_for
 
 from hatp_journal.servers.fakeapp.pytest_fixtures import browser_page, chromium

@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 from http.cookiejar import CookieJar
 
-from undo_org import LEE
+from support.undo_org import LEE
 from web_org import Approver
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chain_server import values
 from http_browser import signed_in
+from support.chain_server import values
+from support.undo_org import LEAD
 from test_undo_in_background import approve, outcome_once
-from undo_org import LEAD
 from web_org import Approver
 
 WRITES = [

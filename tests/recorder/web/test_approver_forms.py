@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 from http_browser import Browser, code, decisions, form_fields, signed_in
-from undo_org import DANA, LEE
+from support.undo_org import DANA, LEE
 from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
 from hatp_journal.recorder.cli import main

@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from chain_server import outside_edit, published, values
 from http_browser import decisions
 from playwright.sync_api import Page
-from undo_org import DANA, EVE, LEE
+from support.chain_server import outside_edit, published, values
+from support.undo_org import DANA, EVE, LEE
 from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
 from hatp_journal.toolkit.store import create_store_engine

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import subprocess
 
-from chain_server import undo_log, values
 from http_browser import code, form_fields, signed_in
+from support.chain_server import undo_log, values
+from support.undo_org import DANA, LEE
 from test_authority_at_every_step import HALTED, approved_not_run, edit_directory, halts, without_lee
 from test_undo_in_background import approve, hold_the_undo_lease, outcome_once
-from undo_org import DANA, LEE
 from web_org import Approver
 
 from hatp_journal.recorder.undo import UndoCode

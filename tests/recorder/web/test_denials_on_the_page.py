@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from chain_server import published, values
 from http_browser import code, decisions, form_fields, signed_in
-from undo_org import DANA
+from support.chain_server import published, values
+from support.undo_org import DANA
 from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
 from hatp_journal.toolkit.store import create_store_engine

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import pytest
 from playwright.sync_api import Browser, Page
-from undo_org import DANA, LEE, make_org
+from support.undo_org import DANA, LEE, make_org
 from web_org import Approver, HeldAgent, approver_for, in_thread, policy_that_asks_before_publishing
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 
 from http_browser import Browser, code, form_fields, signed_in
-from undo_org import DANA, LEE
+from support.undo_org import DANA, LEE
 from web_org import Approver
 
 from hatp_journal.recorder.web.views import recipients, request_words, status_words

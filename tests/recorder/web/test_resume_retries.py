@@ -6,10 +6,10 @@ Over plain HTTP (no chromium). The chain server is killed while it compensates a
 
 from __future__ import annotations
 
-from chain_server import undo_log, values
 from http_browser import code, form_fields, signed_in
+from support.chain_server import undo_log, values
+from support.undo_org import DANA
 from test_undo_in_background import approve, outcome_once
-from undo_org import DANA
 from web_org import Approver
 
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from undo_org import DANA, LEAD, POLICY, Org, make_org
+from support.undo_org import DANA, LEAD, POLICY, Org, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.reminders import record_seen

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from chain_server import outside_edit, values
 from http_browser import Browser, code, decisions, form_fields, signed_in
 from sqlmodel import Session, SQLModel
-from undo_org import DANA
-from web_org import WAIT_SECONDS, Approver
+from support.chain_server import outside_edit, values
+from support.undo_org import DANA
+from support.waiting import wait_until
+from web_org import Approver
 
 from hatp_journal.recorder.undo.lease import RecUndoLease
 
@@ -59,12 +59,12 @@ def approve(browser: Browser, ref: str) -> str:
 
 def outcome_once(browser: Browser, ref: str, showing: str) -> str:
     """Reload the outcome page (as its refresh does) until it shows ``showing``; that page."""
-    deadline = time.monotonic() + WAIT_SECONDS
-    while True:
+
+    def page() -> str | None:
         html = browser.get(f"/plans/{ref}/outcome")[1]
-        if showing in html or time.monotonic() > deadline:
-            return html
-        time.sleep(0.2)
+        return html if showing in html else None
+
+    return wait_until(page, f"the outcome page to show {showing!r}", every=0.2)
 
 
 def test_an_approved_undo_runs_in_the_background_and_the_outcome_page_shows_its_record(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from chain_server import stock
 from http_browser import signed_in
-from undo_org import DANA
+from support.chain_server import stock
+from support.undo_org import DANA
 from web_org import Approver
 
 UNDO = "Shelf bolts available: 6 → 10; reserved: 4 → 0"

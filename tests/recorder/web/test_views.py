@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from undo_org import LEAD, LEE, make_org
+from support.undo_org import LEAD, LEE, make_org
 
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.directory import Directory

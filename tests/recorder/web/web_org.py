@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import anyio
 from fastmcp import Client
 from playwright.sync_api import Page
-from undo_org import LEAD, POLICY, Org
+from support.undo_org import LEAD, POLICY, Org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway import Recorder

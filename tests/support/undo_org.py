@@ -31,7 +31,7 @@ from hatp_journal.toolkit.signing import b64url
 
 HERE = Path(__file__).parent
 CHAIN = HERE / "chain_server.py"
-PLAIN = HERE.parent / "plain_server.py"
+PLAIN = HERE.parent / "recorder" / "plain_server.py"
 LEAD = "human://acme.com/role/team-lead"
 DANA = "human://acme.com/dana"
 LEE = "human://acme.com/lee"

@@ -1,0 +1,42 @@
+"""``wait_until``: the one way a test waits for something to happen in another thread or process.
+
+It waits on progress (the condition itself, and whether the thing that would make it true is still
+alive), never on a wall-clock deadline: a loaded machine only makes a test slower. The safety cap
+is there so a test that hangs still ends and says what it waited for; it is not a timing claim.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+SAFETY_CAP_SECONDS = 300.0
+"""Only a hung test ever reaches this."""
+
+
+def wait_until(
+    condition: Callable[[], T | None],
+    what: str,
+    *,
+    alive: Callable[[], bool] | None = None,
+    every: float = 0.01,
+) -> T:
+    """Call ``condition`` until it returns something truthy, and return that. ``alive`` says whether
+    whatever should bring it about still runs (a process, a thread); once it says no, waiting stops
+    with an AssertionError naming ``what``, as it does at the safety cap."""
+    started = time.monotonic()
+    while True:
+        found = condition()
+        if found:
+            return found
+        if alive is not None and not alive():
+            found = condition()  # it may have happened just before the end
+            if found:
+                return found
+            raise AssertionError(f"it ended before {what}")
+        if time.monotonic() - started > SAFETY_CAP_SECONDS:
+            raise AssertionError(f"still waiting for {what} after {SAFETY_CAP_SECONDS:g} s")
+        time.sleep(every)
