@@ -31,6 +31,22 @@ class KvItem(SQLModel, table=True):
     changed_by: str = "seed"
 
 
+class KvLastVersion(SQLModel, table=True):
+    """The last version a key was given, kept when the key is deleted: a key made again goes on
+    from there, so no version label of a key is ever used twice (a check compares labels)."""
+
+    key: str = Field(primary_key=True)
+    version: str
+
+
+def _revise(tx: Tx, key: str, value: str) -> Revision:
+    """The key's next revision, holding ``value``, after every version it ever had."""
+    last = tx.session.get(KvLastVersion, key)
+    after = Revision(last.version, "").bump({"value": value}) if last else Revision.of("v1", {"value": value})
+    tx.session.merge(KvLastVersion(key=key, version=after.version))
+    return after
+
+
 class KvUndo(BaseModel):
     """The value to put back (None: the key did not exist)."""
 
@@ -62,7 +78,7 @@ def put(key: str, value: str, tx: Tx) -> Effect:
     item = tx.session.get(KvItem, key)
     old = item.value if item else None
     before = Revision(item.version, item.etag) if item else None
-    after = before.bump({"value": value}) if before else Revision.of("v1", {"value": value})
+    after = _revise(tx, key, value)
     if item is None:
         item = KvItem(key=key, value=value, version=after.version, etag=after.etag, changed_by="agent")
     else:
@@ -115,7 +131,7 @@ def unput(payload: KvUndo, tx: Tx) -> Undone:
             raise UndoFailed("storage refused the delete", evidence=Knobs.evidence)
         return Undone(version=None)
     value = payload.value + "!" if Knobs.write_wrong_value else payload.value
-    after = Revision(item.version, item.etag).bump({"value": value})
+    after = _revise(tx, payload.key, value)
     item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, "undo"
     tx.session.add(item)
     if Knobs.raise_midway:
@@ -127,7 +143,7 @@ def outside_edit(tx: Tx, key: str, value: str, by: str) -> None:
     """Somebody else changes a key."""
     item = tx.session.get(KvItem, key)
     assert item is not None
-    after = Revision(item.version, item.etag).bump({"value": value})
+    after = _revise(tx, key, value)
     item.value, item.version, item.etag, item.changed_by = value, after.version, after.etag, by
     tx.session.add(item)
 
