@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from mcp.types import CallToolResult
-
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
 from hatp_journal.recorder.policy.registry_compensation import Compensation, HostCall, TemplateError, render
@@ -30,7 +28,9 @@ from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import SigningKey, answer_payload
 from hatp_journal.toolkit.wire import PROTOCOL
 
-if TYPE_CHECKING:  # the undo's types, named only (steps.py imports this module)
+if TYPE_CHECKING:  # named only: steps.py imports this module, and reading commands don't load mcp
+    from mcp.types import CallToolResult
+
     from hatp_journal.recorder.undo.steps import Step
 
 HOST_MEMBER = "hostUndo"
@@ -43,7 +43,7 @@ and the call asks as if the snapshot had failed."""
 SHOWN_CHARS = 120
 """How much of a changed value a conflict shows (the rest is cut, marked with …)."""
 
-Call = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
+Call = Callable[[str, dict[str, Any]], Awaitable["CallToolResult"]]
 """Calls one tool of the step's server (the gateway's or the undo's connection to it)."""
 
 
