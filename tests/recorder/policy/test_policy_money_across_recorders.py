@@ -118,8 +118,7 @@ async def test_a_second_recorder_on_the_store_asks_for_a_charge_that_would_pass_
 
     async with recorder_process(config, "c") as agent:
         one_more = await charge(agent, "O-1001", "1")
-    run_c = run_of(one_more)
-    await until_closed(store, run_c)
+    run_c = run_of(one_more)  # left open: its ask is still pending (docs/recorder.md, run keys)
 
     assert overdue.is_error
     assert not paid.is_error
