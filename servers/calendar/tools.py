@@ -42,7 +42,7 @@ from hatp_journal.servers.calendar.store import (
     require_event,
     write_event,
 )
-from hatp_journal.servers.smtp import MailDeliveryError
+from hatp_journal.toolkit.mail import MailDeliveryError
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, Use, summarize
 
 CANCEL_NOTICE = "attendees get a cancellation notice"

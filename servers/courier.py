@@ -1,0 +1,322 @@
+"""The outbox's courier: delivers ``prepared`` notices and marks each one ``sent`` at once.
+
+    python -m hatp_journal.servers.courier --store calendar.db --smtp-host 127.0.0.1 --smtp-port 25
+
+A tool server in ``process`` mode (what ``serve`` uses) starts it with :class:`Dispatcher`, as a
+process of its own session, so killing the server leaves it running; it exits once it has
+delivered nothing for ``--idle-seconds`` (default 10). One courier per outbox at a time: it holds
+the lease row ``outbox_courier`` in the store, and a lease whose holder died (``kill -9``) is taken
+over by the next courier started. See :mod:`hatp_journal.servers.outbox` for what survives which
+crash; the courier's own window is between the server's ``250`` and the ``sent`` mark that
+follows it straight away (crash points ``courier:delivered`` and ``courier:marked``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from hatp_journal.servers.crashpoints import crash_point
+from hatp_journal.servers.outbox import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
+from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
+from hatp_journal.toolkit.store import configure_sqlite
+
+__all__ = ["Deliverer", "Dispatcher", "lease_holder", "main", "pending", "release_lease", "run", "take_lease"]
+
+LEASE = "courier"
+IDLE_SECONDS = 10.0
+"""A courier exits after delivering nothing for this long (the outbox empty, or the server down)."""
+POLL_SECONDS = 0.05
+"""How often a courier looks for new notices: a notice waits at most this long for its courier."""
+BACKOFF_SECONDS = 1.0
+"""After a failure that may pass (SMTP server down), before the next try."""
+WATCH_SECONDS = 1.0
+"""How often a server in ``process`` mode checks that waiting notices have a live courier."""
+RESTART_SECONDS = 30.0
+"""A server starts a courier for notices that already failed once at most this often."""
+
+
+# -- the lease -----------------------------------------------------------------------------------
+
+
+def _alive(host: str, pid: int) -> bool:
+    if host != socket.gethostname():
+        return True  # another machine's process: can't tell, so it holds
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    try:  # a killed child its parent has not reaped yet is a zombie: dead for us
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def lease_holder(engine: Engine) -> OutboxCourier | None:
+    """The live process holding the outbox's lease, if any."""
+    with Session(engine) as session:
+        held = session.get(OutboxCourier, LEASE)
+    return held if held is not None and _alive(held.host, held.pid) else None
+
+
+def take_lease(engine: Engine, pid: int) -> bool:
+    """Make ``pid`` (on this host) the outbox's courier unless another live process is; True if it is."""
+    host = socket.gethostname()
+    with Session(engine) as session:  # BEGIN IMMEDIATE on SQLite: read and write as one
+        held = session.get(OutboxCourier, LEASE)
+        if held is not None:
+            if (held.host, held.pid) == (host, pid):
+                return True
+            if _alive(held.host, held.pid):
+                return False
+            held.host, held.pid, held.since = host, pid, wire_time(utc_now())  # its holder died
+            session.add(held)
+        else:
+            session.add(OutboxCourier(name=LEASE, host=host, pid=pid, since=wire_time(utc_now())))
+        try:
+            session.commit()
+        except IntegrityError:
+            return False  # another courier took it just now
+    return True
+
+
+def release_lease(engine: Engine, pid: int) -> None:
+    """Give the lease up, if ``pid`` holds it."""
+    with Session(engine) as session:
+        held = session.get(OutboxCourier, LEASE)
+        if held is not None and (held.host, held.pid) == (socket.gethostname(), pid):
+            session.delete(held)
+            session.commit()
+
+
+# -- delivering ----------------------------------------------------------------------------------
+
+
+class Deliverer:
+    """Sends the outbox's ``prepared`` notices, oldest first, marking each right after its ``250``."""
+
+    def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
+        self.engine = engine
+        self.host, self.port, self.timeout = host, port, timeout
+        self._marks = _quick_commits(engine)
+
+    def pending(self) -> list[OutboxNotice]:
+        """The notices not sent yet, oldest first."""
+        return pending(self.engine)
+
+    def fresh(self) -> bool:
+        """Whether a notice waits that nobody has tried to send yet."""
+        return any(row.attempts == 0 for row in self.pending())
+
+    def deliver(self, smtp: SmtpSession) -> tuple[list[str], bool]:
+        """One pass over the waiting notices: (ids sent, whether a failure that may pass stopped it).
+
+        The caller must hold the lease.
+        """
+        sent: list[str] = []
+        for row in self.pending():
+            envelope = Envelope(
+                row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
+            )
+            try:
+                smtp.send(envelope)
+            except MailDeliveryError as error:
+                self._mark(row.id, error)
+                if error.temporary:
+                    return sent, True
+                continue
+            # The window where a kill resends (same Message-ID): from the 250 to this one mark.
+            crash_point("courier:delivered")
+            self._mark(row.id, None)
+            crash_point("courier:marked")
+            sent.append(row.id)
+        return sent, False
+
+    def deliver_under_lease(self) -> list[str]:
+        """One pass in this process, under the lease (nothing if a live courier holds it)."""
+        pid = os.getpid()
+        if not take_lease(self.engine, pid):
+            return []
+        smtp = SmtpSession(self.host, self.port, self.timeout)
+        try:
+            sent, _ = self.deliver(smtp)
+        finally:
+            smtp.close()
+            release_lease(self.engine, pid)
+        return sent
+
+    def _mark(self, notice_id: str, error: MailDeliveryError | None) -> None:
+        """One attempt's outcome in one quick commit: sent (None), failed for good, or kept prepared."""
+        with Session(self._marks) as session:
+            row = session.get(OutboxNotice, notice_id)
+            if row is None:
+                return
+            row.attempts += 1
+            if error is None:
+                row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
+            else:
+                row.state = PREPARED if error.temporary else FAILED
+                row.code, row.reason = error.code, error.reason
+            session.add(row)
+            session.commit()
+
+
+def pending(engine: Engine) -> list[OutboxNotice]:
+    """The outbox's notices not sent yet (``prepared``), oldest first."""
+    with Session(engine) as session:
+        query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
+        return list(session.exec(query.order_by(col(OutboxNotice.created_at), col(OutboxNotice.id))))
+
+
+def _quick_commits(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose commits skip the fsync (WAL, ``synchronous=NORMAL``).
+
+    For the ``sent`` marks only: the resend window ends when the mark commits, and an fsync is most
+    of that time. A commit without it survives the process being killed (the WAL is written); only
+    a power loss can take the last marks back, and then those notices are resent with their
+    Message-IDs. The notices themselves commit with the change, fully synced.
+    """
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return engine  # another database, or one a second engine would not share
+    quick = create_engine(engine.url)
+    configure_sqlite(quick, synchronous="NORMAL")
+    return quick
+
+
+def run(
+    engine: Engine,
+    host: str,
+    port: int,
+    *,
+    timeout: float = 10.0,
+    idle_seconds: float = IDLE_SECONDS,
+    poll_seconds: float = POLL_SECONDS,
+) -> int:
+    """Deliver until nothing was delivered for ``idle_seconds``; 0 at once if another courier runs."""
+    pid = os.getpid()
+    if not take_lease(engine, pid):
+        return 0
+    deliverer = Deliverer(engine, host, port, timeout)
+    smtp = SmtpSession(host, port, timeout)
+    quiet_since = time.monotonic()
+    try:
+        while True:
+            sent, blocked = deliverer.deliver(smtp)
+            now = time.monotonic()
+            if sent:
+                quiet_since = now
+                continue
+            smtp.close()  # nothing to send now: hold no connection while waiting
+            if now - quiet_since >= idle_seconds:
+                release_lease(engine, pid)
+                # A server that saw the lease held just before the release started no courier:
+                # its notice, committed before, is found here.
+                if not deliverer.fresh() or not take_lease(engine, pid):
+                    return 0
+                quiet_since = now
+            time.sleep(BACKOFF_SECONDS if blocked else poll_seconds)
+    finally:
+        smtp.close()
+        release_lease(engine, pid)
+
+
+# -- starting couriers ---------------------------------------------------------------------------
+
+
+class Dispatcher:
+    """A tool server's side: starts a courier process when notices wait and no live courier holds
+    the lease, and reaps the couriers it started."""
+
+    def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
+        self.engine = engine
+        self.host, self.port, self.timeout = host, port, timeout
+        self._lock = threading.Lock()
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._started_at = 0.0
+        self._stop = threading.Event()
+
+    def command(self) -> list[str]:
+        """The courier's command line for this outbox."""
+        store = self.engine.url.render_as_string(hide_password=False)
+        smtp = ["--smtp-host", self.host, "--smtp-port", str(self.port), "--timeout", str(self.timeout)]
+        return [sys.executable, "-m", "hatp_journal.servers.courier", "--store", store, *smtp]
+
+    def ensure_courier(self) -> None:
+        """Start a courier unless a live one holds the lease (it will find the new notices)."""
+        with self._lock:
+            self._children = [child for child in self._children if child.poll() is None]
+            if lease_holder(self.engine) is not None:
+                return
+            child = subprocess.Popen(  # a session of its own: a kill of this server leaves it alone
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            self._children.append(child)
+            self._started_at = time.monotonic()
+            take_lease(self.engine, child.pid)  # so the lease names it before it has even started
+
+    def watch(self) -> None:
+        """Check now, then every :data:`WATCH_SECONDS` in a daemon thread, that waiting notices
+        have a live courier (a killed courier's notices are otherwise left until the next call)."""
+        self._check()
+        threading.Thread(target=self._watch, name="outbox-courier-watch", daemon=True).start()
+
+    def stop(self) -> None:
+        """Stop watching (the couriers started go on until they are idle)."""
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCH_SECONDS):
+            try:
+                self._check()
+            except Exception:  # noqa: BLE001 - a store hiccup must not end the watch; next round
+                continue
+
+    def _check(self) -> None:
+        waiting = pending(self.engine)
+        if not waiting:
+            return
+        retry_due = time.monotonic() - self._started_at >= RESTART_SECONDS
+        if any(row.attempts == 0 for row in waiting) or retry_due:
+            self.ensure_courier()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a courier for one outbox (see the module's docstring)."""
+    parser = argparse.ArgumentParser(prog="python -m hatp_journal.servers.courier", description=__doc__)
+    parser.add_argument("--store", required=True, help="the tool server's store (a SQLite file or URL)")
+    parser.add_argument("--smtp-host", default="127.0.0.1")
+    parser.add_argument("--smtp-port", type=int, default=25)
+    parser.add_argument("--timeout", type=float, default=10.0, help="SMTP timeout in seconds")
+    parser.add_argument("--idle-seconds", type=float, default=IDLE_SECONDS)
+    args = parser.parse_args(argv)
+    from hatp_journal.toolkit.store import create_store_engine
+
+    engine = create_store_engine(args.store)
+    try:
+        return run(engine, args.smtp_host, args.smtp_port, timeout=args.timeout, idle_seconds=args.idle_seconds)
+    finally:
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
