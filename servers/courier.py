@@ -4,7 +4,8 @@
 
 A tool server in ``process`` mode (what ``serve`` uses) starts it with :class:`Dispatcher`, as a
 process of its own session, so killing the server leaves it running; it exits once it has
-delivered nothing for ``--idle-seconds`` (default 10). One courier per outbox at a time: it holds
+delivered nothing for ``--idle-seconds`` (default 10), or as soon as the outbox is empty once the
+server that started it (``--starter PID``) is gone. One courier per outbox at a time: it holds
 the lease row ``outbox_courier`` in the store, and a lease whose holder died (``kill -9``) is taken
 over by the next courier started. See :mod:`hatp_journal.servers.outbox` for what survives which
 crash; the courier's own window is between the server's ``250`` and the ``sent`` mark that
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -34,7 +36,7 @@ from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
 from hatp_journal.toolkit.store import configure_sqlite
 
-__all__ = ["Deliverer", "Dispatcher", "lease_holder", "main", "pending", "release_lease", "run", "take_lease"]
+__all__ = ["Deliverer", "Dispatcher", "lease_holder", "main", "pending", "release_lease", "run", "stop_courier", "take_lease"]
 
 LEASE = "courier"
 IDLE_SECONDS = 10.0
@@ -45,8 +47,8 @@ BACKOFF_SECONDS = 1.0
 """After a failure that may pass (SMTP server down), before the next try."""
 WATCH_SECONDS = 1.0
 """How often a server in ``process`` mode checks that waiting notices have a live courier."""
-RESTART_SECONDS = 30.0
-"""A server starts a courier for notices that already failed once at most this often."""
+RESTART_SECONDS = 10.0
+"""The watch starts a courier for waiting notices at most this often (after a commit, at once)."""
 
 
 # -- the lease -----------------------------------------------------------------------------------
@@ -105,6 +107,21 @@ def release_lease(engine: Engine, pid: int) -> None:
             session.commit()
 
 
+def stop_courier(engine: Engine, *, wait_seconds: float = 30.0) -> int | None:
+    """Stop the live courier of this outbox, if any (SIGTERM, then wait for it); returns its pid.
+
+    For tests and operators: a courier also stops by itself once it has been idle a while.
+    """
+    held = lease_holder(engine)
+    if held is None or held.host != socket.gethostname():
+        return None
+    os.kill(held.pid, signal.SIGTERM)
+    gone_by = time.monotonic() + wait_seconds
+    while _alive(held.host, held.pid) and time.monotonic() < gone_by:
+        time.sleep(0.01)
+    return held.pid
+
+
 # -- delivering ----------------------------------------------------------------------------------
 
 
@@ -120,9 +137,6 @@ class Deliverer:
         """The notices not sent yet, oldest first."""
         return pending(self.engine)
 
-    def fresh(self) -> bool:
-        """Whether a notice waits that nobody has tried to send yet."""
-        return any(row.attempts == 0 for row in self.pending())
 
     def deliver(self, smtp: SmtpSession) -> tuple[list[str], bool]:
         """One pass over the waiting notices: (ids sent, whether a failure that may pass stopped it).
@@ -207,8 +221,10 @@ def run(
     timeout: float = 10.0,
     idle_seconds: float = IDLE_SECONDS,
     poll_seconds: float = POLL_SECONDS,
+    starter: int | None = None,
 ) -> int:
-    """Deliver until nothing was delivered for ``idle_seconds``; 0 at once if another courier runs."""
+    """Deliver until nothing was delivered for ``idle_seconds``, or until the outbox is empty once
+    the ``starter`` process (the server that started it) is gone; 0 at once if another courier runs."""
     pid = os.getpid()
     if not take_lease(engine, pid):
         return 0
@@ -217,17 +233,20 @@ def run(
     quiet_since = time.monotonic()
     try:
         while True:
+            seen = {row.id for row in deliverer.pending()}
             sent, blocked = deliverer.deliver(smtp)
             now = time.monotonic()
             if sent:
                 quiet_since = now
                 continue
             smtp.close()  # nothing to send now: hold no connection while waiting
-            if now - quiet_since >= idle_seconds:
+            orphaned = starter is not None and not blocked and not _alive(socket.gethostname(), starter)
+            if orphaned or now - quiet_since >= idle_seconds:
                 release_lease(engine, pid)
                 # A server that saw the lease held just before the release started no courier:
-                # its notice, committed before, is found here.
-                if not deliverer.fresh() or not take_lease(engine, pid):
+                # its notice, committed before the release, is new here.
+                new = {row.id for row in deliverer.pending()} - seen
+                if not new or not take_lease(engine, pid):
                     return 0
                 quiet_since = now
             time.sleep(BACKOFF_SECONDS if blocked else poll_seconds)
@@ -248,14 +267,25 @@ class Dispatcher:
         self.host, self.port, self.timeout = host, port, timeout
         self._lock = threading.Lock()
         self._children: list[subprocess.Popen[bytes]] = []
-        self._started_at = 0.0
+        self._started_at = -RESTART_SECONDS
         self._stop = threading.Event()
 
     def command(self) -> list[str]:
         """The courier's command line for this outbox."""
         store = self.engine.url.render_as_string(hide_password=False)
         smtp = ["--smtp-host", self.host, "--smtp-port", str(self.port), "--timeout", str(self.timeout)]
-        return [sys.executable, "-m", "hatp_journal.servers.courier", "--store", store, *smtp]
+        starter = ["--starter", str(os.getpid())]
+        return [sys.executable, "-m", "hatp_journal.servers.courier", "--store", store, *smtp, *starter]
+
+    def wait_for(self, notice_ids: Sequence[str], seconds: float) -> bool:
+        """Wait until none of ``notice_ids`` is ``prepared`` (True), or ``seconds`` pass (False)."""
+        given_up = time.monotonic() + seconds
+        wanted = set(notice_ids)
+        while any(row.id in wanted for row in pending(self.engine)):
+            if time.monotonic() >= given_up:
+                return False
+            time.sleep(POLL_SECONDS / 2)
+        return True
 
     def ensure_courier(self) -> None:
         """Start a courier unless a live one holds the lease (it will find the new notices)."""
@@ -292,11 +322,9 @@ class Dispatcher:
                 continue
 
     def _check(self) -> None:
-        waiting = pending(self.engine)
-        if not waiting:
-            return
-        retry_due = time.monotonic() - self._started_at >= RESTART_SECONDS
-        if any(row.attempts == 0 for row in waiting) or retry_due:
+        # At most one start per RESTART_SECONDS from here: with the SMTP server down, a courier
+        # gives up after IDLE_SECONDS and the next one should not follow at once.
+        if time.monotonic() - self._started_at >= RESTART_SECONDS and pending(self.engine):
             self.ensure_courier()
 
 
@@ -308,12 +336,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smtp-port", type=int, default=25)
     parser.add_argument("--timeout", type=float, default=10.0, help="SMTP timeout in seconds")
     parser.add_argument("--idle-seconds", type=float, default=IDLE_SECONDS)
+    parser.add_argument("--starter", type=int, help="the server's pid: once it is gone, exit when idle")
     args = parser.parse_args(argv)
     from hatp_journal.toolkit.store import create_store_engine
 
     engine = create_store_engine(args.store)
     try:
-        return run(engine, args.smtp_host, args.smtp_port, timeout=args.timeout, idle_seconds=args.idle_seconds)
+        return run(
+            engine,
+            args.smtp_host,
+            args.smtp_port,
+            timeout=args.timeout,
+            idle_seconds=args.idle_seconds,
+            starter=args.starter,
+        )
     finally:
         engine.dispose()
 

@@ -21,7 +21,8 @@ after the server's ``250``. What that gives, crash by crash:
   vanishes. It lasts one quick commit (no fsync) after the ``250`` is read.
 
 Who delivers (``courier``): ``"process"`` (what ``serve`` uses) starts a courier process of its own
-session after a commit and whenever ``prepared`` rows wait with no live courier; ``"inline"`` (the
+session after a commit and whenever ``prepared`` rows wait with no live courier, and the call
+answers once the courier has marked its notices (or after ``timeout`` seconds); ``"inline"`` (the
 default of an in-process ``build``, for tests and embedding) delivers in this process right after
 the commit, with the old window: a kill of this process between a ``250`` and its mark. Either way
 one lease in the store (:class:`OutboxCourier`) lets one deliverer at a time send.
@@ -178,11 +179,14 @@ class Outbox:
         """The notices not sent yet (``prepared``), oldest first."""
         return self._deliverer.pending()
 
-    def _committed(self) -> None:
+    def _committed(self, notice_ids: list[str]) -> None:
         crash_point("outbox:committed")
         if self._dispatcher is not None:
             self._dispatcher.ensure_courier()
             crash_point("outbox:courier-started")
+            # The call answers once its notices went out, as inline, unless that takes too long:
+            # then the courier finishes on its own. Waiting reads the store, it sends nothing.
+            self._dispatcher.wait_for(notice_ids, self.timeout)
         else:
             self.flush()
 
@@ -193,7 +197,7 @@ class Batch:
     def __init__(self, outbox: Outbox, tx: Tx) -> None:
         self._outbox = outbox
         self._tx = tx
-        self._staged = 0
+        self._staged: list[str] = []
 
     def stage(self, message: EmailMessage, *, kind: str, about: str) -> Staged:
         """Write ``message`` to the outbox in the transaction; it is delivered after the commit.
@@ -221,8 +225,9 @@ class Batch:
             )
         )
         if not self._staged:
-            tx.after_commit(outbox._committed)
-        self._staged += 1
+            staged = self._staged
+            tx.after_commit(lambda: outbox._committed(staged))
+        self._staged.append(notice_id)
         crash_point("outbox:staged")
         return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, refused)
 
