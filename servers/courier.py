@@ -36,7 +36,17 @@ from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
 from hatp_journal.toolkit.store import configure_sqlite
 
-__all__ = ["Deliverer", "Dispatcher", "lease_holder", "main", "pending", "release_lease", "run", "stop_courier", "take_lease"]
+__all__ = [
+    "Deliverer",
+    "Dispatcher",
+    "lease_holder",
+    "main",
+    "pending",
+    "release_lease",
+    "run",
+    "stop_courier",
+    "take_lease",
+]
 
 LEASE = "courier"
 IDLE_SECONDS = 10.0
@@ -136,7 +146,6 @@ class Deliverer:
     def pending(self) -> list[OutboxNotice]:
         """The notices not sent yet, oldest first."""
         return pending(self.engine)
-
 
     def deliver(self, smtp: SmtpSession) -> tuple[list[str], bool]:
         """One pass over the waiting notices: (ids sent, whether a failure that may pass stopped it).
@@ -284,6 +293,8 @@ class Dispatcher:
         while any(row.id in wanted for row in pending(self.engine)):
             if time.monotonic() >= given_up:
                 return False
+            if lease_holder(self.engine) is None:
+                self.ensure_courier()  # the courier died (killed) or gave up: another one
             time.sleep(POLL_SECONDS / 2)
         return True
 

@@ -86,7 +86,9 @@ class Envelope:
     options: tuple[str, ...]
 
 
-def probe(msg: EmailMessage, host: str, port: int, timeout: float = 10) -> tuple[Envelope, dict[str, tuple[int, bytes]]]:
+def probe(
+    msg: EmailMessage, host: str, port: int, timeout: float = 10
+) -> tuple[Envelope, dict[str, tuple[int, bytes]]]:
     """Ask the server whether it would take ``msg``, and send nothing: EHLO, MAIL, RCPT, then RSET.
 
     Returns the envelope as it would go on the wire (only the recipients the server accepted, the
@@ -159,7 +161,9 @@ class SmtpSession:
             for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
                 if option in envelope.options and not client.has_extn(extension):
                     missing = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
-                    raise missing(f"{self.where} no longer offers {extension.upper()}, which this message needs")
+                    raise missing(
+                        f"{self.where} no longer offers {extension.upper()}, which this message needs"
+                    )
             _, refused = _offer(client, envelope)
             client.putcmd("data")
             code, reply = client.getreply()

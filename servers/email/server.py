@@ -23,7 +23,6 @@ from pydantic import BaseModel
 from sqlmodel import col, select
 
 from hatp_journal.servers.outbox import INLINE, Outbox
-from hatp_journal.toolkit.mail import MailDeliveryError
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -43,6 +42,7 @@ from hatp_journal.toolkit import (
     utc_now,
     wire_time,
 )
+from hatp_journal.toolkit.mail import MailDeliveryError
 
 from .store import (
     SERVER,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
