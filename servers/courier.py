@@ -4,7 +4,7 @@
 
 A tool server in ``process`` mode (what ``serve`` uses) starts it with :class:`Dispatcher`, as a
 process of its own session, so killing the server leaves it running; it exits once it has
-delivered nothing for ``--idle-seconds`` (default 10), or as soon as the outbox is empty once the
+delivered nothing for ``--idle-seconds`` (default 60), or as soon as the outbox is empty once the
 server that started it (``--starter PID``) is gone. One courier per outbox at a time: it holds
 the lease row ``outbox_courier`` in the store, and a lease whose holder died (``kill -9``) is taken
 over by the next courier started. See :mod:`hatp_journal.servers.outbox` for what survives which
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 LEASE = "courier"
-IDLE_SECONDS = 10.0
+IDLE_SECONDS = 60.0
 """A courier exits after delivering nothing for this long (the outbox empty, or the server down)."""
 POLL_SECONDS = 0.05
 """How often a courier looks for new notices: a notice waits at most this long for its courier."""
@@ -142,10 +142,11 @@ class Deliverer:
         self.engine = engine
         self.host, self.port, self.timeout = host, port, timeout
         self._marks = _quick_commits(engine)
+        self._reads = _plain_reads(engine)
 
     def pending(self) -> list[OutboxNotice]:
         """The notices not sent yet, oldest first."""
-        return pending(self.engine)
+        return pending(self._reads)
 
     def deliver(self, smtp: SmtpSession) -> tuple[list[str], bool]:
         """One pass over the waiting notices: (ids sent, whether a failure that may pass stopped it).
@@ -205,6 +206,14 @@ def pending(engine: Engine) -> list[OutboxNotice]:
     with Session(engine) as session:
         query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
         return list(session.exec(query.order_by(col(OutboxNotice.created_at), col(OutboxNotice.id))))
+
+
+def _plain_reads(engine: Engine) -> Engine:
+    """An engine on the same SQLite file for the polls: plain reads, which in WAL mode take no lock
+    (the store's own engine begins every transaction IMMEDIATE, taking the write lock)."""
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return engine
+    return create_engine(engine.url)
 
 
 def _quick_commits(engine: Engine) -> Engine:
@@ -277,6 +286,7 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._children: list[subprocess.Popen[bytes]] = []
         self._started_at = -RESTART_SECONDS
+        self._reads = _plain_reads(engine)
         self._stop = threading.Event()
 
     def command(self) -> list[str]:
@@ -290,10 +300,10 @@ class Dispatcher:
         """Wait until none of ``notice_ids`` is ``prepared`` (True), or ``seconds`` pass (False)."""
         given_up = time.monotonic() + seconds
         wanted = set(notice_ids)
-        while any(row.id in wanted for row in pending(self.engine)):
+        while any(row.id in wanted for row in pending(self._reads)):
             if time.monotonic() >= given_up:
                 return False
-            if lease_holder(self.engine) is None:
+            if lease_holder(self._reads) is None:
                 self.ensure_courier()  # the courier died (killed) or gave up: another one
             time.sleep(POLL_SECONDS / 2)
         return True
@@ -302,7 +312,7 @@ class Dispatcher:
         """Start a courier unless a live one holds the lease (it will find the new notices)."""
         with self._lock:
             self._children = [child for child in self._children if child.poll() is None]
-            if lease_holder(self.engine) is not None:
+            if lease_holder(self._reads) is not None:
                 return
             child = subprocess.Popen(  # a session of its own: a kill of this server leaves it alone
                 self.command(),
@@ -335,7 +345,7 @@ class Dispatcher:
     def _check(self) -> None:
         # At most one start per RESTART_SECONDS from here: with the SMTP server down, a courier
         # gives up after IDLE_SECONDS and the next one should not follow at once.
-        if time.monotonic() - self._started_at >= RESTART_SECONDS and pending(self.engine):
+        if time.monotonic() - self._started_at >= RESTART_SECONDS and pending(self._reads):
             self.ensure_courier()
 
 
