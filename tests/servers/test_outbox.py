@@ -21,7 +21,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from sqlalchemy import Engine
 from sqlmodel import Session as DbSession
 
-from hatp_journal.servers.courier import lease_holder, take_lease
+from hatp_journal.servers.courier import lease_holder, run, take_lease
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
@@ -186,6 +186,35 @@ def test_a_courier_killed_between_the_250_and_its_mark_is_the_one_resend_with_th
     assert killed.returncode == -signal.SIGKILL
     assert flushed == [staged.id]
     assert copies == {staged.message_id: 2}  # a receiver can collapse them by their Message-ID
+
+
+def test_a_courier_whose_server_is_gone_delivers_what_waits_then_exits_and_gives_the_lease_back(
+    engine, mail_sink
+):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+
+    code = run(engine, mail_sink.host, mail_sink.port, starter=dead_pid())
+
+    assert code == 0
+    assert [str(m.message["Message-ID"]) for m in mail_sink.wait_for(1)] == [staged.message_id]
+    assert lease_holder(engine) is None
+
+
+def test_a_second_courier_exits_at_once_while_a_live_one_holds_the_lease(engine, mail_sink):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+    assert take_lease(engine, os.getppid())
+
+    code = run(engine, mail_sink.host, mail_sink.port, starter=dead_pid())
+
+    kept = row(engine, staged.id)
+    assert code == 0
+    assert kept is not None
+    assert (kept.state, kept.attempts) == ("prepared", 0)
+    assert mail_sink.messages() == []
 
 
 class _RefusesAtTheEnd:
