@@ -143,6 +143,7 @@ class Deliverer:
         self.host, self.port, self.timeout = host, port, timeout
         self._marks = _quick_commits(engine)
         self._reads = _plain_reads(engine)
+        self.leases = self._marks  # operational state: a lease lost to a power cut is just taken again
 
     def pending(self) -> list[OutboxNotice]:
         """The notices not sent yet, oldest first."""
@@ -175,14 +176,14 @@ class Deliverer:
     def deliver_under_lease(self) -> list[str]:
         """One pass in this process, under the lease (nothing if a live courier holds it)."""
         pid = os.getpid()
-        if not take_lease(self.engine, pid):
+        if not take_lease(self.leases, pid):
             return []
         smtp = SmtpSession(self.host, self.port, self.timeout)
         try:
             sent, _ = self.deliver(smtp)
         finally:
             smtp.close()
-            release_lease(self.engine, pid)
+            release_lease(self.leases, pid)
         return sent
 
     def _mark(self, notice_id: str, error: MailDeliveryError | None) -> None:
@@ -244,9 +245,9 @@ def run(
     """Deliver until nothing was delivered for ``idle_seconds``, or until the outbox is empty once
     the ``starter`` process (the server that started it) is gone; 0 at once if another courier runs."""
     pid = os.getpid()
-    if not take_lease(engine, pid):
-        return 0
     deliverer = Deliverer(engine, host, port, timeout)
+    if not take_lease(deliverer.leases, pid):
+        return 0
     smtp = SmtpSession(host, port, timeout)
     quiet_since = time.monotonic()
     try:
@@ -260,17 +261,17 @@ def run(
             smtp.close()  # nothing to send now: hold no connection while waiting
             orphaned = starter is not None and not blocked and not _alive(socket.gethostname(), starter)
             if orphaned or now - quiet_since >= idle_seconds:
-                release_lease(engine, pid)
+                release_lease(deliverer.leases, pid)
                 # A server that saw the lease held just before the release started no courier:
                 # its notice, committed before the release, is new here.
                 new = {row.id for row in deliverer.pending()} - seen
-                if not new or not take_lease(engine, pid):
+                if not new or not take_lease(deliverer.leases, pid):
                     return 0
                 quiet_since = now
             time.sleep(BACKOFF_SECONDS if blocked else poll_seconds)
     finally:
         smtp.close()
-        release_lease(engine, pid)
+        release_lease(deliverer.leases, pid)
 
 
 # -- starting couriers ---------------------------------------------------------------------------
