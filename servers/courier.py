@@ -8,8 +8,9 @@ delivered nothing for ``--idle-seconds`` (default 60), or as soon as the outbox 
 server that started it (``--starter PID``) is gone. One courier per outbox at a time: it holds
 the lease row ``outbox_courier`` in the store, and a lease whose holder died (``kill -9``) is taken
 over by the next courier started. See :mod:`hatp_journal.servers.outbox` for what survives which
-crash; the courier's own window is between the server's ``250`` and the ``sent`` mark that
-follows it straight away (crash points ``courier:delivered`` and ``courier:marked``).
+crash; the courier's own window runs from its final ``.`` (the server stores the message and
+answers ``250``) to the ``sent`` mark that follows straight away (crash points
+``courier:delivered`` and ``courier:marked``).
 """
 
 from __future__ import annotations

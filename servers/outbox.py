@@ -18,7 +18,8 @@ after the server's ``250``. What that gives, crash by crash:
   calendar applies once), so a receiver can collapse the copies. No sender can close it (the
   duplicate-message problem of RFC 1047: SMTP can't ask whether a message whose answer was lost
   arrived); marking before the ``.`` instead loses the messages a server drops when its sender
-  vanishes. It lasts one quick commit (no fsync) after the ``250`` is read.
+  vanishes. It lasts from the final ``.`` through the server's storing and its ``250`` to one
+  quick commit (no fsync) of the mark.
 
 Who delivers (``courier``): ``"process"`` (what ``serve`` uses) starts a courier process of its own
 session after a commit and whenever ``prepared`` rows wait with no live courier, and the call
