@@ -11,7 +11,8 @@ a real SMTP sink) and the demo CRM, both served over streamable HTTP as their ow
 
 Then Dana plans the undo of the whole run and Lee approves it with ``hatp-recorder approve``,
 which runs it. While it runs, the harness kills (SIGKILL) the Recorder's process, a tool server,
-or both, at random points: once the record holds a random number of undo entries, after a random
+both, or the calendar's outbox courier (the process that mails its notices), at random points:
+once the record holds a random number of undo entries, after a random
 delay of up to 40 ms. Now and then Eve edits one of the run's resources between kills. A killed
 tool server is started again, as a supervisor would; a killed undo is resumed with
 ``hatp-recorder undo REF``, as docs/recorder.md says, and a last ``undo REF`` finishes the trial.
@@ -19,7 +20,9 @@ tool server is started again, as a supervisor would; a killed undo is resumed wi
 Witnesses, none of them the Recorder's own account:
 
 - the mail sink's Maildir, read with the standard library's ``mailbox`` and ``icalendar``: every
-  iTIP message by (method, UID, SEQUENCE, recipient) — a key seen twice is a notice mailed twice,
+  iTIP message by (method, UID, SEQUENCE, recipient) — a key seen twice is a notice mailed twice
+  (counted on a line of its own in a trial where the courier was killed: the courier's window
+  between the SMTP server's 250 and its mark, where the copy keeps its Message-ID),
   two different CANCEL sequences for one event are a compensation applied twice, and an expected
   notice that never arrives is lost;
 - the CRM's SQLite file: a deal's version counts its writes, so a restore applied twice shows as
@@ -283,6 +286,8 @@ class Trial:
     statuses: Counter[str] = field(default_factory=Counter)
     applied_twice: list[str] = field(default_factory=list)
     mailed_twice: list[str] = field(default_factory=list)
+    courier_twice: list[str] = field(default_factory=list)
+    """Notices mailed twice in a trial where the courier was killed (its RFC 1047 window)."""
     lost: list[str] = field(default_factory=list)
     overwritten: list[str] = field(default_factory=list)
     false_conflicts: list[str] = field(default_factory=list)
@@ -292,6 +297,7 @@ class Trial:
         return [
             *(f"applied twice: {x}" for x in self.applied_twice),
             *(f"mailed twice: {x}" for x in self.mailed_twice),
+            *(f"mailed twice after a courier kill: {x}" for x in self.courier_twice),
             *(f"lost: {x}" for x in self.lost),
             *(f"overwritten: {x}" for x in self.overwritten),
             *(f"false conflict: {x}" for x in self.false_conflicts),
@@ -443,11 +449,19 @@ def play(world: World, number: int, rng: random.Random, spans: dict[str, float])
     ref = json.loads(out)["ref"]
     process = world.recorder("approve", ref, "--as", LEE, "--key", world.key(LEE))
     for kill in range(rng.randint(1, 4)):
-        what = rng.choice(("recorder", "server", "both"))
+        what = rng.choice(("recorder", "server", "both", "courier"))
         target = max(1, progress(world, run) + rng.randint(0, 5))
         while process.alive() and progress(world, run) < target:
             time.sleep(0.002)
-        if what != "recorder":
+        if what == "courier":
+            # Aim at the calendar's mail: wait for the intent of a calendar step.
+            while process.alive() and not (
+                (step := step_in_flight(world, run)) is not None
+                and step in resources
+                and resources[step][0].startswith("calendar_")
+            ):
+                time.sleep(0.002)
+        elif what != "recorder":
             # Aim at the compensation in flight: wait for an intent, kill that step's server.
             while process.alive() and (step := step_in_flight(world, run)) is None:
                 time.sleep(0.002)
@@ -461,7 +475,11 @@ def play(world: World, number: int, rng: random.Random, spans: dict[str, float])
             server = world.servers[resources[step][0].split("_", 1)[0]]
             server.kill()
             server.start()  # as a supervisor would
-        trial.kills.append(what if what == "recorder" else f"{what}:{server.name}")
+        if what == "courier":
+            # Nobody restarts it: the calendar server starts another when notices wait.
+            trial.kills.append("courier:calendar" if _kill_courier(world) else "courier:idle")
+        else:
+            trial.kills.append(what if what == "recorder" else f"{what}:{server.name}")
         if rng.random() < 0.3:
             _eve_edits(world, resources, trial, rng, kill)
         if not process.alive():
@@ -477,6 +495,28 @@ def play(world: World, number: int, rng: random.Random, spans: dict[str, float])
             world.recorder("approve", json.loads(out)["ref"], "--as", LEE, "--key", world.key(LEE)).wait()
     _judge(world, trial, resources, deals_before, undo_from)
     return trial
+
+
+def _courier(world: World) -> int | None:
+    """The pid of the calendar's live courier, from the lease in its store (None if it has none)."""
+    with contextlib.closing(sqlite3.connect(world.root / "calendar.db", timeout=30)) as db:
+        try:
+            row = db.execute("SELECT pid FROM outbox_courier WHERE name = 'courier'").fetchone()
+        except sqlite3.OperationalError:  # no table yet
+            return None
+    return int(row[0]) if row is not None else None
+
+
+def _kill_courier(world: World) -> bool:
+    """SIGKILL the calendar's courier; False if none was running."""
+    pid = _courier(world)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _resources(world: World, run: str) -> dict[str, tuple[str, str]]:
@@ -605,7 +645,11 @@ def _judge_mail(
         time.sleep(0.2)
     trial.notices = len(expected)
     trial.lost += [f"{kind} {uid} to {address}" for kind, uid, address in sorted(missing)]
-    trial.mailed_twice += [f"{m} {u} SEQUENCE {s} to {a} x{n}" for (m, u, s, a), n in seen.items() if n > 1]
+    twice = [f"{m} {u} SEQUENCE {s} to {a} x{n}" for (m, u, s, a), n in seen.items() if n > 1]
+    if any(kill == "courier:calendar" for kill in trial.kills):
+        trial.courier_twice += twice
+    else:
+        trial.mailed_twice += twice
     for uid in uids:
         cancels = {s for (m, u, s, _), _n in seen.items() if m == "CANCEL" and u == uid}
         if len(cancels) > 1:
@@ -679,6 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     statuses: Counter[str] = Counter()
     notices = 0
     replans = 0
+    courier_trials = 0
     failures: list[str] = []
     started = time.monotonic()
     spans: dict[str, float] = {}
@@ -697,12 +742,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name in (
                     "applied_twice",
                     "mailed_twice",
+                    "courier_twice",
                     "lost",
                     "overwritten",
                     "false_conflicts",
                     "stuck",
                 ):
                     totals[name] += len(getattr(trial, name))
+                courier_trials += any(kill == "courier:calendar" for kill in trial.kills)
                 problems = trial.problems()
                 failures += [f"trial {number} ({trial.run}, kills {trial.kills}): {p}" for p in problems]
                 elapsed = time.monotonic() - started
@@ -718,6 +765,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for server in world.servers.values():
                 if server.child is not None:
                     server.child.kill()
+            _kill_courier(world)  # it would stop by itself once idle; don't leave it behind
     print(f"\nkills: {dict(kills)}  load {os.getloadavg()[0]:.1f}  {time.monotonic() - started:.0f} s")
     print(f"steps: {dict(statuses)}  undo notices owed: {notices}  planned again after PLAN_STALE: {replans}")
     labels = {
@@ -730,6 +778,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     for name, label in labels.items():
         print(f"  {label:<30} {totals[name]}")
+    print(
+        f"  and, on their own line: notices mailed twice in the {courier_trials} trials where the calendar's"
+        f" courier was killed: {totals['courier_twice']} (each a second copy with the same Message-ID)"
+    )
     for line in failures:
         print("  " + line)
     if args.keep:

@@ -31,8 +31,8 @@ from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.servers.crashpoints import crash_point
-from hatp_journal.servers.smtp import MailDeliveryError, send_message
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.mail import MailDeliveryError, send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
 RUN_UNREADABLE = "RUN_UNREADABLE"

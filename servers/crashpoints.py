@@ -20,12 +20,13 @@ from hatp_journal.toolkit.testing_surface import surface_requested
 CRASH_ENV = "HATP_JOURNAL_CRASH_AT"
 
 CRASH_POINTS = (
-    # servers/outbox.py:
-    "outbox:staged",  # each notice, in the transaction: SMTP content sent (no final "."), row added
-    "outbox:committed",  # each batch (a call's notices): committed, no final "." sent yet
-    "outbox:delivered",  # each batch: the SMTP server answered every "."; none marked sent yet
-    "outbox:marked",  # each batch: all marked (one write)
-    # (a flush after a restart reaches "outbox:delivered" and "outbox:marked" once per notice)
+    # servers/outbox.py, in the tool server:
+    "outbox:staged",  # each notice, in the transaction: probed over SMTP (nothing sent), row added
+    "outbox:committed",  # each batch (a call's notices): committed, no courier told yet
+    "outbox:courier-started",  # each batch, courier "process": a live courier holds the lease
+    # servers/courier.py, in the courier (or the server, courier "inline"), for each notice:
+    "courier:delivered",  # the SMTP server answered 250; not marked sent yet
+    "courier:marked",  # marked sent
     # recorder/reminders.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
 )

@@ -1,30 +1,35 @@
-"""A durable outbox: mail written in the same transaction as the change, sent after the commit.
+"""A durable outbox: mail written in the same transaction as the change, delivered by a courier.
 
 Each notice is a row in the server's own store, committed with the change it announces, with a
 stable Message-ID (``<ntc_…@domain>``, set on the message) and the exact bytes that go on the wire.
-:meth:`Outbox.stage` (or :meth:`Batch.stage`) runs inside the tool's transaction and goes through
-SMTP up to the content (MAIL, RCPT, DATA), so a refused address or a server that can't carry the
-message fails the call while it can still roll back; the final ``.`` is sent only after the commit,
-then the row is marked ``sent``. The notices of one :class:`Batch` (a call's messages, one per
-attendee) get their ``.`` together and are marked in one write. What that gives, crash by crash:
+:meth:`Outbox.stage` (or :meth:`Batch.stage`) runs inside the tool's transaction: it asks the SMTP
+server whether it would take the message (EHLO, MAIL, RCPT, then RSET: :func:`~hatp_journal.
+toolkit.mail.probe`), so a refused address or a server that can't carry the message fails the call
+while it can still roll back, and stores the message as it would go on the wire. Nothing is sent
+then. After the commit the tool server never speaks SMTP about the notice again: a courier
+(:mod:`hatp_journal.servers.courier`) delivers ``prepared`` rows and marks each ``sent`` right
+after the server's ``250``. What that gives, crash by crash:
 
-- before the commit: the SMTP transaction is never finished, so the server discards it; no row,
-  no mail;
-- after the commit, before the ``.``: the row is ``prepared``; :meth:`Outbox.flush` (run when the
-  server starts and after every call that sends mail) sends it, same bytes, same Message-ID;
-- between sending the ``.`` and the ``sent`` mark: the one window where a notice can be sent
-  twice, with the same Message-ID (and, for iTIP, the same bytes and SEQUENCE, which a calendar
-  applies once), so a receiver can recognise the second copy. A server that got the ``.`` may
-  store the message though we died, or drop it because we vanished before its ``250`` (the
-  aiosmtpd sink drops about half of them): without a ``250`` the only safe move is SMTP's own,
-  to send again. Marking first instead loses every notice such a server drops. No sender can
-  close the window (the duplicate-message problem of RFC 1047): SMTP has no way to ask whether a
-  message whose answer was lost arrived. It lasts the server's storing (an fsync before its
-  ``250``) plus one quick commit of ours.
+- a tool server killed before its commit: no row, no mail (the probe sent nothing);
+- killed after its commit, at any point: the row is ``prepared`` and the courier (a process of its
+  own, which the server's kill leaves alone, or the next one started) delivers it once;
+- the courier killed between the ``250`` and its ``sent`` mark: the one window where a notice can
+  be sent twice, with the same Message-ID (and, for iTIP, the same bytes and SEQUENCE, which a
+  calendar applies once), so a receiver can collapse the copies. No sender can close it (the
+  duplicate-message problem of RFC 1047: SMTP can't ask whether a message whose answer was lost
+  arrived); marking before the ``.`` instead loses the messages a server drops when its sender
+  vanishes. It lasts from the final ``.`` through the server's storing and its ``250`` to one
+  quick commit (no fsync) of the mark.
 
-So each notice is sent at most once outside that window, and none is lost. A notice the server
-refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a 4xx or a lost
-connection leaves it ``prepared`` for the next flush. One server process per store is assumed.
+Who delivers (``courier``): ``"process"`` (what ``serve`` uses) starts a courier process of its own
+session after a commit and whenever ``prepared`` rows wait with no live courier, and the call
+answers once the courier has marked its notices (or after ``timeout`` seconds); ``"inline"`` (the
+default of an in-process ``build``, for tests and embedding) delivers in this process right after
+the commit, with the old window: a kill of this process between a ``250`` and its mark. Either way
+one lease in the store (:class:`OutboxCourier`) lets one deliverer at a time send.
+
+A notice the server refuses for good at the ``.`` (a 5xx) is marked ``failed`` with its code; a
+4xx or a lost connection leaves it ``prepared`` for the next pass.
 """
 
 from __future__ import annotations
@@ -36,19 +41,34 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from sqlalchemy import Engine, LargeBinary, create_engine
+from sqlalchemy import Engine, LargeBinary
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.crashpoints import crash_point
-from hatp_journal.servers.smtp import Envelope, MailDeliveryError, OpenDelivery, open_delivery, send_envelope
-from hatp_journal.toolkit import Tx, utc_now, wire_time
-from hatp_journal.toolkit.store import configure_sqlite
+from hatp_journal.toolkit import Tx, wire_time
+from hatp_journal.toolkit.mail import probe
 
-__all__ = ["FAILED", "PREPARED", "SENT", "Batch", "Outbox", "OutboxNotice", "Staged", "notices_about"]
+__all__ = [
+    "COURIERS",
+    "FAILED",
+    "INLINE",
+    "PREPARED",
+    "PROCESS",
+    "SENT",
+    "Batch",
+    "Outbox",
+    "OutboxCourier",
+    "OutboxNotice",
+    "Staged",
+    "notices_about",
+]
 
 PREPARED = "prepared"
 SENT = "sent"
 FAILED = "failed"
+INLINE = "inline"
+PROCESS = "process"
+COURIERS = (INLINE, PROCESS)
 
 
 class OutboxNotice(SQLModel, table=True):
@@ -91,9 +111,20 @@ class OutboxNotice(SQLModel, table=True):
         }
 
 
+class OutboxCourier(SQLModel, table=True):
+    """The lease: which process delivers this outbox now (one row, operational state only)."""
+
+    __tablename__ = "outbox_courier"
+
+    name: str = Field(primary_key=True)  # always "courier": one deliverer per outbox
+    host: str
+    pid: int
+    since: str
+
+
 @dataclass(frozen=True)
 class Staged:
-    """A notice written to the outbox: sent once the transaction commits."""
+    """A notice written to the outbox: delivered once the transaction commits."""
 
     id: str
     message_id: str
@@ -102,139 +133,85 @@ class Staged:
 
 
 class Outbox:
-    """Stages notices in a tool's transaction and delivers them after its commit, through one SMTP server."""
+    """Stages notices in a tool's transaction; after its commit, has a courier deliver them."""
 
-    def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
+    def __init__(
+        self, engine: Engine, host: str, port: int, timeout: float = 10.0, *, courier: str = INLINE
+    ) -> None:
+        if courier not in COURIERS:
+            raise ValueError(f"courier must be one of {', '.join(COURIERS)}, not {courier!r}")
+        from hatp_journal.servers.courier import Deliverer, Dispatcher
+
         self.engine = engine
         self.host = host
         self.port = port
         self.timeout = timeout
-        self._lock = threading.Lock()
-        self._in_flight: set[str] = set()  # staged in a transaction of this process, not yet finished
-        self._marks = _quick_commits(engine)
+        self.courier = courier
+        self._deliverer = Deliverer(engine, host, port, timeout)
+        self._inline = threading.Lock()  # one inline pass at a time: the lease is per process
+        self._dispatcher = Dispatcher(engine, host, port, timeout) if courier == PROCESS else None
 
     def batch(self, tx: Tx) -> Batch:
-        """A batch of notices staged in ``tx`` and released together after its commit."""
+        """A batch of notices staged in ``tx``, handed to the courier together after its commit."""
         return Batch(self, tx)
 
     def stage(self, tx: Tx, message: EmailMessage, *, kind: str, about: str) -> Staged:
         """Stage one message in ``tx``, in a batch of its own (see :meth:`Batch.stage`)."""
         return self.batch(tx).stage(message, kind=kind, about=about)
 
-    def flush(self) -> list[str]:
-        """Send every ``prepared`` notice no call of this process is finishing; returns their ids.
+    def start(self) -> None:
+        """At the server's start: get what a crash left ``prepared`` delivered (and, with a courier
+        process, keep watching for notices no live courier is delivering)."""
+        if self._dispatcher is not None:
+            self._dispatcher.watch()
+        elif self.pending():
+            self.flush()
 
-        Stops at the first one that fails for a reason that may pass (the server down): the rest
-        stay ``prepared`` for the next flush.
+    def flush(self) -> list[str]:
+        """Deliver every ``prepared`` notice in this process now, under the lease; returns their ids.
+
+        Sends nothing if a live courier holds the lease (it is delivering them). Stops at the first
+        failure that may pass (the server down): the rest stay ``prepared`` for the next pass.
         """
-        sent: list[str] = []
-        with self._lock:
-            with Session(self.engine) as session:
-                query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
-                waiting = [row for row in session.exec(query.order_by(col(OutboxNotice.created_at)))]
-                waiting = [row for row in waiting if row.id not in self._in_flight]
-            for row in waiting:
-                envelope = Envelope(
-                    row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
-                )
-                self._count_attempt(row.id)
-                try:
-                    send_envelope(envelope, self.host, self.port, self.timeout)
-                except MailDeliveryError as error:
-                    self._mark({row.id: error})
-                    if error.temporary:
-                        break
-                    continue
-                crash_point("outbox:delivered")
-                self._mark({row.id: None})
-                crash_point("outbox:marked")
-                sent.append(row.id)
-        return sent
+        with self._inline:
+            return self._deliverer.deliver_under_lease()
 
     def pending(self) -> list[OutboxNotice]:
         """The notices not sent yet (``prepared``), oldest first."""
-        with Session(self.engine) as session:
-            query = select(OutboxNotice).where(col(OutboxNotice.state) == PREPARED)
-            return list(session.exec(query.order_by(col(OutboxNotice.created_at))))
+        return self._deliverer.pending()
 
-    def _release(self, staged: list[tuple[str, OpenDelivery]]) -> None:
-        """After the commit: end every SMTP transaction of the batch, then mark them all at once."""
+    def _committed(self, notice_ids: list[str]) -> None:
         crash_point("outbox:committed")
-        try:
-            for _, delivery in staged:
-                delivery.end()  # all the "."s first, so the servers store them side by side
-            outcomes: dict[str, MailDeliveryError | None] = {}
-            for notice_id, delivery in staged:
-                try:
-                    delivery.answer()
-                    outcomes[notice_id] = None
-                except MailDeliveryError as error:
-                    outcomes[notice_id] = error
-            # The window where a crash resends: from the first "." sent to this one mark.
-            crash_point("outbox:delivered")
-            self._mark(outcomes)
-            crash_point("outbox:marked")
-        finally:
-            for _, delivery in staged:
-                delivery.close()
-            with self._lock:
-                self._in_flight.difference_update(notice_id for notice_id, _ in staged)
-        if self.pending():
-            self.flush()  # what an earlier crash or a dropped connection left behind
-
-    def _drop(self, staged: list[tuple[str, OpenDelivery]]) -> None:
-        for _, delivery in staged:
-            delivery.abort()
-        with self._lock:
-            self._in_flight.difference_update(notice_id for notice_id, _ in staged)
-
-    def _count_attempt(self, notice_id: str) -> None:
-        with Session(self._marks) as session:
-            row = session.get(OutboxNotice, notice_id)
-            if row is not None:
-                row.attempts += 1
-                session.add(row)
-                session.commit()
-
-    def _mark(self, outcomes: dict[str, MailDeliveryError | None]) -> None:
-        """Record each notice's outcome in one commit: sent (None), failed for good, or kept prepared."""
-        with Session(self._marks) as session:
-            for notice_id, error in outcomes.items():
-                row = session.get(OutboxNotice, notice_id)
-                if row is None:
-                    continue
-                if error is None:
-                    row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
-                else:
-                    # A 4xx or a lost connection may pass: the notice stays prepared, the reason noted.
-                    row.state = PREPARED if error.temporary else FAILED
-                    row.code, row.reason = error.code, error.reason
-                session.add(row)
-            session.commit()
+        if self._dispatcher is not None:
+            self._dispatcher.ensure_courier()
+            crash_point("outbox:courier-started")
+            # The call answers once its notices went out, as inline, unless that takes too long:
+            # then the courier finishes on its own. Waiting reads the store, it sends nothing.
+            self._dispatcher.wait_for(notice_ids, self.timeout)
+        else:
+            self.flush()
 
 
 class Batch:
-    """Notices staged in one transaction: each one's SMTP transaction waits, content sent, for the
-    commit; then all are released together and marked in one quick write."""
+    """Notices staged in one transaction, handed to the courier together after the commit."""
 
     def __init__(self, outbox: Outbox, tx: Tx) -> None:
         self._outbox = outbox
         self._tx = tx
-        self._staged: list[tuple[str, OpenDelivery]] = []
+        self._staged: list[str] = []
 
     def stage(self, message: EmailMessage, *, kind: str, about: str) -> Staged:
-        """Write ``message`` to the outbox in the transaction; its final ``.`` goes after the commit.
+        """Write ``message`` to the outbox in the transaction; it is delivered after the commit.
 
-        Sets the message's Message-ID. Raises :class:`MailDeliveryError` (nothing staged) if the
-        server can't be reached, refuses the message, or refuses every recipient.
+        Sets the message's Message-ID. Raises :class:`~hatp_journal.toolkit.mail.MailDeliveryError`
+        (nothing staged) if the server can't be reached, refuses the sender, or every recipient.
         """
         outbox, tx = self._outbox, self._tx
         notice_id = f"ntc_{secrets.token_hex(10)}"
         domain = parseaddr(str(message["From"]))[1].rpartition("@")[2] or "localhost"
         del message["Message-ID"]
         message["Message-ID"] = f"<{notice_id}@{domain}>"
-        delivery = open_delivery(message, outbox.host, outbox.port, outbox.timeout)
-        envelope = delivery.envelope
+        envelope, refused = probe(message, outbox.host, outbox.port, outbox.timeout)
         tx.session.add(
             OutboxNotice(
                 id=notice_id,
@@ -245,34 +222,15 @@ class Batch:
                 recipients_json=json.dumps(list(envelope.recipients)),
                 data=envelope.data,
                 options_json=json.dumps(list(envelope.options)),
-                attempts=1,
                 created_at=wire_time(tx.now),
             )
         )
-        with outbox._lock:
-            outbox._in_flight.add(notice_id)
         if not self._staged:
             staged = self._staged
-            tx.after_commit(lambda: outbox._release(staged))
-            tx.after_rollback(lambda: outbox._drop(staged))
-        self._staged.append((notice_id, delivery))
+            tx.after_commit(lambda: outbox._committed(staged))
+        self._staged.append(notice_id)
         crash_point("outbox:staged")
-        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, delivery.refused)
-
-
-def _quick_commits(engine: Engine) -> Engine:
-    """An engine on the same SQLite file whose commits skip the fsync (WAL, ``synchronous=NORMAL``).
-
-    For the outbox's own marks only: the resend window ends when the ``sent`` mark commits, and an
-    fsync is most of that time. A commit without it survives the process being killed (the WAL is
-    written); only a power loss can take the last marks back, and then those notices are resent
-    with their Message-IDs. The notices themselves commit with the change, fully synced.
-    """
-    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
-        return engine  # another database, or one a second engine would not share
-    quick = create_engine(engine.url)
-    configure_sqlite(quick, synchronous="NORMAL")
-    return quick
+        return Staged(notice_id, str(message["Message-ID"]), envelope.recipients, refused)
 
 
 def notices_about(session: Session, about: str) -> list[OutboxNotice]:

@@ -85,11 +85,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     from hatp_journal.servers.calendar.server import build, check_organizer
+    from hatp_journal.servers.outbox import PROCESS
     from hatp_journal.toolkit import SigningKey
 
     check_organizer(args.organizer)
     key = SigningKey.load_or_create(key_path(args))
-    mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer)
+    mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer, courier=PROCESS)
     run_server(mcp, args)
     return 0
 

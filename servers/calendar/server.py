@@ -21,7 +21,7 @@ from hatp_journal.servers.calendar.mail import Mailer
 from hatp_journal.servers.calendar.store import SERVER, event_state
 from hatp_journal.servers.calendar.testing import calendar_testing_hooks
 from hatp_journal.servers.calendar.tools import CANCEL_NOTICE, UPDATE_NOTICE, CancelPayload, RestorePayload
-from hatp_journal.servers.outbox import Outbox
+from hatp_journal.servers.outbox import INLINE, Outbox
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -103,10 +103,13 @@ def build(
     smtp_port: int,
     clock: Callable[[], datetime] | None = None,
     organizer: str = DEFAULT_ORGANIZER,
+    courier: str = INLINE,
 ) -> tuple[FastMCP, Journal]:
     """The calendar server and its journal, with events, outbox and undo records in one SQLite file.
 
-    Notices left unsent by a crash (``prepared`` in the outbox) are sent before this returns.
+    ``courier`` says who delivers the outbox (see :mod:`hatp_journal.servers.outbox`): ``"inline"``
+    this process after each commit, ``"process"`` (what ``serve`` uses) a courier process of its
+    own. Notices left unsent by a crash (``prepared``) are handed over before this returns.
     """
     check_organizer(organizer)
     mcp = FastMCP("hatp-calendar")
@@ -114,10 +117,10 @@ def build(
     # its undo commit together.
     engine = create_store_engine(db)
     journal = Journal(SERVER, key=key, store=engine, clock=clock or utc_now)
-    outbox = Outbox(engine, smtp_host, smtp_port)
+    outbox = Outbox(engine, smtp_host, smtp_port, courier=courier)
     # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
     hooks = calendar_testing_hooks(organizer)
     journal.register(mcp, *calendar_tools(Mailer(outbox, organizer)), *hooks)
     # Mail a crash left committed but unsent goes out before the server takes calls.
-    outbox.flush()
+    outbox.start()
     return mcp, journal

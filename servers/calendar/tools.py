@@ -42,8 +42,8 @@ from hatp_journal.servers.calendar.store import (
     require_event,
     write_event,
 )
-from hatp_journal.servers.smtp import MailDeliveryError
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, Use, summarize
+from hatp_journal.toolkit.mail import MailDeliveryError
 
 CANCEL_NOTICE = "attendees get a cancellation notice"
 UPDATE_NOTICE = "attendees get an updated invitation"

@@ -32,6 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .store import check_recipients, list_sent
 
     if args.command == "serve":
+        from hatp_journal.servers.outbox import PROCESS
+
         from .server import MailSettings, build
 
         try:
@@ -44,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyFileError as error:
             return _bad_input(str(error))
         try:
-            mcp, _ = build(args.db, key, smtp=settings)
+            mcp, _ = build(args.db, key, smtp=settings, courier=PROCESS)
         except StoreError as error:
             return _bad_input(str(error))
         run_server(mcp, args)

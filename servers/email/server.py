@@ -22,8 +22,7 @@ from fastmcp import FastMCP
 from pydantic import BaseModel
 from sqlmodel import col, select
 
-from hatp_journal.servers.outbox import Outbox
-from hatp_journal.servers.smtp import MailDeliveryError
+from hatp_journal.servers.outbox import INLINE, Outbox
 from hatp_journal.toolkit import (
     Effect,
     Journal,
@@ -43,6 +42,7 @@ from hatp_journal.toolkit import (
     utc_now,
     wire_time,
 )
+from hatp_journal.toolkit.mail import MailDeliveryError
 
 from .store import (
     SERVER,
@@ -256,18 +256,21 @@ def build(
     clock: Callable[[], datetime] | None = None,
     *,
     smtp: MailSettings | None = None,
+    courier: str = INLINE,
 ) -> tuple[FastMCP, Journal]:
     """The email server and its journal over the SQLite file ``db``, sending through ``smtp``.
 
-    Messages left unsent by a crash (``prepared`` in the outbox) are sent before this returns.
+    ``courier`` says who delivers the outbox (see :mod:`hatp_journal.servers.outbox`): ``"inline"``
+    this process after each commit, ``"process"`` (what ``serve`` uses) a courier process of its
+    own. Messages left unsent by a crash (``prepared``) are handed over before this returns.
     """
     mcp = FastMCP("hatp-email", instructions="Acme's outgoing email: send now, or keep drafts.")
     settings = smtp or MailSettings()
     engine = create_store_engine(db)
     journal = Journal(SERVER, key=key, store=engine, clock=clock or utc_now)
-    outbox = Outbox(engine, settings.host, settings.port, settings.timeout)
+    outbox = Outbox(engine, settings.host, settings.port, settings.timeout, courier=courier)
     # The testing hooks are published only in testing mode (HATP_JOURNAL_TESTING=1).
     journal.register(mcp, *mail_tools(settings, outbox), *TESTING_HOOKS)
     # Mail a crash left committed but unsent goes out before the server takes calls.
-    outbox.flush()
+    outbox.start()
     return mcp, journal

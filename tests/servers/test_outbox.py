@@ -1,9 +1,15 @@
-"""The outbox over a real SQLite store and real SMTP: released after commit, dropped on rollback,
-sent again (same Message-ID) by a flush when a crash left it, kept when the server is down."""
+"""The outbox over a real SQLite store and real SMTP: nothing sent inside the transaction, delivered
+after the commit, dropped on rollback, delivered by the next pass when a crash left it, kept when
+the server is down; one deliverer at a time by the lease, which a dead courier's successor takes."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
 from collections.abc import Awaitable, Iterator
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -15,6 +21,7 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from sqlalchemy import Engine
 from sqlmodel import Session as DbSession
 
+from hatp_journal.servers.courier import lease_holder, run, take_lease
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
@@ -30,10 +37,10 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
     engine.dispose()
 
 
-def notice(subject: str) -> EmailMessage:
+def notice(subject: str, to: str = "buyer@globex.com") -> EmailMessage:
     message = EmailMessage()
     message["From"] = "sales-bot@acme.com"
-    message["To"] = "buyer@globex.com"
+    message["To"] = to
     message["Subject"] = subject
     message.set_content("Hello.")
     return message
@@ -57,6 +64,13 @@ def row(engine: Engine, notice_id: str) -> OutboxNotice | None:
         return session.get(OutboxNotice, notice_id)
 
 
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
 def test_a_notice_goes_out_after_the_commit_with_its_message_id_and_is_marked_sent(engine, mail_sink):
     outbox = Outbox(engine, mail_sink.host, mail_sink.port)
 
@@ -65,12 +79,13 @@ def test_a_notice_goes_out_after_the_commit_with_its_message_id_and_is_marked_se
     tx.run_after_commit()
     [delivered] = mail_sink.wait_for(1)
 
-    assert before == []  # staged: the server holds the content but has not accepted it
+    assert before == []  # staged: the server was only asked, nothing was sent
     assert str(delivered.message["Message-ID"]) == staged.message_id
     assert staged.message_id.startswith(f"<{staged.id}@acme.com")
     sent = row(engine, staged.id)
     assert sent is not None
     assert (sent.state, sent.attempts, sent.recipients()) == ("sent", 1, ["buyer@globex.com"])
+    assert lease_holder(engine) is None  # an inline pass gives the lease back
 
 
 def test_a_notice_staged_in_a_transaction_that_rolls_back_is_never_delivered(engine, mail_sink):
@@ -86,11 +101,10 @@ def test_a_notice_staged_in_a_transaction_that_rolls_back_is_never_delivered(eng
     assert outbox.flush() == []
 
 
-def test_a_committed_notice_a_crash_left_unsent_goes_out_once_with_the_next_flush(engine, mail_sink):
+def test_a_committed_notice_a_crash_left_unsent_goes_out_once_with_the_next_pass(engine, mail_sink):
     first_life = Outbox(engine, mail_sink.host, mail_sink.port)
-    tx, staged = staged_in_a_transaction(engine, first_life, "Cancelled: Kickoff", commit=True)
-    # The process dies here: its SMTP connection closes before the final ".".
-    tx.run_after_rollback()
+    # The process dies after the commit, before anything delivers the notice.
+    _, staged = staged_in_a_transaction(engine, first_life, "Cancelled: Kickoff", commit=True)
 
     restarted = Outbox(engine, mail_sink.host, mail_sink.port)
     flushed = restarted.flush()
@@ -101,16 +115,15 @@ def test_a_committed_notice_a_crash_left_unsent_goes_out_once_with_the_next_flus
     assert str(delivered.message["Message-ID"]) == staged.message_id
     sent = row(engine, staged.id)
     assert sent is not None
-    assert (sent.state, sent.attempts) == ("sent", 2)
+    assert (sent.state, sent.attempts) == ("sent", 1)
 
 
-def test_with_the_smtp_server_down_a_flush_keeps_the_notice_and_a_later_one_sends_it(
+def test_with_the_smtp_server_down_a_pass_keeps_the_notice_and_a_later_one_sends_it(
     engine, mail_sink, tmp_path
 ):
-    tx, staged = staged_in_a_transaction(
+    _, staged = staged_in_a_transaction(
         engine, Outbox(engine, mail_sink.host, mail_sink.port), "Reminder", commit=True
     )
-    tx.run_after_rollback()  # killed before the final "."
     port = mail_sink.port
     mail_sink.stop()
 
@@ -122,9 +135,86 @@ def test_with_the_smtp_server_down_a_flush_keeps_the_notice_and_a_later_one_send
 
     assert down == []
     assert kept is not None
-    assert (kept.state, kept.code, kept.attempts) == ("prepared", "MAIL_DELIVERY_FAILED", 2)
+    assert (kept.state, kept.code, kept.attempts) == ("prepared", "MAIL_DELIVERY_FAILED", 1)
     assert up == [staged.id]
     assert str(delivered.message["Message-ID"]) == staged.message_id
+
+
+def test_while_a_live_courier_holds_the_lease_nobody_else_delivers(engine, mail_sink):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+    live = os.getppid()  # a live process that is not this one
+    assert take_lease(engine, live)
+
+    flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()
+    taken = take_lease(engine, os.getpid())
+
+    assert (flushed, taken) == ([], False)
+    kept = row(engine, staged.id)
+    assert kept is not None
+    assert kept.state == "prepared"
+
+
+def test_a_dead_couriers_lease_is_taken_over_and_its_notices_delivered(engine, mail_sink):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+    assert take_lease(engine, dead_pid())
+    assert lease_holder(engine) is None  # held by a dead process: nobody, for the living
+
+    flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()
+
+    assert flushed == [staged.id]
+    assert [str(m.message["Message-ID"]) for m in mail_sink.wait_for(1)] == [staged.message_id]
+
+
+def test_a_courier_killed_between_the_250_and_its_mark_is_the_one_resend_with_the_same_message_id(
+    engine, mail_sink, tmp_path
+):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Cancelled: Kickoff", commit=True
+    )
+    env = {**os.environ, "HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": "courier:delivered"}
+    courier = [sys.executable, "-m", "hatp_journal.servers.courier", "--store", str(tmp_path / "server.db")]
+    courier += ["--smtp-host", mail_sink.host, "--smtp-port", str(mail_sink.port)]
+    killed = subprocess.run(courier, env=env, check=False, timeout=120)
+
+    flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()  # takes the dead one's lease
+
+    copies = Counter(str(m.message["Message-ID"]) for m in mail_sink.wait_for(2))
+    assert killed.returncode == -signal.SIGKILL
+    assert flushed == [staged.id]
+    assert copies == {staged.message_id: 2}  # a receiver can collapse them by their Message-ID
+
+
+def test_a_courier_whose_server_is_gone_delivers_what_waits_then_exits_and_gives_the_lease_back(
+    engine, mail_sink
+):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+
+    code = run(engine, mail_sink.host, mail_sink.port, starter=dead_pid())
+
+    assert code == 0
+    assert [str(m.message["Message-ID"]) for m in mail_sink.wait_for(1)] == [staged.message_id]
+    assert lease_holder(engine) is None
+
+
+def test_a_second_courier_exits_at_once_while_a_live_one_holds_the_lease(engine, mail_sink):
+    _, staged = staged_in_a_transaction(
+        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Invitation", commit=True
+    )
+    assert take_lease(engine, os.getppid())
+
+    code = run(engine, mail_sink.host, mail_sink.port, starter=dead_pid())
+
+    kept = row(engine, staged.id)
+    assert code == 0
+    assert kept is not None
+    assert (kept.state, kept.attempts) == ("prepared", 0)
+    assert mail_sink.messages() == []
 
 
 class _RefusesAtTheEnd:

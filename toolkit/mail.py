@@ -1,0 +1,298 @@
+"""Send email over SMTP, in a form the server said it accepts, with stable errors.
+
+The one SMTP sender of the project: the Recorder's reminders send with :func:`send_message`; the
+demo servers' outbox checks a message with :func:`probe` inside the tool's transaction and its
+courier delivers it later, exactly as probed, with :class:`SmtpSession`.
+
+What goes on the wire depends on the server's EHLO answer:
+
+- The body is 8-bit only if the server offers 8BITMIME (then ``BODY=8BITMIME`` is declared);
+  otherwise every part with non-ASCII data is re-encoded, text as quoted-printable and anything
+  else as base64, so each byte sent is 7-bit ASCII.
+- Headers with non-ASCII text are RFC 2047 encoded words, unless an address of the envelope is
+  not ASCII (``zoë@globex.com``): such a message needs SMTPUTF8 (RFC 6531) and is sent with UTF-8
+  headers (RFC 6532). A server that does not offer SMTPUTF8 cannot carry it at all:
+  :class:`SmtpUtf8NotOfferedError`, with its own code, before anything is sent.
+
+Sending can be split in two: :func:`probe` goes through EHLO, MAIL and RCPT and then resets, so a
+refused recipient or a missing extension shows up while the caller can still roll back, and gives
+the exact envelope (bytes and options) to send later with :meth:`SmtpSession.send`.
+"""
+
+from __future__ import annotations
+
+import copy
+import quopri
+import re
+import smtplib
+from dataclasses import dataclass
+from email import encoders
+from email.generator import BytesGenerator
+from email.message import EmailMessage
+from email.policy import EmailPolicy, default
+from email.utils import getaddresses
+from io import BytesIO
+
+__all__ = [
+    "Envelope",
+    "MailDeliveryError",
+    "SmtpSession",
+    "SmtpUtf8NotOfferedError",
+    "probe",
+    "send_message",
+]
+
+
+class MailDeliveryError(Exception):
+    """The message was not (fully) delivered: refused by the server, or the server was unreachable.
+
+    ``reason`` says why; ``refused`` maps each refused recipient to the server's (code, reply).
+    ``smtp_code`` is the server's reply code when it answered one (None when it could not be
+    reached); :attr:`temporary` says whether trying again later may work.
+    """
+
+    code = "MAIL_DELIVERY_FAILED"
+
+    def __init__(
+        self,
+        reason: str,
+        refused: dict[str, tuple[int, bytes]] | None = None,
+        smtp_code: int | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.refused: dict[str, tuple[int, bytes]] = dict(refused or {})
+        self.smtp_code = smtp_code
+
+    @property
+    def temporary(self) -> bool:
+        """No answer (unreachable, connection lost) or a 4xx reply: worth trying again later."""
+        return self.smtp_code is None or 400 <= self.smtp_code < 500
+
+
+class SmtpUtf8NotOfferedError(MailDeliveryError):
+    """An address is not ASCII and the server does not offer SMTPUTF8, so nothing was sent."""
+
+    code = "SMTPUTF8_NOT_OFFERED"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A message exactly as it goes on the wire: sender, recipients, bytes and MAIL FROM options."""
+
+    sender: str
+    recipients: tuple[str, ...]
+    data: bytes
+    options: tuple[str, ...]
+
+
+def probe(
+    msg: EmailMessage, host: str, port: int, timeout: float = 10
+) -> tuple[Envelope, dict[str, tuple[int, bytes]]]:
+    """Ask the server whether it would take ``msg``, and send nothing: EHLO, MAIL, RCPT, then RSET.
+
+    Returns the envelope as it would go on the wire (only the recipients the server accepted, the
+    bytes in the form its EHLO allows) and the refused recipients. Raises like :func:`send_message`
+    for an unreachable server, a refused sender, every recipient refused, or a non-ASCII address
+    without SMTPUTF8. The content itself is judged only when it is sent (:class:`SmtpSession`).
+    """
+    sender, recipients = _envelope(msg)
+    international = not "".join([sender, *recipients]).isascii()
+    where = f"{host}:{port}"
+    try:
+        client = smtplib.SMTP(host, port, timeout=timeout)
+    except (smtplib.SMTPException, OSError) as exc:
+        raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
+    try:
+        client.ehlo_or_helo_if_needed()
+        if international and not client.has_extn("smtputf8"):
+            raise SmtpUtf8NotOfferedError(
+                f"{where} does not offer SMTPUTF8, which the non-ASCII address needs"
+            )
+        eight_bit = client.has_extn("8bitmime")
+        data = _wire_bytes(msg, eight_bit=eight_bit, utf8=international)
+        options = ["SMTPUTF8"] if international else []
+        if eight_bit and not data.isascii():
+            options.append("BODY=8BITMIME")
+        envelope = Envelope(sender, tuple(recipients), data, tuple(options))
+        accepted, refused = _offer(client, envelope)
+        client.rset()
+        client.quit()
+    except MailDeliveryError:
+        client.close()
+        raise
+    except smtplib.SMTPRecipientsRefused as exc:
+        client.close()
+        raise _all_refused(exc) from exc
+    except smtplib.SMTPResponseException as exc:
+        client.close()
+        raise _refusal(exc) from exc
+    except (smtplib.SMTPException, OSError) as exc:
+        client.close()
+        raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
+    return Envelope(sender, accepted, data, tuple(options)), refused
+
+
+class SmtpSession:
+    """One SMTP connection that sends envelopes one after another (reconnecting after a failure).
+
+    :meth:`send` returns as soon as the server has answered ``250`` to a message, so the caller
+    can record the delivery before anything else happens on the wire.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float = 10) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._client: smtplib.SMTP | None = None
+
+    @property
+    def where(self) -> str:
+        """The server, as ``host:port``."""
+        return f"{self.host}:{self.port}"
+
+    def send(self, envelope: Envelope) -> dict[str, tuple[int, bytes]]:
+        """Send ``envelope`` exactly as it is (same bytes, same Message-ID); returns who was refused.
+
+        Raises :class:`MailDeliveryError` if none accepted it, the server refused it or cannot take
+        it any more (e.g. it stopped offering SMTPUTF8), or could not be reached; the connection is
+        then dropped and the next call opens a new one.
+        """
+        try:
+            client = self._connected()
+            for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
+                if option in envelope.options and not client.has_extn(extension):
+                    missing = SmtpUtf8NotOfferedError if extension == "smtputf8" else MailDeliveryError
+                    raise missing(
+                        f"{self.where} no longer offers {extension.upper()}, which this message needs"
+                    )
+            _, refused = _offer(client, envelope)
+            client.putcmd("data")
+            code, reply = client.getreply()
+            if code != 354:
+                raise smtplib.SMTPDataError(code, reply)
+            # Dot-stuffing as in RFC 5321 4.5.2; the content ends with CRLF so that ".\r\n" ends it.
+            content = re.sub(rb"(?m)^\.", b"..", envelope.data)
+            client.send((content if content.endswith(b"\r\n") else content + b"\r\n") + b".\r\n")
+            code, reply = client.getreply()
+            if code != 250:
+                raise smtplib.SMTPDataError(code, reply)
+        except MailDeliveryError:
+            self._drop()
+            raise
+        except smtplib.SMTPRecipientsRefused as exc:
+            self._drop()
+            raise _all_refused(exc) from exc
+        except smtplib.SMTPResponseException as exc:
+            self._drop()
+            raise _refusal(exc) from exc
+        except (smtplib.SMTPException, OSError) as exc:
+            self._drop()
+            raise MailDeliveryError(f"cannot deliver via {self.where}: {exc}") from exc
+        return refused
+
+    def close(self) -> None:
+        """Say QUIT (or just close, if the server went away)."""
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.quit()
+            except (smtplib.SMTPException, OSError):
+                client.close()
+
+    def _connected(self) -> smtplib.SMTP:
+        if self._client is None:
+            client = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+            client.ehlo_or_helo_if_needed()
+            self._client = client
+        return self._client
+
+    def _drop(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+def send_message(msg: EmailMessage, host: str, port: int, timeout: float = 10) -> None:
+    """Send ``msg`` to the SMTP server at ``host:port`` (recipients from its To/Cc/Bcc headers).
+
+    Raises :class:`MailDeliveryError` if the server is unreachable, refuses the message, or refuses
+    any recipient (in that last case the others did receive it; ``refused`` lists who did not),
+    and :class:`SmtpUtf8NotOfferedError` for a non-ASCII address the server can't take.
+    ``msg`` itself is not changed; Bcc headers are not sent.
+    """
+    envelope, refused = probe(msg, host, port, timeout)
+    session = SmtpSession(host, port, timeout)
+    try:
+        refused.update(session.send(envelope))
+    finally:
+        session.close()
+    if refused:
+        raise MailDeliveryError(f"recipients refused: {', '.join(sorted(refused))}", refused)
+
+
+def _refusal(exc: smtplib.SMTPResponseException) -> MailDeliveryError:
+    error = exc.smtp_error
+    reply = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
+    return MailDeliveryError(f"server refused: {exc.smtp_code} {reply}", smtp_code=exc.smtp_code)
+
+
+def _all_refused(exc: smtplib.SMTPRecipientsRefused) -> MailDeliveryError:
+    # Temporary only if every refusal was temporary (4xx): then a later try may reach someone.
+    codes = [code for code, _ in exc.recipients.values()]
+    worst = max(codes, default=None)
+    return MailDeliveryError("all recipients were refused", exc.recipients, smtp_code=worst)
+
+
+def _offer(client: smtplib.SMTP, envelope: Envelope) -> tuple[tuple[str, ...], dict[str, tuple[int, bytes]]]:
+    """MAIL and RCPT for each recipient; returns (accepted, refused).
+
+    Raises ``SMTPRecipientsRefused`` if nobody was accepted.
+    """
+    code, reply = client.mail(envelope.sender, list(envelope.options))
+    if code != 250:
+        raise smtplib.SMTPSenderRefused(code, reply, envelope.sender)
+    refused: dict[str, tuple[int, bytes]] = {}
+    for address in envelope.recipients:
+        code, reply = client.rcpt(address)
+        if code not in (250, 251):
+            refused[address] = (code, reply)
+    if len(refused) == len(envelope.recipients):
+        raise smtplib.SMTPRecipientsRefused(refused)
+    accepted = tuple(address for address in envelope.recipients if address not in refused)
+    return accepted, refused
+
+
+def _envelope(msg: EmailMessage) -> tuple[str, list[str]]:
+    # As smtplib takes them: Sender (or From), then everyone in To, Bcc and Cc.
+    sender = msg["Sender"] if "Sender" in msg else msg["From"]
+    fields = [str(value) for name in ("To", "Bcc", "Cc") for value in msg.get_all(name, [])]
+    return getaddresses([str(sender)])[0][1], [address for _, address in getaddresses(fields)]
+
+
+def _wire_bytes(msg: EmailMessage, *, eight_bit: bool, utf8: bool) -> bytes:
+    wire = copy.deepcopy(msg)
+    del wire["Bcc"]
+    if not eight_bit:
+        for part in wire.walk():
+            _make_seven_bit(part)
+    # An EmailMessage's policy is an EmailPolicy unless the caller chose the legacy compat32.
+    policy = msg.policy if isinstance(msg.policy, EmailPolicy) else default
+    out = BytesIO()
+    BytesGenerator(out, policy=policy.clone(utf8=utf8)).flatten(wire, linesep="\r\n")
+    return out.getvalue()
+
+
+def _make_seven_bit(part: EmailMessage) -> None:
+    # A payload stored as str holds 8-bit bytes as surrogates; an ASCII one needs nothing.
+    payload = part.get_payload()
+    if part.is_multipart() or not isinstance(payload, str) or payload.isascii():
+        return
+    data = part.get_payload(decode=True)
+    assert isinstance(data, bytes)
+    del part["Content-Transfer-Encoding"]
+    if part.get_content_maintype() == "text":
+        # Quoted-printable keeps text readable, and its line breaks stay the message's CRLFs.
+        part.set_payload(quopri.encodestring(data).decode("ascii"))
+        part["Content-Transfer-Encoding"] = "quoted-printable"
+    else:
+        part.set_payload(data)
+        encoders.encode_base64(part)
