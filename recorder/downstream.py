@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 from fastmcp import Client, FastMCP
+from fastmcp.client.logging import LogMessage, default_log_handler
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
-from hatp_journal.recorder.passthrough import progress_relay
+from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
@@ -76,6 +80,9 @@ class Downstream:
         self._client: Client[Any] | None = None
         self._link: ChildLink | None = None
         self._wire_meta: dict[str, Any] | None = None  # set once the data plane may call directly
+        # The agents' requests whose calls are in flight here: where the server's log messages go.
+        self._in_flight: dict[int, LogRelay] = {}
+        self._call_ids = itertools.count()
 
     async def launch(self, stack: AsyncExitStack) -> None:
         """Start a stdio server's process now, so that several boot at once (``connect`` waits)."""
@@ -96,10 +103,11 @@ class Downstream:
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open the session, read ``tools/list`` and pin the receipt keys."""
         await self.launch(stack)
+        logs = self._server_logged  # a server's log messages, wherever it runs
         if self.embedded is not None:
-            client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds)
+            client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds, log_handler=logs)
         elif self._link is not None:
-            client = Client(LinkTransport(self._link), timeout=self.config.timeout_seconds)
+            client = Client(LinkTransport(self._link), timeout=self.config.timeout_seconds, log_handler=logs)
         elif self.config.command is not None:
             transport = StdioTransport(
                 self.config.command,
@@ -107,10 +115,10 @@ class Downstream:
                 env={**os.environ, **self.config.env},
                 cwd=self.config.cwd,
             )
-            client = Client(transport, timeout=self.config.timeout_seconds)
+            client = Client(transport, timeout=self.config.timeout_seconds, log_handler=logs)
         else:
             assert self.config.url is not None
-            client = Client(self.config.url, timeout=self.config.timeout_seconds)
+            client = Client(self.config.url, timeout=self.config.timeout_seconds, log_handler=logs)
         try:
             connected = await stack.enter_async_context(client)
             self._client = connected
@@ -147,7 +155,7 @@ class Downstream:
         if self._client is None:
             raise DownstreamError(f"{self.name} is not connected")
         try:
-            with anyio.fail_after(self.config.timeout_seconds):
+            with anyio.fail_after(self.config.timeout_seconds), self._logs_to(agent_log()):
                 return await self._client.call_tool_mcp(
                     tool, arguments, meta=self.request_meta, progress_handler=progress_relay.get()
                 )
@@ -168,13 +176,17 @@ class Downstream:
             # The data plane reads no notifications: a call whose progress is followed takes the client.
             called = await self.call(tool, arguments)
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
+        relay = agent_log()
+        # The 2026 protocol sends a request's log messages only if it asks (filtered at the relay).
+        asked = {LOG_LEVEL_META_KEY: "debug"} if relay is not None else {}
         params = {
             "name": tool,
             "arguments": arguments,
-            "_meta": {**self._wire_meta, **(self.request_meta or {})},
+            "_meta": {**self._wire_meta, **asked, **(self.request_meta or {})},
         }
         try:
-            answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
+            with self._logs_to(relay):
+                answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
@@ -189,6 +201,31 @@ class Downstream:
         if isinstance(message, str):
             raise DownstreamError(f"{self.name} failed on {tool}: MCPError: {message}")
         raise DownstreamError(f"{self.name} failed on {tool}: an answer that is neither result nor error")
+
+    @contextmanager
+    def _logs_to(self, relay: LogRelay | None) -> Iterator[None]:
+        """While a call is in flight, the server's log messages may go to the agent's request."""
+        if relay is None:
+            yield
+            return
+        call = next(self._call_ids)
+        self._in_flight[call] = relay
+        try:
+            yield
+        finally:
+            del self._in_flight[call]
+
+    async def _server_logged(self, message: LogMessage) -> None:
+        """A server's log message: to the one agent request in flight here, else the Recorder's log.
+
+        A log message names no request. With several calls in flight it could be any of theirs, and
+        one agent must not read another's: it stays in the Recorder's log.
+        """
+        if len(self._in_flight) == 1:
+            [relay] = self._in_flight.values()
+            await relay(message)
+        else:
+            await default_log_handler(message)
 
     async def _pin_keys(self) -> None:
         result = await self.call(KEYS_TOOL, {})

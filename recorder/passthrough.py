@@ -8,12 +8,13 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
+from fastmcp.server.context import _get_client_log_level
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate
@@ -21,7 +22,7 @@ from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND
+from mcp_types import METHOD_NOT_FOUND, LoggingLevel, LoggingMessageNotificationParams
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
@@ -68,6 +69,44 @@ def agent_progress() -> ProgressRelay | None:
             total=total,
             message=message,
             related_request_id=request_id,
+        )
+
+    return relay
+
+
+LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
+
+_SEVERITY: dict[LoggingLevel, int] = {
+    level: rank
+    for rank, level in enumerate(
+        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+    )
+}
+
+
+def agent_log() -> LogRelay | None:
+    """A relay of a server's log messages to the agent's request being handled, if there is one.
+
+    The agent's level (``logging/setLevel``, kept on its connection by fastmcp) is honoured here, not
+    sent on: a server's session is shared by every agent of the Recorder. Which levels the agent's
+    request may receive at all (the 2026 protocol's per-request opt-in) is the mcp library's call.
+    """
+    try:
+        context = get_context()
+    except RuntimeError:
+        return None
+    request = context.request_context
+    if request is None:
+        return None
+    session, request_id = request.session, request.request_id
+    lowest = _get_client_log_level(session) or context.fastmcp.client_log_level
+
+    async def relay(message: LoggingMessageNotificationParams) -> None:
+        if lowest is not None and _SEVERITY[message.level] < _SEVERITY[lowest]:
+            return
+        # Deprecated with the logging capability (2026) but still how a log reaches the agent.
+        await session.send_log_message(
+            message.level, message.data, message.logger, related_request_id=request_id
         )
 
     return relay

@@ -1,0 +1,99 @@
+"""A tool server's log messages (``ctx.info`` inside a tool) reach the agent whose call is in flight;
+what could be any of several agents' calls stays in the Recorder's own log."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.client.logging import LogMessage
+
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.testing import recorder_world
+
+pytestmark = pytest.mark.anyio
+
+POLICY = Policy.model_validate({"autonomy": {"unknown": "allow"}})
+
+
+def chatty_server() -> tuple[FastMCP, anyio.Event]:
+    """``tell`` logs at info and warning; ``wait`` stays in flight until ``tell`` has logged (the
+    event is set once ``wait`` has started)."""
+    mcp = FastMCP("chatty")
+    told, waiting = anyio.Event(), anyio.Event()
+
+    @mcp.tool
+    async def tell(ctx: Context) -> str:
+        await ctx.info("counting the shelves", logger_name="stock")
+        await ctx.warning("shelf 3 is empty")
+        told.set()
+        return "told"
+
+    @mcp.tool
+    async def wait() -> str:
+        waiting.set()
+        await told.wait()
+        return "waited"
+
+    return mcp, waiting
+
+
+class Heard:
+    """The log messages an agent received."""
+
+    def __init__(self) -> None:
+        self.messages: list[LogMessage] = []
+
+    async def __call__(self, message: LogMessage) -> None:
+        self.messages.append(message)
+
+    def said(self) -> list[tuple[str, Any]]:
+        return [(m.level, m.data["msg"]) for m in self.messages]
+
+
+async def test_a_servers_log_messages_during_a_call_reach_the_agent_that_made_it(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    heard = Heard()
+    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
+        async with Client(world.recorder.mcp, log_handler=heard) as agent:
+            answer = await agent.call_tool_mcp("shop_tell", {})
+
+    assert not answer.is_error
+    assert heard.said() == [("info", "counting the shelves"), ("warning", "shelf 3 is empty")]
+    assert heard.messages[0].logger == "stock"
+    [call] = [e for e in world.entries() if e.kind == "call"]
+    assert call.body["outcome"] == {"status": "ok"}
+
+
+async def test_the_agents_log_level_holds_back_the_servers_messages_below_it(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    heard = Heard()
+    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
+        # logging/setLevel belongs to the handshake protocols; the 2026 one asks per request.
+        async with Client(world.recorder.mcp, log_handler=heard, mode="legacy") as agent:
+            await agent.set_logging_level("warning")
+            await agent.call_tool_mcp("shop_tell", {})
+
+    assert heard.said() == [("warning", "shelf 3 is empty")]
+
+
+async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorders_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, waiting = chatty_server()
+    heard = Heard()
+    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
+        async with Client(world.recorder.mcp, log_handler=heard) as agent:
+            with caplog.at_level(logging.INFO, logger="fastmcp.client.from_server"):
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(agent.call_tool_mcp, "shop_wait", {})
+                    await waiting.wait()
+                    await agent.call_tool_mcp("shop_tell", {})
+
+    assert heard.messages == []
+    assert [r.getMessage() for r in caplog.records if "counting the shelves" in r.getMessage()]
+    assert [r.levelno for r in caplog.records if "shelf 3 is empty" in r.getMessage()] == [logging.WARNING]
