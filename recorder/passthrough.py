@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
@@ -76,12 +76,7 @@ def agent_progress() -> ProgressRelay | None:
 
 LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
 
-_SEVERITY: dict[LoggingLevel, int] = {
-    level: rank
-    for rank, level in enumerate(
-        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-    )
-}
+_SEVERITY: dict[LoggingLevel, int] = {level: rank for rank, level in enumerate(get_args(LoggingLevel))}
 
 
 def agent_log() -> LogRelay | None:

@@ -58,25 +58,30 @@ class Heard:
 async def test_a_servers_log_messages_during_a_call_reach_the_agent_that_made_it(tmp_path: Path) -> None:
     server, _ = chatty_server()
     heard = Heard()
-    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
-        async with Client(world.recorder.mcp, log_handler=heard) as agent:
-            answer = await agent.call_tool_mcp("shop_tell", {})
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard) as agent,
+    ):
+        answer = await agent.call_tool_mcp("shop_tell", {})
+        calls = [e for e in world.entries() if e.kind == "call"]
 
     assert not answer.is_error
     assert heard.said() == [("info", "counting the shelves"), ("warning", "shelf 3 is empty")]
     assert heard.messages[0].logger == "stock"
-    [call] = [e for e in world.entries() if e.kind == "call"]
+    [call] = calls
     assert call.body["outcome"] == {"status": "ok"}
 
 
 async def test_the_agents_log_level_holds_back_the_servers_messages_below_it(tmp_path: Path) -> None:
     server, _ = chatty_server()
     heard = Heard()
-    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
-        # logging/setLevel belongs to the handshake protocols; the 2026 one asks per request.
-        async with Client(world.recorder.mcp, log_handler=heard, mode="legacy") as agent:
-            await agent.set_logging_level("warning")
-            await agent.call_tool_mcp("shop_tell", {})
+    # logging/setLevel belongs to the handshake protocols; the 2026 one asks per request.
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard, mode="legacy") as agent,
+    ):
+        await agent.set_logging_level("warning")
+        await agent.call_tool_mcp("shop_tell", {})
 
     assert heard.said() == [("warning", "shelf 3 is empty")]
 
@@ -86,13 +91,15 @@ async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorder
 ) -> None:
     server, waiting = chatty_server()
     heard = Heard()
-    async with recorder_world(tmp_path, {"shop": server}, POLICY) as world:
-        async with Client(world.recorder.mcp, log_handler=heard) as agent:
-            with caplog.at_level(logging.INFO, logger="fastmcp.client.from_server"):
-                async with anyio.create_task_group() as calls:
-                    calls.start_soon(agent.call_tool_mcp, "shop_wait", {})
-                    await waiting.wait()
-                    await agent.call_tool_mcp("shop_tell", {})
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard) as agent,
+    ):
+        with caplog.at_level(logging.INFO, logger="fastmcp.client.from_server"):
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(agent.call_tool_mcp, "shop_wait", {})
+                await waiting.wait()
+                await agent.call_tool_mcp("shop_tell", {})
 
     assert heard.messages == []
     assert [r.getMessage() for r in caplog.records if "counting the shelves" in r.getMessage()]
