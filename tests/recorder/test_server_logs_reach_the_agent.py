@@ -4,6 +4,8 @@ what could be any of several agents' calls stays in the Recorder's own log."""
 from __future__ import annotations
 
 import logging
+import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,17 @@ import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.client.logging import LogMessage
 
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.testing import recorder_world
+from hatp_journal.toolkit import SigningKey
 
 pytestmark = pytest.mark.anyio
 
 POLICY = Policy.model_validate({"autonomy": {"unknown": "allow"}})
+LOGGING_SERVER = Path(__file__).parent / "logging_server.py"
 
 
 def chatty_server() -> tuple[FastMCP, anyio.Event]:
@@ -104,3 +111,28 @@ async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorder
     assert heard.messages == []
     assert [r.getMessage() for r in caplog.records if "counting the shelves" in r.getMessage()]
     assert [r.levelno for r in caplog.records if "shelf 3 is empty" in r.getMessage()] == [logging.WARNING]
+
+
+async def test_a_stdio_servers_log_message_reaches_the_agent_through_the_data_plane(tmp_path: Path) -> None:
+    # A stdio server of the 2026 era is called over the data plane, which asks for log messages only
+    # for an agent request that can receive them.
+    config = RecorderConfig(
+        recorder=RecorderSection(agent="bot", principal="human://acme.com/dana"),
+        servers={"shop": ServerConfig(command=sys.executable, args=[str(LOGGING_SERVER)])},
+    )
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=POLICY)
+    heard = Heard()
+    try:
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            assert recorder.downstreams["shop"]._wire_meta is not None  # the data plane is in use
+            async with Client(mcp, log_handler=heard) as agent:
+                # The mcp session's own call: no progressToken, which would take the client's path.
+                answer = await agent.session.call_tool("shop_tell", {})
+    finally:
+        recorder.close()
+        store.dispose()
+
+    assert not answer.is_error
+    assert heard.said() == [("info", "counting the shelves")]
