@@ -16,7 +16,6 @@ from fastmcp.client.logging import LogMessage, default_log_handler
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
-from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -172,21 +171,19 @@ class Downstream:
         A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
         way; any other goes through the client and its result is dumped to the same form.
         """
-        if self._link is None or self._wire_meta is None or progress_relay.get() is not None:
-            # The data plane reads no notifications: a call whose progress is followed takes the client.
+        followed = progress_relay.get() is not None or agent_log() is not None
+        if self._link is None or self._wire_meta is None or followed:
+            # The data plane reads no notifications (its answer would overtake a log message on its
+            # way through the session): a call whose progress or logs are followed takes the client.
             called = await self.call(tool, arguments)
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
-        relay = agent_log()
-        # The 2026 protocol sends a request's log messages only if it asks (filtered at the relay).
-        asked = {LOG_LEVEL_META_KEY: "debug"} if relay is not None else {}
         params = {
             "name": tool,
             "arguments": arguments,
-            "_meta": {**self._wire_meta, **asked, **(self.request_meta or {})},
+            "_meta": {**self._wire_meta, **(self.request_meta or {})},
         }
         try:
-            with self._logs_to(relay):
-                answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
+            answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"

@@ -8,6 +8,8 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast, get_args
@@ -21,8 +23,9 @@ from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemp
 from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND, LoggingLevel, LoggingMessageNotificationParams
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import LOG_LEVEL_META_KEY, METHOD_NOT_FOUND, LoggingLevel, LoggingMessageNotificationParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
@@ -74,6 +77,10 @@ def agent_progress() -> ProgressRelay | None:
     return relay
 
 
+# send_log_message is deprecated with the logging capability (2026) but is still how a log reaches an
+# agent that asks for it: its warning, from this module only, would be noise on the Recorder's stderr.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=re.escape(__name__) + "$")
+
 LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
 
 _SEVERITY: dict[LoggingLevel, int] = {level: rank for rank, level in enumerate(get_args(LoggingLevel))}
@@ -94,12 +101,14 @@ def agent_log() -> LogRelay | None:
     if request is None:
         return None
     session, request_id = request.session, request.request_id
+    meta = request.meta if isinstance(request.meta, dict) else {}
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS and LOG_LEVEL_META_KEY not in meta:
+        return None  # the 2026 protocol: a request that did not ask for log messages gets none
     lowest = _get_client_log_level(session) or context.fastmcp.client_log_level
 
     async def relay(message: LoggingMessageNotificationParams) -> None:
         if lowest is not None and _SEVERITY[message.level] < _SEVERITY[lowest]:
             return
-        # Deprecated with the logging capability (2026) but still how a log reaches the agent.
         await session.send_log_message(
             message.level, message.data, message.logger, related_request_id=request_id
         )

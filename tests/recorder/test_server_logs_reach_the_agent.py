@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,11 @@ async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorder
     assert [r.levelno for r in caplog.records if "shelf 3 is empty" in r.getMessage()] == [logging.WARNING]
 
 
-async def test_a_stdio_servers_log_message_reaches_the_agent_through_the_data_plane(tmp_path: Path) -> None:
-    # A stdio server of the 2026 era is called over the data plane, which asks for log messages only
-    # for an agent request that can receive them.
+async def test_a_call_whose_logs_the_agent_follows_leaves_the_data_plane_and_gets_them(
+    tmp_path: Path,
+) -> None:
+    # A stdio server of the 2026 era is called over the data plane, which reads no notifications:
+    # a call whose log messages the agent can receive goes through the client instead.
     config = RecorderConfig(
         recorder=RecorderSection(agent="bot", principal="human://acme.com/dana"),
         servers={"shop": ServerConfig(command=sys.executable, args=[str(LOGGING_SERVER)])},
@@ -126,9 +129,9 @@ async def test_a_stdio_servers_log_message_reaches_the_agent_through_the_data_pl
     try:
         async with AsyncExitStack() as stack:
             mcp = await recorder.start(stack)
-            assert recorder.downstreams["shop"]._wire_meta is not None  # the data plane is in use
+            assert recorder.downstreams["shop"]._wire_meta is not None  # the data plane is open
             async with Client(mcp, log_handler=heard) as agent:
-                # The mcp session's own call: no progressToken, which would take the client's path.
+                # The mcp session's own call: no progressToken, which alone takes the client's path.
                 answer = await agent.session.call_tool("shop_tell", {})
     finally:
         recorder.close()
@@ -136,3 +139,15 @@ async def test_a_stdio_servers_log_message_reaches_the_agent_through_the_data_pl
 
     assert not answer.is_error
     assert heard.said() == [("info", "counting the shelves")]
+
+
+async def test_relaying_a_log_message_warns_of_no_deprecation_on_the_recorders_stderr(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=Heard()) as agent,
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            await agent.call_tool_mcp("shop_tell", {})
+
+    assert [w for w in caught if "passthrough" in w.filename] == []
