@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
 from fastmcp import Client, FastMCP
+from fastmcp.client.logging import LogMessage, default_log_handler
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
@@ -19,7 +22,7 @@ from pydantic import ValidationError
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
-from hatp_journal.recorder.passthrough import progress_relay
+from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
@@ -76,6 +79,9 @@ class Downstream:
         self._client: Client[Any] | None = None
         self._link: ChildLink | None = None
         self._wire_meta: dict[str, Any] | None = None  # set once the data plane may call directly
+        # The agents' requests whose calls are in flight here: where the server's log messages go.
+        self._in_flight: dict[int, LogRelay] = {}
+        self._call_ids = itertools.count()
 
     async def launch(self, stack: AsyncExitStack) -> None:
         """Start a stdio server's process now, so that several boot at once (``connect`` waits)."""
@@ -96,10 +102,11 @@ class Downstream:
     async def connect(self, stack: AsyncExitStack) -> None:
         """Open the session, read ``tools/list`` and pin the receipt keys."""
         await self.launch(stack)
+        logs = self._server_logged  # a server's log messages, wherever it runs
         if self.embedded is not None:
-            client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds)
+            client: Client[Any] = Client(self.embedded, timeout=self.config.timeout_seconds, log_handler=logs)
         elif self._link is not None:
-            client = Client(LinkTransport(self._link), timeout=self.config.timeout_seconds)
+            client = Client(LinkTransport(self._link), timeout=self.config.timeout_seconds, log_handler=logs)
         elif self.config.command is not None:
             transport = StdioTransport(
                 self.config.command,
@@ -107,10 +114,10 @@ class Downstream:
                 env={**os.environ, **self.config.env},
                 cwd=self.config.cwd,
             )
-            client = Client(transport, timeout=self.config.timeout_seconds)
+            client = Client(transport, timeout=self.config.timeout_seconds, log_handler=logs)
         else:
             assert self.config.url is not None
-            client = Client(self.config.url, timeout=self.config.timeout_seconds)
+            client = Client(self.config.url, timeout=self.config.timeout_seconds, log_handler=logs)
         try:
             connected = await stack.enter_async_context(client)
             self._client = connected
@@ -147,7 +154,7 @@ class Downstream:
         if self._client is None:
             raise DownstreamError(f"{self.name} is not connected")
         try:
-            with anyio.fail_after(self.config.timeout_seconds):
+            with anyio.fail_after(self.config.timeout_seconds), self._logs_to(agent_log()):
                 return await self._client.call_tool_mcp(
                     tool, arguments, meta=self.request_meta, progress_handler=progress_relay.get()
                 )
@@ -164,8 +171,10 @@ class Downstream:
         A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
         way; any other goes through the client and its result is dumped to the same form.
         """
-        if self._link is None or self._wire_meta is None or progress_relay.get() is not None:
-            # The data plane reads no notifications: a call whose progress is followed takes the client.
+        followed = progress_relay.get() is not None or agent_log() is not None
+        if self._link is None or self._wire_meta is None or followed:
+            # The data plane reads no notifications (its answer would overtake a log message on its
+            # way through the session): a call whose progress or logs are followed takes the client.
             called = await self.call(tool, arguments)
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
         params = {
@@ -189,6 +198,31 @@ class Downstream:
         if isinstance(message, str):
             raise DownstreamError(f"{self.name} failed on {tool}: MCPError: {message}")
         raise DownstreamError(f"{self.name} failed on {tool}: an answer that is neither result nor error")
+
+    @contextmanager
+    def _logs_to(self, relay: LogRelay | None) -> Iterator[None]:
+        """While a call is in flight, the server's log messages may go to the agent's request."""
+        if relay is None:
+            yield
+            return
+        call = next(self._call_ids)
+        self._in_flight[call] = relay
+        try:
+            yield
+        finally:
+            del self._in_flight[call]
+
+    async def _server_logged(self, message: LogMessage) -> None:
+        """A server's log message: to the one agent request in flight here, else the Recorder's log.
+
+        A log message names no request. With several calls in flight it could be any of theirs, and
+        one agent must not read another's: it stays in the Recorder's log.
+        """
+        if len(self._in_flight) == 1:
+            [relay] = self._in_flight.values()
+            await relay(message)
+        else:
+            await default_log_handler(message)
 
     async def _pin_keys(self) -> None:
         result = await self.call(KEYS_TOOL, {})

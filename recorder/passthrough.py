@@ -8,20 +8,24 @@ agent sees (titles, descriptions, annotations, icons, ``_meta``) is what the ser
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import re
+import warnings
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
+from fastmcp.server.context import _get_client_log_level
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.providers.proxy import ProxyPrompt, ProxyResource, ProxyTemplate
 from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
-from mcp_types import METHOD_NOT_FOUND
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import LOG_LEVEL_META_KEY, METHOD_NOT_FOUND, LoggingLevel, LoggingMessageNotificationParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
@@ -68,6 +72,45 @@ def agent_progress() -> ProgressRelay | None:
             total=total,
             message=message,
             related_request_id=request_id,
+        )
+
+    return relay
+
+
+# send_log_message is deprecated with the logging capability (2026) but is still how a log reaches an
+# agent that asks for it: its warning, from this module only, would be noise on the Recorder's stderr.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=re.escape(__name__) + "$")
+
+LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
+
+_SEVERITY: dict[LoggingLevel, int] = {level: rank for rank, level in enumerate(get_args(LoggingLevel))}
+
+
+def agent_log() -> LogRelay | None:
+    """A relay of a server's log messages to the agent's request being handled, if there is one.
+
+    The agent's level (``logging/setLevel``, kept on its connection by fastmcp) is honoured here, not
+    sent on: a server's session is shared by every agent of the Recorder. Which levels the agent's
+    request may receive at all (the 2026 protocol's per-request opt-in) is the mcp library's call.
+    """
+    try:
+        context = get_context()
+    except RuntimeError:
+        return None
+    request = context.request_context
+    if request is None:
+        return None
+    session, request_id = request.session, request.request_id
+    meta = request.meta if isinstance(request.meta, dict) else {}
+    if session.protocol_version in MODERN_PROTOCOL_VERSIONS and LOG_LEVEL_META_KEY not in meta:
+        return None  # the 2026 protocol: a request that did not ask for log messages gets none
+    lowest = _get_client_log_level(session) or context.fastmcp.client_log_level
+
+    async def relay(message: LoggingMessageNotificationParams) -> None:
+        if lowest is not None and _SEVERITY[message.level] < _SEVERITY[lowest]:
+            return
+        await session.send_log_message(
+            message.level, message.data, message.logger, related_request_id=request_id
         )
 
     return relay

@@ -1,6 +1,7 @@
 """The reference "everything" server behind the Recorder: the agent sees its tools (output schemas,
 titles, annotations, ``_meta``), resources, resource templates and prompts as the server published
-them; calls and reads are journaled, and an unknown tool name is journaled as refused.
+them; calls and reads are journaled, and an unknown tool name is journaled as refused. Its progress
+and log messages reach the agent's call.
 
 One agent session for the whole module (starting the Node.js server is the slow part); each test
 reads what it saw.
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from fastmcp import Client
+from fastmcp.client.logging import LogMessage
 from third_party_servers import NODE_BIN, everything_server, require
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
@@ -69,7 +71,12 @@ async def session(tmp: Path) -> Seen:
     try:
         async with AsyncExitStack() as stack:
             mcp = await recorder.start(stack)
-            async with Client(mcp) as agent:
+            heard: list[LogMessage] = []
+
+            async def logged(message: LogMessage) -> None:
+                heard.append(message)
+
+            async with Client(mcp, log_handler=logged) as agent:
                 seen.through = await listings(agent)
                 seen.answers["structured"] = await agent.call_tool_mcp(
                     "every_get-structured-content", {"location": "Chicago"}
@@ -89,6 +96,10 @@ async def session(tmp: Path) -> Seen:
                     progress_handler=followed,
                 )
                 seen.answers["progress"] = progress
+                # Its first message is sent during the call that turns the logging on (then every 5s).
+                seen.answers["logging on"] = await agent.call_tool_mcp("every_toggle-simulated-logging", {})
+                seen.answers["logs"] = list(heard)
+                await agent.call_tool_mcp("every_toggle-simulated-logging", {})  # off again
         assert recorder.run_id is not None
         seen.entries = store.entries(recorder.run_id)
     finally:
@@ -162,3 +173,13 @@ def test_an_unknown_tool_name_is_refused_and_journaled_as_refused(seen: Seen) ->
 def test_the_servers_progress_notifications_reach_the_agent_that_asked_for_them(seen: Seen) -> None:
     assert not seen.answers["long"].is_error
     assert seen.answers["progress"] == [1, 2]
+
+
+def test_the_servers_log_message_during_a_call_reaches_the_agent(seen: Seen) -> None:
+    assert not seen.answers["logging on"].is_error
+    [message] = seen.answers["logs"]
+    levels = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+    assert message.level in levels
+    assert isinstance(message.data, str)
+    toggles = [e for e in seen.entries if e.kind == "call" and e.body["tool"] == "toggle-simulated-logging"]
+    assert [e.body["outcome"] for e in toggles] == [{"status": "ok"}] * 2

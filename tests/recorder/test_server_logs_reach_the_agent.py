@@ -1,0 +1,153 @@
+"""A tool server's log messages (``ctx.info`` inside a tool) reach the agent whose call is in flight;
+what could be any of several agents' calls stays in the Recorder's own log."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client, Context, FastMCP
+from fastmcp.client.logging import LogMessage
+
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.testing import recorder_world
+from hatp_journal.toolkit import SigningKey
+
+pytestmark = pytest.mark.anyio
+
+POLICY = Policy.model_validate({"autonomy": {"unknown": "allow"}})
+LOGGING_SERVER = Path(__file__).parent / "logging_server.py"
+
+
+def chatty_server() -> tuple[FastMCP, anyio.Event]:
+    """``tell`` logs at info and warning; ``wait`` stays in flight until ``tell`` has logged (the
+    event is set once ``wait`` has started)."""
+    mcp = FastMCP("chatty")
+    told, waiting = anyio.Event(), anyio.Event()
+
+    @mcp.tool
+    async def tell(ctx: Context) -> str:
+        await ctx.info("counting the shelves", logger_name="stock")
+        await ctx.warning("shelf 3 is empty")
+        told.set()
+        return "told"
+
+    @mcp.tool
+    async def wait() -> str:
+        waiting.set()
+        await told.wait()
+        return "waited"
+
+    return mcp, waiting
+
+
+class Heard:
+    """The log messages an agent received."""
+
+    def __init__(self) -> None:
+        self.messages: list[LogMessage] = []
+
+    async def __call__(self, message: LogMessage) -> None:
+        self.messages.append(message)
+
+    def said(self) -> list[tuple[str, Any]]:
+        return [(m.level, m.data["msg"]) for m in self.messages]
+
+
+async def test_a_servers_log_messages_during_a_call_reach_the_agent_that_made_it(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    heard = Heard()
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard) as agent,
+    ):
+        answer = await agent.call_tool_mcp("shop_tell", {})
+        calls = [e for e in world.entries() if e.kind == "call"]
+
+    assert not answer.is_error
+    assert heard.said() == [("info", "counting the shelves"), ("warning", "shelf 3 is empty")]
+    assert heard.messages[0].logger == "stock"
+    [call] = calls
+    assert call.body["outcome"] == {"status": "ok"}
+
+
+async def test_the_agents_log_level_holds_back_the_servers_messages_below_it(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    heard = Heard()
+    # logging/setLevel belongs to the handshake protocols; the 2026 one asks per request.
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard, mode="legacy") as agent,
+    ):
+        await agent.set_logging_level("warning")
+        await agent.call_tool_mcp("shop_tell", {})
+
+    assert heard.said() == [("warning", "shelf 3 is empty")]
+
+
+async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorders_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, waiting = chatty_server()
+    heard = Heard()
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=heard) as agent,
+    ):
+        with caplog.at_level(logging.INFO, logger="fastmcp.client.from_server"):
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(agent.call_tool_mcp, "shop_wait", {})
+                await waiting.wait()
+                await agent.call_tool_mcp("shop_tell", {})
+
+    assert heard.messages == []
+    assert [r.getMessage() for r in caplog.records if "counting the shelves" in r.getMessage()]
+    assert [r.levelno for r in caplog.records if "shelf 3 is empty" in r.getMessage()] == [logging.WARNING]
+
+
+async def test_a_call_whose_logs_the_agent_follows_leaves_the_data_plane_and_gets_them(
+    tmp_path: Path,
+) -> None:
+    # A stdio server of the 2026 era is called over the data plane, which reads no notifications:
+    # a call whose log messages the agent can receive goes through the client instead.
+    config = RecorderConfig(
+        recorder=RecorderSection(agent="bot", principal="human://acme.com/dana"),
+        servers={"shop": ServerConfig(command=sys.executable, args=[str(LOGGING_SERVER)])},
+    )
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=POLICY)
+    heard = Heard()
+    try:
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            assert recorder.downstreams["shop"]._wire_meta is not None  # the data plane is open
+            async with Client(mcp, log_handler=heard) as agent:
+                # The mcp session's own call: no progressToken, which alone takes the client's path.
+                answer = await agent.session.call_tool("shop_tell", {})
+    finally:
+        recorder.close()
+        store.dispose()
+
+    assert not answer.is_error
+    assert heard.said() == [("info", "counting the shelves")]
+
+
+async def test_relaying_a_log_message_warns_of_no_deprecation_on_the_recorders_stderr(tmp_path: Path) -> None:
+    server, _ = chatty_server()
+    async with (
+        recorder_world(tmp_path, {"shop": server}, POLICY) as world,
+        Client(world.recorder.mcp, log_handler=Heard()) as agent,
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            await agent.call_tool_mcp("shop_tell", {})
+
+    assert [w for w in caught if "passthrough" in w.filename] == []
