@@ -30,8 +30,8 @@ from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
 from hatp_journal.recorder.undo.steps import Step, steps_of
-from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import MailDeliveryError, send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")

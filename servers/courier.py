@@ -31,9 +31,9 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.servers.outbox import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
 from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
 from hatp_journal.toolkit.store import configure_sqlite
 

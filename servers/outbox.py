@@ -44,8 +44,8 @@ from email.utils import parseaddr
 from sqlalchemy import Engine, LargeBinary
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
-from hatp_journal.servers.crashpoints import crash_point
 from hatp_journal.toolkit import Tx, wire_time
+from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import probe
 
 __all__ = [

@@ -30,14 +30,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "scenarios": frozenset({"toolkit", "servers", "recorder", "conformance"}),
 }
 
-KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # The review and reminder mails go out through the servers' SMTP code, and mark a crash point
-        # kept with it. Mail delivery is moving to the toolkit (the ground floor), which ends both.
-        ("hatp_journal.recorder.reminders", "hatp_journal.servers.smtp"),
-        ("hatp_journal.recorder.reminders", "hatp_journal.servers.crashpoints"),
-    }
-)
+# None today: mail delivery (toolkit.mail) and crash points (toolkit.crashpoints) moved down a floor.
+KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset()
 
 DYNAMIC_IMPORTERS = frozenset({"import_module", "__import__", "lazy_exports"})
 """Calls whose string arguments name modules that get imported."""
