@@ -79,7 +79,12 @@ def agent_progress() -> ProgressRelay | None:
 
 # send_log_message is deprecated with the logging capability (2026) but is still how a log reaches an
 # agent that asks for it: its warning, from this module only, would be noise on the Recorder's stderr.
-warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=re.escape(__name__) + "$")
+def _quiet_deprecation() -> None:
+    """Ignore that warning; said again at each relay, since a caller (a test run) may reset the filters."""
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning, module=re.escape(__name__) + "$")
+
+
+_quiet_deprecation()
 
 LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
 
@@ -109,6 +114,7 @@ def agent_log() -> LogRelay | None:
     async def relay(message: LoggingMessageNotificationParams) -> None:
         if lowest is not None and _SEVERITY[message.level] < _SEVERITY[lowest]:
             return
+        _quiet_deprecation()  # an identical filter replaces the last one: the list does not grow
         await session.send_log_message(
             message.level, message.data, message.logger, related_request_id=request_id
         )
