@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.undo_org import POLICY, Org, make_org
+from support.undo_org import Org, mailing, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.fleet_lease import TICK_LEASE, fleet_lease
@@ -33,15 +32,7 @@ def mail(tmp_path: Path) -> Iterator[MailSink]:
 
 @pytest.fixture
 def org(tmp_path: Path, capfd: pytest.CaptureFixture[str], mail: MailSink, store_url: str) -> Org:
-    org = make_org(tmp_path / "org", capfd, store=store_url)
-    people = json.loads((org.root / "directory.json").read_text())
-    for person in people["people"]:
-        person["email"] = person["id"].rsplit("/", 1)[-1] + "@acme.example"
-    (org.root / "directory.json").write_text(json.dumps(people))
-    (org.root / "policy.json").write_text(json.dumps({**POLICY, "review": REVIEW}))
-    with org.config.open("a") as config:
-        config.write(f"\n[mail]\nsmtp_port = {mail.port}\n")
-    return org
+    return mailing(make_org(tmp_path / "org", capfd, store=store_url), mail.port, REVIEW)
 
 
 def tick_as_a_recorder(org: Org, at: str, start: threading.Barrier, appended: list[int]) -> None:

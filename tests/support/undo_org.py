@@ -212,3 +212,16 @@ def make_org(
         + (f"\n[servers.plain]\ncommand = {python}\nargs = {json.dumps([str(PLAIN)])}\n" if plain else "")
     )
     return Org(tmp_path, capfd, None if store == "recorder.db" else store)
+
+
+def mailing(org: Org, smtp_port: int, review: dict[str, Any]) -> Org:
+    """``org`` with everyone's address in the directory, ``review`` timings in the policy and
+    ``[mail]`` pointing at an SMTP server: what reminders need."""
+    people = json.loads((org.root / "directory.json").read_text())
+    for person in people["people"]:
+        person["email"] = person["id"].rsplit("/", 1)[-1] + "@acme.example"
+    (org.root / "directory.json").write_text(json.dumps(people))
+    (org.root / "policy.json").write_text(json.dumps({**POLICY, "review": review}))
+    with org.config.open("a") as config:
+        config.write(f"\n[mail]\nsmtp_port = {smtp_port}\n")
+    return org

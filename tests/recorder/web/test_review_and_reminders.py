@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -14,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.undo_org import DANA, LEAD, POLICY, Org, make_org
+from support.undo_org import DANA, LEAD, Org, mailing, make_org
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.reminders import record_seen
@@ -35,15 +34,7 @@ def mail(tmp_path: Path) -> Iterator[MailSink]:
 
 @pytest.fixture
 def org(tmp_path: Path, capfd: pytest.CaptureFixture[str], mail: MailSink) -> Org:
-    org = make_org(tmp_path / "org", capfd)
-    people = json.loads((org.root / "directory.json").read_text())
-    for person in people["people"]:
-        person["email"] = person["id"].rsplit("/", 1)[-1] + "@acme.example"
-    (org.root / "directory.json").write_text(json.dumps(people))
-    (org.root / "policy.json").write_text(json.dumps({**POLICY, "review": REVIEW}))
-    with org.config.open("a") as config:
-        config.write(f"\n[mail]\nsmtp_port = {mail.port}\n")
-    return org
+    return mailing(make_org(tmp_path / "org", capfd), mail.port, REVIEW)
 
 
 def tick(org: Org, at: str) -> list[list[str]]:
