@@ -54,7 +54,8 @@ def fleet_lease(engine: Engine, name: str, ttl: timedelta, *, now: datetime | No
     """Hold lease ``name`` for the block if nobody live holds it; yields whether it is held."""
     ensure_schema(engine, "fleet-lease", FLEET_LEASE_SCHEMA, [_TABLE])
     holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-    held = _take(engine, name, holder, (now or utc_now()) + ttl, now or utc_now())
+    at = now or utc_now()
+    held = _take(engine, name, holder, at + ttl, at)
     try:
         yield held
     finally:
