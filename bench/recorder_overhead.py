@@ -121,9 +121,12 @@ def client(command: list[str], workdir: Path) -> Client[Any]:
     return Client(transport, timeout=120)
 
 
-def recorder_command(workdir: Path, name: str, store: Path, profile: Path | None = None) -> list[str]:
-    """``hatp-recorder serve`` with its own config, ``store`` and CRM (under cProfile if asked)."""
-    server = crm(workdir, name)
+def recorder_command(
+    workdir: Path, name: str, store: Path | str, profile: Path | None = None, crm_name: str | None = None
+) -> list[str]:
+    """``hatp-recorder serve`` with its own config, ``store`` (a path or URL) and CRM (under cProfile
+    if asked); Recorders given one ``crm_name`` front replicas of one CRM (one database, one key)."""
+    server = crm(workdir, crm_name or name)
     (workdir / "policy.json").write_text(json.dumps(POLICY))
     config = workdir / f"{name}.toml"
     config.write_text(

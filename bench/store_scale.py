@@ -106,10 +106,9 @@ async def calls(workdir: Path, url: str, recorders: int, each: int, tag: str) ->
     """``recorders`` Recorder processes on the store at ``url``, ``each`` writes through each."""
     names = [f"{tag}-r{n}" for n in range(recorders)]
     async with AsyncExitStack() as stack:
-        clients = [
-            await stack.enter_async_context(client(fleet_member(workdir, n, url, tag), workdir))
-            for n in names
-        ]
+        # Recorders sharing a store share their pinned server keys: they front one CRM's replicas.
+        commands = [recorder_command(workdir, name, url, crm_name=f"crm-{tag}") for name in names]
+        clients = [await stack.enter_async_context(client(command, workdir)) for command in commands]
         for connected in clients:  # unmeasured: the first call of each pays for its imports
             await write(connected, 0)
 
@@ -121,18 +120,6 @@ async def calls(workdir: Path, url: str, recorders: int, each: int, tag: str) ->
         await asyncio.gather(*(agent(connected) for connected in clients))
         elapsed = time.perf_counter() - start
     return recorders * each / elapsed, check_records(workdir, url, names, each + 1)
-
-
-def fleet_member(workdir: Path, name: str, url: str, tag: str) -> list[str]:
-    """A Recorder on the shared store, in front of a replica of the one CRM (one database, one key).
-
-    Recorders sharing a store share their pinned server keys, so they front the same servers.
-    """
-    command = recorder_command(workdir, name, workdir / "unused.db")
-    config = workdir / f"{name}.toml"
-    text = config.read_text().replace(str(workdir / "unused.db"), url)
-    config.write_text(text.replace(str(workdir / f"{name}.db"), str(workdir / f"crm-{tag}.db")))
-    return command
 
 
 async def write(connected: Any, n: int) -> None:
@@ -227,7 +214,7 @@ def bench(args: argparse.Namespace, workdir: Path) -> None:
         "Appends per second, concurrent writers in one process (RunStore.append_async):",
         *table("writers", "/s", WRITERS, backends, appended),
         "",
-        "Recorded calls per second, Recorder processes on one store (each its own CRM and agent):",
+        "Recorded calls per second, Recorder processes on one store (one agent each, one CRM's replicas):",
         *table("Recorder processes", "/s", RECORDERS, backends, called),
     ]
     if cluster is None:
