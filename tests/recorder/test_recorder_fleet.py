@@ -1,0 +1,241 @@
+"""A Recorder fleet: 4 ``hatp-recorder serve --transport http`` processes on one PostgreSQL store.
+
+One organisation (one config, one Recorder key) fronts one CRM, served over HTTP from this test's
+process on a PostgreSQL store of its own. Eight agents, real MCP clients over streamable HTTP,
+are spread over the Recorders (two connections to one Recorder share its run) and charge orders
+under a per-period money cap the fleet together would pass: the calls over it become asks; a
+person approves one ask of each agent (the CLI, against the database) and the agent calls again
+through a different Recorder with its run key, so every run is also appended to by another process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+from sqlmodel import Session, select
+from test_recorder_over_http import connected, free_port
+
+from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.policy.stored_ledger import StoredLedger
+from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.web.server import serving
+from hatp_journal.servers.crm.server import build as build_crm
+from hatp_journal.servers.crm.store import Charge
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
+from hatp_journal.toolkit.signing import b64url
+
+pytestmark = pytest.mark.anyio
+
+RECORDERS, AGENTS = 4, 8
+LEAD = "human://acme.com/role/team-lead"
+CAP = Decimal(100)  # USD per day, for the whole organisation
+CHARGES = 3  # per agent; each a little over 10 USD and no two alike, so each ask is its own
+ORDER = "O-1001"  # 1200 USD due: room for every charge the test makes
+
+
+@dataclass
+class Agent:
+    """One agent's session: its run, its run key, and what it was told."""
+
+    number: int
+    run: str = ""
+    key: str = ""
+    allowed: list[Decimal] = field(default_factory=list)  # amounts charged without an ask
+    asks: dict[str, str] = field(default_factory=dict)  # amount -> ask entry id
+
+
+def configure(root: Path, store: str, crm_url: str) -> Path:
+    """One organisation: the team lead approves, charges are capped per day, every Recorder alike."""
+    lee = SigningKey.generate()
+    lee.save(root / "lee.key")
+    SigningKey.generate().save(root / "recorder.key")  # made once: four Recorders starting must not race
+    people = [{"id": "lee", "roles": [LEAD], "publicKey": b64url(lee.public.raw())}]
+    (root / "directory.json").write_text(json.dumps({"people": people}))
+    cap = {"amount": str(CAP), "currency": "USD", "period": "P1D"}
+    autonomy = {"compensate": "allow", "read": "allow", "none": "allow", "unknown": "allow", "approver": LEAD}
+    (root / "policy.json").write_text(json.dumps({"autonomy": {**autonomy, "money": {"perPeriod": cap}}}))
+    (root / "recorder.toml").write_text(
+        "[recorder]\n"
+        f"store = {json.dumps(store)}\n"
+        'directory = "directory.json"\nagent = "sales-bot"\nprincipal = "human://acme.com/dana"\n\n'
+        f"[servers.crm]\nurl = {json.dumps(crm_url)}\n"
+    )
+    return root / "recorder.toml"
+
+
+@contextmanager
+def crm_over_http(store: str) -> Iterator[str]:
+    """The CRM on ``store``, served over streamable HTTP from this process; yields its MCP URL."""
+    mcp, journal = build_crm(store, SigningKey.generate())
+    try:
+        with serving(mcp.http_app(), scheduler=True) as url:  # the MCP session manager runs in the lifespan
+            yield f"{url}/mcp"
+    finally:
+        journal.engine.dispose()
+
+
+@asynccontextmanager
+async def recorder_fleet(config: Path) -> AsyncIterator[list[str]]:
+    """``RECORDERS`` Recorder processes on ``config``; yields their MCP URLs once all answer."""
+    processes, urls = [], []
+    try:
+        for n in range(RECORDERS):
+            port = free_port()
+            command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
+            log = (config.parent / f"recorder-{n}.log").open("wb")
+            processes.append(
+                subprocess.Popen(
+                    [*command, "--transport", "http", "--port", str(port)],
+                    cwd=config.parent,
+                    env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                )
+            )
+            urls.append(f"http://127.0.0.1:{port}/mcp")
+        for n, url in enumerate(urls):
+            assert await connected(url, seconds=120), (config.parent / f"recorder-{n}.log").read_text()
+        yield urls
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=60)
+
+
+def recorded(result: Any) -> dict[str, Any]:
+    assert result.meta is not None, result
+    meta: dict[str, Any] = result.meta["hatp/recorder"]
+    return meta
+
+
+async def charge(client: Client[Any], amount: str, key: str | None = None) -> Any:
+    arguments = {"order_id": ORDER, "amount": amount, "currency": "USD"}
+    meta = {"hatp/runKey": key} if key else None
+    return await client.call_tool_mcp("crm_charge_order", arguments, meta=meta)
+
+
+def pending(result: Any) -> bool:
+    return recorded(result).get("status") == "pending_approval"
+
+
+def amounts(agent: Agent) -> list[str]:
+    """What ``agent`` charges: 10.00 USD and some cents, different for every call of the test."""
+    return [f"10.{agent.number * CHARGES + n:02d}" for n in range(CHARGES)]
+
+
+async def first_calls(agent: Agent, url: str) -> None:
+    """The agent's charges through its Recorder: some go through, the rest are asked about."""
+    async with Client(url, timeout=120) as client:
+        for amount in amounts(agent):
+            result = await charge(client, amount)
+            agent.run, agent.key = recorded(result)["run"], recorded(result)["runKey"]
+            if pending(result):
+                agent.asks[amount] = recorded(result)["ask"]
+            else:
+                assert not result.is_error, result.content
+                agent.allowed.append(Decimal(amount))
+
+
+async def retries(agent: Agent, url: str, amount: str) -> tuple[Any, Any]:
+    """The approved call made again through another Recorder, then once more."""
+    async with Client(url, timeout=120) as client:
+        return await charge(client, amount, agent.key), await charge(client, amount, agent.key)
+
+
+def approve(config: Path, run: str, ask: str) -> None:
+    lee = ["--as", "lee", "--key", str(config.parent / "lee.key")]
+    assert recorder_cli(["--config", str(config), "approve", f"{run}/{ask}", *lee]) == 0
+
+
+def charges_made(store: str) -> int:
+    """What the CRM itself says: one row per charge that reached it."""
+    engine = build_crm(store, SigningKey.generate())[1].engine
+    try:
+        with Session(engine) as session:
+            return len(session.exec(select(Charge)).all())
+    finally:
+        engine.dispose()
+
+
+def forks_and_gaps(store: RunStore, run: str) -> int:
+    """Entries out of sequence or not chained after their predecessor."""
+    entries = store.entries(run)
+    wrong = sum(entry.seq != n for n, entry in enumerate(entries, start=1))
+    return wrong + sum(later.prev_hash != earlier.hash for earlier, later in pairwise(entries))
+
+
+async def test_four_recorders_on_one_database_serve_eight_agents_without_forks_or_double_calls(
+    tmp_path: Path, postgres_cluster: ThrowawayCluster
+) -> None:
+    store, crm_store = postgres_cluster.new_store(), postgres_cluster.new_store()
+    agents = [Agent(n) for n in range(AGENTS)]
+    with crm_over_http(crm_store) as crm_url:
+        config = configure(tmp_path, store, crm_url)
+        async with recorder_fleet(config) as urls:
+            async with anyio.create_task_group() as tasks:
+                for agent in agents:
+                    tasks.start_soon(first_calls, agent, urls[agent.number % RECORDERS])
+            approved = {agent.number: next(iter(agent.asks)) for agent in agents if agent.asks}
+            for agent in agents:
+                if agent.number in approved:
+                    approve(config, agent.run, agent.asks[approved[agent.number]])
+            answers: dict[int, tuple[Any, Any]] = {}
+
+            async def retry(agent: Agent) -> None:
+                elsewhere = urls[(agent.number + 1) % RECORDERS]
+                answers[agent.number] = await retries(agent, elsewhere, approved[agent.number])
+
+            async with anyio.create_task_group() as tasks:
+                for agent in agents:
+                    if agent.number in approved:
+                        tasks.start_soon(retry, agent)
+        made = charges_made(crm_store)
+
+    allowed = [amount for agent in agents for amount in agent.allowed]
+    asked = sum(len(agent.asks) for agent in agents)
+    # The fleet asked for more than the cap: the cap held across processes, filled to within a charge.
+    assert CAP - Decimal("10.23") < sum(allowed) <= CAP
+    assert asked == AGENTS * CHARGES - len(allowed)
+    assert len(approved) == AGENTS
+    for agent in agents:
+        used, again = answers[agent.number]
+        assert not used.is_error, used.content
+        assert not pending(used)
+        assert recorded(used)["run"] == agent.run
+        assert pending(again)  # the approval was used once; the same call again is a new ask
+        assert recorded(again)["ask"] != agent.asks[approved[agent.number]]
+    # Every approved call reached the CRM exactly once, beside the ones the cap allowed.
+    assert made == len(allowed) + len(approved)
+
+    key = SigningKey.from_file(tmp_path / "recorder.key")
+    records = RunStore(store, key)
+    try:
+        runs = [run.id for run in records.runs()]
+        assert sorted(runs) == sorted({agent.run for agent in agents})
+        assert len(runs) == RECORDERS  # a Recorder's own run, shared by the agents connected to it
+        assert [forks_and_gaps(records, run) for run in runs] == [0] * RECORDERS
+        for run in runs:
+            report = verify_record(records.export(run).to_bytes(), recorder_keys={key.public.kid: key.public})
+            assert report.ok, report
+        spends = StoredLedger(records.engine).spends()
+    finally:
+        records.dispose()
+    assert sorted(state for _, _, state in spends) == ["spent"] * made
+    approved_amounts = [Decimal(amount) for amount in approved.values()]
+    assert sum(Decimal(amount) for _, amount, _ in spends) == sum(allowed) + sum(approved_amounts)
