@@ -39,7 +39,7 @@ from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
 from hatp_journal.toolkit.signing import b64url
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 RECORDERS, AGENTS = 4, 8
 LEAD = "human://acme.com/role/team-lead"
