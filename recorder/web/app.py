@@ -98,6 +98,8 @@ class WebApprover:
             load_secret(secret_file),
             secret_file.with_name(secret_file.name + ".used"),
             timedelta(minutes=config.web.session_minutes),
+            # On a database URL every approver on the store shares sessions and used links.
+            database=self.store.engine if "://" in config.recorder.store else None,
         )
         self.templates = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined

@@ -1,10 +1,11 @@
 """Sign-in for the demo: a signed, expiring, one-time link per person, then a session cookie.
 
 A link is ``/signin?token=…`` where the token carries the person, an expiry and a nonce, signed
-with HMAC-SHA256 under the approver's secret file. Used nonces are written to a file beside the
-secret, so a link works once even across restarts. Sessions live in memory: a restart signs
-everyone out. Production should sign people in through the organisation's identity provider
-(OIDC/SAML) instead — see docs/web.md.
+with HMAC-SHA256 under the approver's secret file. A link works once, even across restarts. Where
+sessions and used links are kept depends on the store (:mod:`.signin_store`): in memory and a file
+beside the secret for a store on a file path (a restart signs everyone out), in the database for a
+store on a database URL (every approver on it shares them). Production should sign people in
+through the organisation's identity provider (OIDC/SAML) instead — see docs/web.md.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import hmac
 import json
 import os
 import secrets
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+from hatp_journal.recorder.web.signin_store import MemorySessions, Session, SessionKeeper, StoredSessions
 from hatp_journal.toolkit.signing import b64url, b64url_decode
 
-# A session remembers this many form nonces; older unused forms then read as stale.
-_FORMS_KEPT = 500
+__all__ = ["NEW_LINK", "Session", "SignIn", "load_secret", "make_link_token"]
+
 # How a person whose link is spent or old gets a new one (the pages cannot mail one themselves).
 NEW_LINK = (
     "ask whoever runs the approver for a new sign-in link "
@@ -51,33 +54,15 @@ def _mac(secret: bytes, payload: str) -> str:
     return b64url(hmac.new(secret, payload.encode(), hashlib.sha256).digest())
 
 
-@dataclass
-class Session:
-    """One signed-in person in one browser."""
-
-    person: str
-    csrf: str
-    expires: datetime
-    forms: dict[str, bool] = field(default_factory=dict)  # nonce → already used
-
-    def new_form(self) -> str:
-        """A nonce for one rendered form: a second submit of the same form is recognised."""
-        nonce = secrets.token_urlsafe(16)
-        self.forms[nonce] = False
-        while len(self.forms) > _FORMS_KEPT:
-            del self.forms[next(iter(self.forms))]
-        return nonce
-
-
 class SignIn:
-    """Checks sign-in links and keeps the sessions they open."""
+    """Checks sign-in links and keeps the sessions they open (where: see :mod:`.signin_store`)."""
 
-    def __init__(self, secret: bytes, used_file: Path, session_length: timedelta) -> None:
+    def __init__(
+        self, secret: bytes, used_file: Path, session_length: timedelta, *, database: Engine | None = None
+    ) -> None:
         self.secret = secret
-        self.used_file = used_file
         self.session_length = session_length
-        self.sessions: dict[str, Session] = {}
-        self._used = set(used_file.read_text().split()) if used_file.exists() else set()
+        self.kept: SessionKeeper = MemorySessions(used_file) if database is None else StoredSessions(database)
 
     def redeem(self, token: str, now: datetime) -> tuple[str, Session]:
         """Open a session for a valid, unexpired, unused link token; returns (session id, session)."""
@@ -91,25 +76,20 @@ class SignIn:
             raise WebRefusal(WebCode.SIGNIN_INVALID, "this sign-in link is malformed") from None
         if now.timestamp() > expires:
             raise WebRefusal(WebCode.SIGNIN_EXPIRED, f"this sign-in link has expired: {NEW_LINK}")
-        if nonce in self._used:
+        if not self.kept.use_link(nonce, now):
             raise WebRefusal(
                 WebCode.SIGNIN_USED, f"this sign-in link was already used (each link works once): {NEW_LINK}"
             )
-        self._used.add(nonce)
-        with self.used_file.open("a", encoding="utf-8") as used:
-            used.write(nonce + "\n")
         session_id = secrets.token_urlsafe(32)
-        session = Session(person, secrets.token_urlsafe(32), now + self.session_length)
-        self.sessions[session_id] = session
-        return session_id, session
+        return session_id, self.kept.open(session_id, person, now + self.session_length)
 
     def session(self, session_id: str | None, now: datetime) -> Session:
         """The live session behind a cookie; SIGNIN_REQUIRED if there is none or it expired."""
-        session = self.sessions.get(session_id or "")
+        session = self.kept.find(session_id) if session_id else None
         if session is None:
             raise WebRefusal(WebCode.SIGNIN_REQUIRED, "sign in with the link you were given")
         if now > session.expires:
-            del self.sessions[session_id or ""]
+            self.kept.close(session_id or "")
             raise WebRefusal(WebCode.SIGNIN_REQUIRED, f"your sign-in has expired: {NEW_LINK}")
         return session
 
@@ -120,9 +100,4 @@ class SignIn:
 
     def use_form(self, session: Session, nonce: str) -> None:
         """Mark one rendered form as sent; a second submit of it (or an unknown one) is refused."""
-        used = session.forms.get(nonce)
-        if used is None:
-            raise WebRefusal(WebCode.FORM_STALE, "this form is too old or was altered: reload the page")
-        if used:
-            raise WebRefusal(WebCode.FORM_USED, "this form was already sent; only the first one counts")
-        session.forms[nonce] = True
+        session.forms.use(nonce)
