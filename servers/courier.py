@@ -92,7 +92,8 @@ def take_lease(engine: Engine, pid: int) -> bool:
     """Make ``pid`` (on this host) the outbox's courier unless another live process is; True if it is."""
     host = socket.gethostname()
     with Session(engine) as session:  # BEGIN IMMEDIATE on SQLite: read and write as one
-        held = session.get(OutboxCourier, LEASE)
+        # A row lock elsewhere (PostgreSQL): two takers of a dead holder's lease take turns.
+        held = session.get(OutboxCourier, LEASE, with_for_update=True)
         if held is not None:
             if (held.host, held.pid) == (host, pid):
                 return True

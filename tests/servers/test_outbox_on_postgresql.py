@@ -6,19 +6,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.message import EmailMessage
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 from sqlmodel import Session, select
+from support.waiting import wait_until
 
-from hatp_journal.servers.courier import lease_holder
+from hatp_journal.servers.courier import LEASE, lease_holder, take_lease
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
-from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
+from hatp_journal.servers.outbox import Outbox, OutboxCourier, OutboxNotice, Staged
 from hatp_journal.toolkit import Tx, create_store_engine
 
 __all__ = ["mail_sink"]
@@ -82,3 +84,42 @@ def test_a_courier_process_and_a_replicas_pass_deliver_each_notice_once(
     copies = Counter(str(m.message["Message-ID"]) for m in mail_sink.wait_for(NOTICES))
     assert copies == dict.fromkeys(ids, 1)
     assert states(engine) == ["sent"] * NOTICES
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def lock_waiters(engine: Engine) -> int:
+    """Connections of this database waiting for a lock."""
+    with engine.connect() as connection:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        return int(connection.execute(text(query)).scalar_one())
+
+
+def test_two_couriers_taking_over_a_dead_holders_lease_take_turns_and_one_gets_it(engine: Engine) -> None:
+    assert take_lease(engine, dead_pid())
+    live = os.getppid()  # a live process that is not this one
+    taken: list[bool] = []
+    # The first taker is mid-takeover: it holds the lease row, found its holder dead and wrote itself.
+    with Session(engine) as first:
+        held = first.get(OutboxCourier, LEASE, with_for_update=True)
+        assert held is not None
+        held.pid = live
+        first.add(held)
+        first.flush()
+        second = threading.Thread(target=lambda: taken.append(take_lease(engine, os.getpid())))
+        second.start()
+        wait_until(
+            lambda: lock_waiters(engine) == 1, "the second taker to wait for the row", alive=second.is_alive
+        )
+        first.commit()
+    second.join()
+
+    assert taken == [False]  # it waited, then saw a live holder: not two couriers at once
+    holder = lease_holder(engine)
+    assert holder is not None
+    assert holder.pid == live
