@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,8 @@ import anyio
 import pytest
 from fastmcp import Client
 from sqlmodel import Session, select
-from test_recorder_over_http import connected, free_port
+from support.waiting import wait_until
+from test_recorder_over_http import free_port
 
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
@@ -89,32 +92,45 @@ def crm_over_http(store: str) -> Iterator[str]:
         journal.engine.dispose()
 
 
+def listening(port: int) -> bool:
+    """Whether something accepts connections on ``port`` of 127.0.0.1."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def running(process: subprocess.Popen[bytes]) -> bool:
+    return process.poll() is None
+
+
+def serve_recorder(config: Path, n: int) -> tuple[subprocess.Popen[bytes], int]:
+    """Recorder ``n`` over HTTP on a free port, its log in ``recorder-N.log``; once it listens."""
+    port = free_port()
+    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
+    with (config.parent / f"recorder-{n}.log").open("wb") as log:
+        process = subprocess.Popen(
+            [*command, "--transport", "http", "--port", str(port)],
+            cwd=config.parent,
+            env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    return process, port
+
+
 @asynccontextmanager
 async def recorder_fleet(config: Path) -> AsyncIterator[list[str]]:
-    """``RECORDERS`` Recorder processes on ``config``; yields their MCP URLs once all answer."""
-    processes, urls = [], []
+    """``RECORDERS`` Recorder processes on ``config``; yields their MCP URLs once all listen."""
+    started: list[tuple[subprocess.Popen[bytes], int]] = []
     try:
-        for n in range(RECORDERS):
-            port = free_port()
-            command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
-            log = (config.parent / f"recorder-{n}.log").open("wb")
-            processes.append(
-                subprocess.Popen(
-                    [*command, "--transport", "http", "--port", str(port)],
-                    cwd=config.parent,
-                    env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},
-                    stdout=subprocess.DEVNULL,
-                    stderr=log,
-                )
-            )
-            urls.append(f"http://127.0.0.1:{port}/mcp")
-        for n, url in enumerate(urls):
-            assert await connected(url, seconds=120), (config.parent / f"recorder-{n}.log").read_text()
-        yield urls
+        for n in range(RECORDERS):  # all starting at once: they race to create the store's tables
+            started.append(serve_recorder(config, n))
+        for n, (process, port) in enumerate(started):
+            wait_until(partial(listening, port), f"Recorder {n} to listen", alive=partial(running, process))
+        yield [f"http://127.0.0.1:{port}/mcp" for _, port in started]
     finally:
-        for process in processes:
+        for process, _ in started:
             process.send_signal(signal.SIGTERM)
-        for process in processes:
+        for process, _ in started:
             process.wait(timeout=60)
 
 
