@@ -39,7 +39,7 @@ from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.servers.crm.store import Charge
-from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit import SigningKey, create_store_engine
 from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
 from hatp_journal.toolkit.signing import b64url
 
@@ -218,7 +218,7 @@ def approve(config: Path, run: str, ask: str) -> None:
 
 def charges_made(store: str) -> int:
     """What the CRM itself says: one row per charge that reached it."""
-    engine = build_crm(store, SigningKey.generate())[1].engine
+    engine = create_store_engine(store)
     try:
         with Session(engine) as session:
             return len(session.exec(select(Charge)).all())
