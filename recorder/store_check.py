@@ -15,6 +15,7 @@ from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
 from hatp_journal.recorder.runs import RUNS_SCHEMA
 from hatp_journal.recorder.undo.lease import LEASE_SCHEMA
+from hatp_journal.recorder.web.signin_store import WEB_SCHEMA
 from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.store import open_store_engine
 from hatp_journal.toolkit.store_schema import PartStatus, check_schema
@@ -26,6 +27,7 @@ RECORDER_PARTS = {
     "lease": LEASE_SCHEMA,
     "fleet-lease": FLEET_LEASE_SCHEMA,
     "runs": RUNS_SCHEMA,
+    "web": WEB_SCHEMA,
 }
 """The parts of a Recorder's store and the versions this code writes."""
 

@@ -58,6 +58,7 @@ def test_a_started_store_checks_out_part_by_part(
         "lease": ["-", "1"],
         "fleet-lease": ["-", "1"],
         "runs": ["-", "1"],
+        "web": ["-", "1"],
     }
 
 

@@ -1,5 +1,6 @@
 """Two replicas of ``hatp-crm serve`` on one PostgreSQL store: a token minted by one is checked and
-compensated by the other, and compensating it from both at once runs the compensation once."""
+compensated by the other, compensating it from both at once runs the compensation once, and a
+retry on the minting replica answers what the other replica answered."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ async def test_a_token_minted_by_one_replica_is_checked_and_compensated_by_the_o
     for replica in replicas:
         deal = await replica.deal()
         assert (deal["stage"], deal["version"]) == ("Proposal", "v14")  # one compensation, not two
+
+    # Mint on the first, compensate on the second, retry the same request on the first.
+    again = await first.call("update_deal", deal_id="D-881", stage="Won")
+    undone = await second.compensate(again.journal, requestId="req-replicas")
+    retried = await first.compensate(again.journal, requestId="req-replicas")
+    assert undone.journal["status"] == "done"
+    assert retried.journal == undone.journal  # the first answer, not a second compensation
+    deal = await first.deal()
+    assert (deal["stage"], deal["version"]) == ("Proposal", "v16")
