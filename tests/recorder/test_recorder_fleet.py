@@ -14,14 +14,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -30,8 +28,7 @@ import anyio
 import pytest
 from fastmcp import Client
 from sqlmodel import Session, select
-from support.waiting import wait_until
-from test_recorder_over_http import free_port
+from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
@@ -95,16 +92,6 @@ def crm_over_http(store: str) -> Iterator[str]:
         journal.engine.dispose()
 
 
-def listening(port: int) -> bool:
-    """Whether something accepts connections on ``port`` of 127.0.0.1."""
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def running(process: subprocess.Popen[bytes]) -> bool:
-    return process.poll() is None
-
-
 def serve_recorder(config: Path, n: int) -> tuple[subprocess.Popen[bytes], int]:
     """Recorder ``n`` over HTTP on a free port, its log in ``recorder-N.log``; once it listens."""
     port = free_port()
@@ -128,7 +115,7 @@ async def recorder_fleet(config: Path) -> AsyncIterator[list[str]]:
         for n in range(RECORDERS):  # all starting at once: they race to create the store's tables
             started.append(serve_recorder(config, n))
         for n, (process, port) in enumerate(started):
-            wait_until(partial(listening, port), f"Recorder {n} to listen", alive=partial(running, process))
+            wait_listening(port, process, f"Recorder {n}")
         yield [f"http://127.0.0.1:{port}/mcp" for _, port in started]
     finally:
         for process, _ in started:

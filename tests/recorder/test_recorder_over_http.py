@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-import anyio
 import pytest
 from fastmcp import Client
+from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
 from hatp_journal.recorder.gateway import Recorder
@@ -24,25 +23,6 @@ from hatp_journal.toolkit import SigningKey
 pytestmark = pytest.mark.anyio
 
 PLAIN = Path(__file__).parent / "plain_server.py"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-async def connected(url: str, seconds: float) -> bool:
-    with anyio.move_on_after(seconds):
-        while True:
-            try:
-                async with Client(url) as client:
-                    await client.list_tools()
-                    return True
-            except Exception:  # noqa: BLE001 - not listening yet; keep trying within the bound
-                await anyio.sleep(0.2)
-    return False
 
 
 async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_closes_the_run(
@@ -63,7 +43,7 @@ async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_close
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        assert await connected(url, seconds=30)
+        wait_listening(port, process, "the Recorder")
         async with Client(url) as agent:
             result = await agent.call_tool_mcp("plain_shout", {"text": "hi"})
     finally:
@@ -91,7 +71,7 @@ async def test_a_downstream_reached_over_http_is_forwarded_and_its_receipts_veri
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        assert await connected(url, seconds=30)
+        wait_listening(port, crm, "the CRM")
         (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"compensate": "allow"}}))
         config = RecorderConfig(servers={"crm": ServerConfig(url=url)})
         store = RunStore(tmp_path / "recorder.db", SigningKey.generate())

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from test_recorder_over_http import connected, free_port
+from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.record import RunStore, verify_record
@@ -189,7 +189,7 @@ async def test_lone_surrogates_posted_over_http_are_journaled_refused_and_never_
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        assert await connected(url, seconds=30)
+        wait_listening(port, process, "the Recorder")
         answers = [
             post(url, number, arguments)
             for number, arguments in enumerate(

@@ -18,7 +18,7 @@ import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from test_recorder_over_http import connected, free_port
+from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.record import RunStore
@@ -149,7 +149,7 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         assert documented_entry("mcp-servers-http")["url"] == "http://127.0.0.1:8765/mcp"  # the defaults
-        assert await connected(url, seconds=60)
+        wait_listening(port, process, "the Recorder")
         async with Client(url) as first, Client(url) as second:
             held = await first.call_tool_mcp("plain_shout", {"text": "hi"})
             run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
