@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hatp_journal.toolkit.extras import needs_extras
+from hatp_journal.toolkit.extras import needs_extras, require_extra
 
 
 @needs_extras
@@ -49,7 +49,8 @@ def email(argv: Sequence[str] | None = None) -> int:
 
 @needs_extras
 def ui(argv: Sequence[str] | None = None) -> int:
-    """``hatp-ui`` (extra ``browser``)."""
+    """``hatp-ui`` (extras ``browser`` and ``serve``; the browser is named first, being its own)."""
+    require_extra("browser")
     from hatp_journal.servers.ui.cli import main
 
     return main(argv)
