@@ -33,7 +33,8 @@ def crm(argv: Sequence[str] | None = None) -> int:
 
 @needs_extras
 def calendar(argv: Sequence[str] | None = None) -> int:
-    """``hatp-calendar`` (extra ``servers``)."""
+    """``hatp-calendar`` (extra ``servers``, checked first: icalendar is imported at the first invitation)."""
+    require_extra("servers")
     from hatp_journal.servers.calendar.cli import main
 
     return main(argv)
