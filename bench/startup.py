@@ -126,9 +126,12 @@ def servers(folder: Path, app_url: str | None) -> dict[str, list[str]]:
             "--db",
             f"{folder}/ui.db",
         ]
-    for label, behind in (("hatp-crm", ["crm"]), ("crm, calendar, email", ["crm", "calendar", "email"])):
+    for label, behind in (
+        ("hatp-recorder serve (over hatp-crm)", ["crm"]),
+        ("hatp-recorder (crm, calendar, email)", ["crm", "calendar", "email"]),  # fits the 40-wide column
+    ):
         config = recorder_config(folder, behind)
-        spawned[f"hatp-recorder serve (over {label})"] = [
+        spawned[label] = [
             str(BIN / "hatp-recorder"),
             "--config",
             config,
