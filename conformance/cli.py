@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.extras import needs_extras
 
 if TYPE_CHECKING:
     from hatp_journal.conformance.results import SuiteResult
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 PASSED, FAILED, USAGE_ERROR, INCOMPLETE = 0, 1, 2, 3
 
 
+@needs_extras  # the suite's MCP client is the `serve` extra
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = _parser()

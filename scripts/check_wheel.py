@@ -12,8 +12,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-EXTRAS_ONLY = {"playwright", "aiosmtpd", "icalendar", "jinja2", "psycopg", "starlette", "uvicorn"}
-EXTRAS = {"web", "recorder", "servers", "browser", "postgresql", "demo", "all"}
+EXTRAS_ONLY = {"playwright", "aiosmtpd", "icalendar", "jinja2", "psycopg", "starlette", "uvicorn", "mcp"}
+EXTRAS_ONLY |= {"fastmcp", "fastmcp-slim"}  # the `serve` extra: a toolkit-only install has no MCP stack
+EXTRAS = {"serve", "web", "recorder", "servers", "browser", "postgresql", "demo", "all"}
 
 
 def main() -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hatp_journal.toolkit.extras import needs_extras
+from hatp_journal.toolkit.extras import needs_extras, require_extra
 
 
 @needs_extras
@@ -33,7 +33,8 @@ def crm(argv: Sequence[str] | None = None) -> int:
 
 @needs_extras
 def calendar(argv: Sequence[str] | None = None) -> int:
-    """``hatp-calendar`` (extra ``servers``)."""
+    """``hatp-calendar`` (extra ``servers``, checked first: icalendar is imported at the first invitation)."""
+    require_extra("servers")
     from hatp_journal.servers.calendar.cli import main
 
     return main(argv)
@@ -49,7 +50,8 @@ def email(argv: Sequence[str] | None = None) -> int:
 
 @needs_extras
 def ui(argv: Sequence[str] | None = None) -> int:
-    """``hatp-ui`` (extra ``browser``)."""
+    """``hatp-ui`` (extras ``browser`` and ``serve``; the browser is named first, being its own)."""
+    require_extra("browser")
     from hatp_journal.servers.ui.cli import main
 
     return main(argv)

@@ -19,6 +19,7 @@ MARKER = re.compile(r"<!-- example: ([a-z0-9-]+) -->\n(```[a-z]*)\n(.*?)```", re
 
 RUN_ELSEWHERE = {
     ("README.md", "decorator"): "tests/test_readme.py",
+    ("README.md", "serve"): "tests/test_readme.py",
     ("README.md", "testing"): "tests/test_readme.py",
     ("docs/run-record.md", "verify"): "tests/recorder/record/test_record_schema.py",
     ("docs/conformance.md", "crm-hooks"): "tests/conformance/test_conformance_schema.py",

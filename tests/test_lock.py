@@ -15,7 +15,7 @@ from hatp_journal.toolkit.extras import EXTRA_MODULES
 ROOT = Path(__file__).parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 LOCK = (ROOT / "requirements.lock").read_text(encoding="utf-8")
-LOCKED_EXTRAS = ("servers", "web", "browser", "postgresql", "dev")
+LOCKED_EXTRAS = ("serve", "servers", "web", "browser", "postgresql", "dev")
 """The extras `make lock` locks; the others (recorder, demo, all) are made of these."""
 
 

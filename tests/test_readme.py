@@ -27,6 +27,7 @@ async def test_the_readme_decorator_example_serves_a_tool_whose_undo_works(
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "readme_example"}
     exec(compile(example("decorator"), "README.md", "exec"), namespace)
+    exec(compile(example("serve"), "README.md", "exec"), namespace)
     exec(compile(example("testing"), "README.md", "exec"), {**namespace, "tmp_path": tmp_path})
 
     # The testing example seeded its own store; seed the served one the same way and call it over MCP.

@@ -1,4 +1,4 @@
-"""`pip install hatp-journal` without extras, in a fresh virtual environment: a server author's install.
+"""`pip install hatp-journal` without extras, in a fresh virtual environment: the toolkit alone.
 
 One wheel and one environment for the whole file. Packages come from the wheelhouse `make setup`
 downloads into `.venv/wheels` (hash-checked against requirements.lock), so nothing is fetched here;
@@ -24,13 +24,12 @@ ROOT = Path(__file__).parents[1]
 WHEELHOUSE = ROOT / ".venv" / "wheels"
 EXTRAS_ONLY = ("playwright", "aiosmtpd", "icalendar", "jinja2", "psycopg", "psycopg-binary")
 """What only the extras bring (browser, servers, web, postgresql)."""
-WITH_THE_MCP_SDK = ("starlette", "uvicorn")
-"""The web approver and the fake app use these too, but the MCP SDK (under fastmcp) requires them."""
+THE_MCP_STACK = ("fastmcp", "fastmcp-slim", "mcp", "starlette", "uvicorn", "httpx2")
+"""What only the `serve` extra brings: FastMCP and the MCP SDK, which requires starlette and uvicorn."""
 
 README_EXAMPLES = """
-import asyncio, re, sys
+import re, sys
 from pathlib import Path
-from fastmcp import Client
 
 readme = Path(sys.argv[1]).read_text(encoding="utf-8")
 def example(name):
@@ -39,12 +38,12 @@ def example(name):
 namespace = {"__name__": "readme_example"}
 exec(compile(example("decorator"), "README.md", "exec"), namespace)
 exec(compile(example("testing"), "README.md", "exec"), {**namespace, "tmp_path": Path.cwd()})
-
-async def tools():
-    async with Client(namespace["mcp"]) as client:
-        return sorted(tool.name for tool in await client.list_tools())
-print(" ".join(asyncio.run(tools())))
+try:
+    exec(compile(example("serve"), "README.md", "exec"), namespace)
+except ModuleNotFoundError as error:
+    print(error.name)
 """
+"""The README's tools and its testing example, then its serve block, which needs the `serve` extra."""
 
 
 def installed(python: Path) -> dict[str, list[str]]:
@@ -101,28 +100,20 @@ def test_a_toolkit_only_install_brings_no_part_that_only_an_extra_needs(venv: Pa
     names = set(installed(venv / "python"))
 
     assert "hatp-journal" in names
-    assert sorted(names & set(EXTRAS_ONLY)) == []
+    assert sorted(names & {*EXTRAS_ONLY, *THE_MCP_STACK}) == []
 
 
-def test_starlette_and_uvicorn_come_only_because_the_mcp_sdk_requires_them(venv: Path) -> None:
-    requires = installed(venv / "python")
-
-    def unconditional(distribution: str) -> set[str]:
-        lines = [line for line in requires[distribution] if "extra ==" not in line]
-        return {re.split(r"[\s<>=!~;\[(]", line, maxsplit=1)[0].lower() for line in lines}
-
-    assert unconditional("hatp-journal") & set(WITH_THE_MCP_SDK) == set()
-    assert set(WITH_THE_MCP_SDK) <= unconditional("mcp")
-
-
-def test_the_readme_server_example_runs_in_a_toolkit_only_install(venv: Path, tmp_path: Path) -> None:
+def test_the_readme_tools_run_in_a_toolkit_only_install_and_serving_them_needs_the_serve_extra(
+    venv: Path, tmp_path: Path
+) -> None:
     (tmp_path / "examples.py").write_text(README_EXAMPLES, encoding="utf-8")
 
     result = run(venv, "python", "examples.py", ROOT / "README.md", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert "update_deal" in result.stdout.split()
     assert (tmp_path / "crm.key").exists()
+    assert (tmp_path / "t.db").exists()  # the testing example called update_deal and undid it
+    assert result.stdout.split() == ["fastmcp"]
 
 
 def test_the_toolkit_and_suite_commands_start_without_any_extra(venv: Path, tmp_path: Path) -> None:
@@ -137,6 +128,11 @@ def test_each_command_of_a_missing_extra_says_which_extra_to_install(venv: Path,
     )
     key = ["--key", "server.key"]
     commands = {
+        "serve": [
+            ["hatp-crm", "serve", "--db", "crm.db", *key],
+            ["hatp-recorder", "serve"],
+            ["hatp-conformance", "--target", "hatp-crm serve --db crm.db --key server.key"],
+        ],
         "servers": [
             ["hatp-mailsink", "serve", "--dir", "mail"],
             ["hatp-calendar", "serve", "--db", "calendar.db", *key],
@@ -155,9 +151,13 @@ def test_each_command_of_a_missing_extra_says_which_extra_to_install(venv: Path,
 
 
 def test_a_postgresql_store_without_its_extra_is_refused_naming_the_extra(venv: Path, tmp_path: Path) -> None:
-    store = "postgresql://journal@127.0.0.1:9/journal"
+    (tmp_path / "recorder.toml").write_text(
+        '[recorder]\nstore = "postgresql://journal@127.0.0.1:9/journal"\nkey = "recorder.key"\n'
+        '[servers.crm]\ncommand = "hatp-crm"\n',
+        encoding="utf-8",
+    )
 
-    result = run(venv, "hatp-crm", "serve", "--db", store, "--key", "server.key", cwd=tmp_path)
+    result = run(venv, "hatp-recorder", "runs", cwd=tmp_path)  # reads the record without the MCP stack
 
     assert (result.returncode, result.stderr.split(": ")[1]) == (2, "STORE_BAD_URL"), result.stderr
     assert install_hint("postgresql") in result.stderr

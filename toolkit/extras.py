@@ -1,9 +1,9 @@
 """Commands and stores that need an optional part say which extra to install, not a traceback.
 
-The toolkit installs with what a server author needs; the demo servers, the Recorder's web pages,
-the browser and PostgreSQL are extras of the ``hatp-journal`` package (docs/install.md). A command
-that reaches a module of a missing extra prints ``MISSING_EXTRA`` with the ``pip install`` line
-that brings it, and exits 2.
+The toolkit installs with what a server author needs to declare, run and test journaled tools;
+serving them over MCP, the demo servers, the Recorder's web pages, the browser and PostgreSQL are
+extras of the ``hatp-journal`` package (docs/install.md). A command that reaches a module of a
+missing extra prints ``MISSING_EXTRA`` with the ``pip install`` line that brings it, and exits 2.
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ MISSING_EXTRA: Final = "MISSING_EXTRA"
 """Printed (as the code) by a command whose extra is not installed."""
 
 EXTRA_MODULES: Final = {
+    "serve": ("fastmcp", "mcp"),
     "servers": ("aiosmtpd", "icalendar"),
     "web": ("jinja2",),
     "browser": ("playwright",),
     "postgresql": ("psycopg",),
-    "demo": ("aiosmtpd", "icalendar", "jinja2"),
+    "demo": ("fastmcp", "mcp", "aiosmtpd", "icalendar", "jinja2"),
 }
-"""The top-level modules each extra brings that the toolkit does not (``demo`` is servers and web)."""
+"""The top-level modules each extra brings that the toolkit does not (``demo`` is servers and web,
+``servers`` brings ``serve``)."""
 
 EXTRA_OF_MODULE: Final = {
     module: extra for extra, modules in EXTRA_MODULES.items() if extra != "demo" for module in modules

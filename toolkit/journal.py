@@ -12,9 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastmcp import FastMCP
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 from sqlalchemy import Engine
@@ -26,7 +25,6 @@ from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.durations import format_window
 from hatp_journal.toolkit.effects import Effect, Tx
 from hatp_journal.toolkit.errors import DeclarationError, ToolFailed
-from hatp_journal.toolkit.server import publish
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, call_payload
 from hatp_journal.toolkit.spec import (
     CompensationSpec,
@@ -49,6 +47,9 @@ from hatp_journal.toolkit.wire import (
     UndoDeclaration,
     UndoInfo,
 )
+
+if TYPE_CHECKING:  # FastMCP comes with the `serve` extra; the Journal runs without it (docs/install.md)
+    from fastmcp import FastMCP
 
 TOKEN_PREFIX = "ctk_"
 
@@ -187,6 +188,8 @@ class Journal:
         """Add ``functions`` and publish them, with the binding tools, on ``mcp``."""
         if self._published:
             raise DeclarationError("register() was already called; pass every function at once")
+        from hatp_journal.toolkit.server import publish  # the MCP stack, only for a server that runs
+
         self.add(*functions)
         publish(self, mcp)
         self._published = True

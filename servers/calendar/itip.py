@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
-from icalendar import STATUS, Calendar, Event, vCalAddress
+if TYPE_CHECKING:  # imported where an invitation is built or read, not to start the server
+    from icalendar import STATUS, Calendar
 
 __all__ = [
     "PRODID",
@@ -122,6 +124,8 @@ def build_request(event: EventData, *, stamp: datetime | None = None) -> str:
     _require_attendees(event)
     if event.status == "CANCELLED":
         raise InvalidEventError("status", "a REQUEST cannot cancel; use build_cancel")
+    from icalendar import STATUS
+
     return _calendar("REQUEST", event, event.sequence, STATUS(event.status), stamp)
 
 
@@ -131,6 +135,8 @@ def build_cancel(event: EventData, *, stamp: datetime | None = None) -> str:
     ``event`` is the event as last sent; the CANCEL carries ``SEQUENCE`` ``event.sequence + 1``.
     """
     _require_attendees(event)
+    from icalendar import STATUS
+
     return _calendar("CANCEL", event, event.sequence + 1, STATUS.CANCELLED, stamp)
 
 
@@ -200,6 +206,8 @@ def invitation_email(ics: str, method: str, sender: str, to: list[str], subject:
 
 
 def _calendar(method: str, event: EventData, sequence: int, status: STATUS, stamp: datetime | None) -> str:
+    from icalendar import Calendar, Event, vCalAddress
+
     # Only a REQUEST asks for a reply; nobody answers a cancellation.
     rsvp = True if method == "REQUEST" else None
     attendees = [
@@ -237,10 +245,14 @@ def _address(uri: str) -> str:
 
     A non-ASCII address written raw (``mailto:zoë@...``, as earlier versions stored it) reads as is.
     """
+    from icalendar import vCalAddress
+
     return unquote(vCalAddress(uri).email, errors="strict")
 
 
 def _parse_calendar(ics: str) -> Calendar:
+    from icalendar import Calendar
+
     try:
         calendar = Calendar.from_ical(ics)
     except ValueError as exc:  # icalendar's parse errors are ValueErrors
