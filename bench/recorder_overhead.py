@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -55,9 +56,15 @@ MEMORY_DISK = Path("/dev/shm")
 """Where the second Recorder keeps its store: fsync costs nothing there (Linux tmpfs)."""
 SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
 PROFILE_RECORDER = (
-    "import cProfile, sys; from hatp_journal.recorder.cli import main; "
-    "stats = sys.argv.pop(1); cProfile.run('main(sys.argv[1:])', stats)"
+    "import cProfile, os, signal, sys; from hatp_journal.recorder.cli import main; "
+    "stats = sys.argv.pop(1); profile = cProfile.Profile(); "
+    "signal.signal(signal.SIGUSR1, lambda *_: profile.enable()); "
+    "signal.signal(signal.SIGUSR2, lambda *_: (profile.disable(), profile.dump_stats(stats + '.part'), "
+    "os.replace(stats + '.part', stats))); "
+    "main(sys.argv[1:])"
 )
+"""The Recorder under cProfile: SIGUSR1 starts it, SIGUSR2 stops it and writes the stats (so that only
+the measured calls count, and the stats are written before the client ends the process)."""
 
 TARGET_MS = {"read": 1.0, "write": 1.5}
 """Issue 14: the Recorder adds at most this much over direct to the median call, over stdio."""
@@ -365,7 +372,14 @@ async def bench(args: Any, workdir: Path) -> None:
                 name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
             }
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            if profile is not None:
+                os.kill(pids["recorder"], signal.SIGUSR1)
             await run_calls(variants, args.calls, 0)
+            if profile is not None:
+                profile.unlink(missing_ok=True)
+                os.kill(pids["recorder"], signal.SIGUSR2)
+                while not profile.exists():  # written whole, then renamed
+                    await asyncio.sleep(0.05)
             for variant in variants:
                 if variant.name in pids:
                     spent = cpu_seconds(pids[variant.name]) - before[variant.name]
@@ -374,7 +388,7 @@ async def bench(args: Any, workdir: Path) -> None:
         keys = {"recorder": workdir / "recorder.key", "recorder, tmpfs": workdir / "tmpfs.key"}
         checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
     if profile is not None:
-        checks.append(f"the Recorder's process was profiled: {profile} (python -m pstats)")
+        checks.append(f"the Recorder's measured calls were profiled: {profile} (python -m pstats)")
     appended = await appends(workdir, args.agents, args.appends)
     print(report(variants, args, checks, appended, durable_costs(workdir, 200)))
 
