@@ -13,9 +13,7 @@ ZONES = st.one_of(
     st.just(UTC),
     st.integers(-23 * 60 - 59, 23 * 60 + 59).map(lambda minutes: timezone(timedelta(minutes=minutes))),
 )
-MOMENTS = st.datetimes(
-    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=ZONES
-)
+MOMENTS = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=ZONES)
 
 
 @settings(max_examples=200)
