@@ -34,6 +34,10 @@ RAW_ID_PREFIX = "hatp-"
 """Ids of the requests the data plane sends; the session's own ids are integers."""
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Made once: ``json.dumps`` with any option builds a new encoder on every call."""
+
+
 class LinkClosed(ConnectionError):
     """The server's process ended (or its pipe broke) before it answered."""
 
@@ -82,7 +86,7 @@ class ChildLink:
         try:
             # asyncio's own timeout: the same bound for a fraction of an anyio cancel scope's cost.
             async with asyncio.timeout(timeout):
-                await self._write(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+                await self._write(_encode(message))
                 return await answer
         finally:
             self._pending.pop(request_id, None)
