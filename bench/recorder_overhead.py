@@ -174,6 +174,7 @@ MARKS = {
     "unwind": "unwind serve",
     "recorder": "recorder.toml",
     "recorder, tmpfs": "tmpfs.toml",
+    "baseline, tmpfs": "baseline.toml",
 }
 """How each gateway's process is told apart by its command line."""
 
@@ -317,7 +318,8 @@ def report(
         lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
     lines += [
         "(CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike;",
-        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing)",
+        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing;",
+        " 'baseline, tmpfs': --baseline's Recorder, on tmpfs too)",
         "",
     ]
     for variant in (v for v in variants if v.name.startswith("recorder")):
@@ -362,11 +364,17 @@ async def bench(args: Any, workdir: Path) -> None:
         if memory_disk is not None:
             stores["recorder, tmpfs"] = Path(memory) / "recorder.db"
             commands["recorder, tmpfs"] = recorder_command(workdir, "tmpfs", stores["recorder, tmpfs"])
+            if args.baseline is not None:
+                stores["baseline, tmpfs"] = Path(memory) / "baseline.db"
+                command = recorder_command(workdir, "baseline", stores["baseline, tmpfs"])
+                commands["baseline, tmpfs"] = [str(args.baseline), *command[1:]]
         async with AsyncExitStack() as stack:
             variants = []
             for name, command in commands.items():
                 connected = await stack.enter_async_context(client(command, workdir))
-                variants.append(Variant(name, connected, "crm_" if name.startswith("recorder") else ""))
+                variants.append(
+                    Variant(name, connected, "crm_" if name.startswith(("recorder", "baseline")) else "")
+                )
             await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
             pids = {
                 name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
@@ -385,7 +393,7 @@ async def bench(args: Any, workdir: Path) -> None:
                     spent = cpu_seconds(pids[variant.name]) - before[variant.name]
                     variant.cpu_ms = spent * 1e3 / (2 * args.calls)
         calls = 2 * (args.calls + args.warmup)
-        keys = {"recorder": workdir / "recorder.key", "recorder, tmpfs": workdir / "tmpfs.key"}
+        keys = {name: workdir / f"{MARKS[name].removesuffix('.toml')}.key" for name in stores}
         checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
     if profile is not None:
         checks.append(f"the Recorder's measured calls were profiled: {profile} (python -m pstats)")
@@ -405,6 +413,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--agents", type=int, default=8, help="concurrent agents in the appends bench")
     parser.add_argument("--appends", type=int, default=500, help="entries each agent appends")
     parser.add_argument("--profile", type=Path, help="run the Recorder under cProfile, writing stats here")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also run the Recorder of another checkout (the python of its venv) on tmpfs, interleaved: "
+        "CPU per call before and after a change, side by side",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.calls < 20:
