@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -55,9 +56,15 @@ MEMORY_DISK = Path("/dev/shm")
 """Where the second Recorder keeps its store: fsync costs nothing there (Linux tmpfs)."""
 SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
 PROFILE_RECORDER = (
-    "import cProfile, sys; from hatp_journal.recorder.cli import main; "
-    "stats = sys.argv.pop(1); cProfile.run('main(sys.argv[1:])', stats)"
+    "import cProfile, os, signal, sys; from hatp_journal.recorder.cli import main; "
+    "stats = sys.argv.pop(1); profile = cProfile.Profile(); "
+    "signal.signal(signal.SIGUSR1, lambda *_: profile.enable()); "
+    "signal.signal(signal.SIGUSR2, lambda *_: (profile.disable(), profile.dump_stats(stats + '.part'), "
+    "os.replace(stats + '.part', stats))); "
+    "main(sys.argv[1:])"
 )
+"""The Recorder under cProfile: SIGUSR1 starts it, SIGUSR2 stops it and writes the stats (so that only
+the measured calls count, and the stats are written before the client ends the process)."""
 
 TARGET_MS = {"read": 1.0, "write": 1.5}
 """Issue 14: the Recorder adds at most this much over direct to the median call, over stdio."""
@@ -167,6 +174,7 @@ MARKS = {
     "unwind": "unwind serve",
     "recorder": "recorder.toml",
     "recorder, tmpfs": "tmpfs.toml",
+    "baseline, tmpfs": "baseline.toml",
 }
 """How each gateway's process is told apart by its command line."""
 
@@ -310,7 +318,8 @@ def report(
         lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
     lines += [
         "(CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike;",
-        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing)",
+        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing;",
+        " 'baseline, tmpfs': --baseline's Recorder, on tmpfs too)",
         "",
     ]
     for variant in (v for v in variants if v.name.startswith("recorder")):
@@ -355,26 +364,39 @@ async def bench(args: Any, workdir: Path) -> None:
         if memory_disk is not None:
             stores["recorder, tmpfs"] = Path(memory) / "recorder.db"
             commands["recorder, tmpfs"] = recorder_command(workdir, "tmpfs", stores["recorder, tmpfs"])
+            if args.baseline is not None:
+                stores["baseline, tmpfs"] = Path(memory) / "baseline.db"
+                command = recorder_command(workdir, "baseline", stores["baseline, tmpfs"])
+                commands["baseline, tmpfs"] = [str(args.baseline), *command[1:]]
         async with AsyncExitStack() as stack:
             variants = []
             for name, command in commands.items():
                 connected = await stack.enter_async_context(client(command, workdir))
-                variants.append(Variant(name, connected, "crm_" if name.startswith("recorder") else ""))
+                variants.append(
+                    Variant(name, connected, "crm_" if name.startswith(("recorder", "baseline")) else "")
+                )
             await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
             pids = {
                 name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
             }
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            if profile is not None:
+                os.kill(pids["recorder"], signal.SIGUSR1)
             await run_calls(variants, args.calls, 0)
+            if profile is not None:
+                profile.unlink(missing_ok=True)
+                os.kill(pids["recorder"], signal.SIGUSR2)
+                while not profile.exists():  # written whole, then renamed
+                    await asyncio.sleep(0.05)
             for variant in variants:
                 if variant.name in pids:
                     spent = cpu_seconds(pids[variant.name]) - before[variant.name]
                     variant.cpu_ms = spent * 1e3 / (2 * args.calls)
         calls = 2 * (args.calls + args.warmup)
-        keys = {"recorder": workdir / "recorder.key", "recorder, tmpfs": workdir / "tmpfs.key"}
+        keys = {name: workdir / f"{MARKS[name].removesuffix('.toml')}.key" for name in stores}
         checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
     if profile is not None:
-        checks.append(f"the Recorder's process was profiled: {profile} (python -m pstats)")
+        checks.append(f"the Recorder's measured calls were profiled: {profile} (python -m pstats)")
     appended = await appends(workdir, args.agents, args.appends)
     print(report(variants, args, checks, appended, durable_costs(workdir, 200)))
 
@@ -391,6 +413,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--agents", type=int, default=8, help="concurrent agents in the appends bench")
     parser.add_argument("--appends", type=int, default=500, help="entries each agent appends")
     parser.add_argument("--profile", type=Path, help="run the Recorder under cProfile, writing stats here")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also run the Recorder of another checkout (the python of its venv) on tmpfs, interleaved: "
+        "CPU per call before and after a change, side by side",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.calls < 20:

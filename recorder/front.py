@@ -37,6 +37,9 @@ _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 logger = logging.getLogger(__name__)
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Made once: ``json.dumps`` with any option builds a new encoder on every call."""
+
 
 async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
     """Serve the agent on this process's stdin and stdout until stdin closes."""
@@ -170,7 +173,7 @@ class _Front:
         return send
 
     def _write(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = _encode(message) + "\n"
         if not self.writer.is_closing():
             self.writer.write(line.encode())
 

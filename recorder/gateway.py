@@ -416,6 +416,7 @@ class Recorder:
             arguments=arguments,
             server_keys=downstream.keys,
             declared_kind=facts.kind,
+            arguments_digest=body["argumentsDigest"],
         )
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         body.update(members)

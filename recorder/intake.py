@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.signing import VerifyKey, verify_call
+from hatp_journal.toolkit.signing import VerifyKey, verify_call, verify_digest_call
 from hatp_journal.toolkit.wire import META_KEY, ErrorBody, JournalObject
 
 MAX_NODES = 5_000
@@ -98,8 +98,13 @@ def take_in(
     arguments: Mapping[str, Any],
     server_keys: Mapping[str, VerifyKey],
     declared_kind: Literal["compensate", "none", "unknown", "read"],
+    arguments_digest: str | None = None,
 ) -> Intake:
-    """Check the ``_meta["hatp/journal"]`` of one result against the call that made it."""
+    """Check the ``_meta["hatp/journal"]`` of one result against the call that made it.
+
+    ``arguments_digest``: the arguments' ``sha256:`` digest if the caller has it already (the
+    gateway does), so the receipt is checked without canonicalizing them again.
+    """
     raw = (meta or {}).get(META_KEY) if isinstance(meta, Mapping) else None
     if raw is None:
         kind: Literal["none", "unknown", "read"] = "read" if declared_kind == "read" else "unknown"
@@ -134,7 +139,11 @@ def take_in(
         return Intake(
             "unresolved", "unknown", "journal object does not fit the wire format: undo.undoBy", raw=raw
         )
-    if not verify_call(raw, tool, arguments, server_keys):
+    if arguments_digest is None:
+        verified = verify_call(raw, tool, arguments, server_keys)
+    else:
+        verified = verify_digest_call(raw, tool, arguments_digest, server_keys)
+    if not verified:
         return Intake(
             "unresolved", "unknown", "receipt does not verify with the server's pinned key", raw=raw
         )

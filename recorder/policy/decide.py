@@ -61,12 +61,27 @@ def policy_rules(policy: Policy) -> Rule:
     return Classified(AllOf(rules))
 
 
+_last_rules: tuple[Policy, Rule] | None = None
+"""The rules of the policy decided last: a policy is frozen, so its rules never change (and the
+Recorder decides every call with the same one)."""
+
+
+def _rules_of(policy: Policy) -> Rule:
+    global _last_rules
+    last = _last_rules
+    if last is not None and last[0] is policy:
+        return last[1]
+    rules = policy_rules(policy)
+    _last_rules = (policy, rules)
+    return rules
+
+
 def decide(policy: Policy, facts: CallFacts, spent: MoneySpent) -> Decision:
     """Allow or ask for one call, with the reasons, the money totals, the policy's digest and the
     call's reversibility class (with the rule that gave it), which the Run Record keeps."""
     if facts.reversibility is None:
         facts = replace(facts, reversibility=classify_call(policy, facts))
-    verdict = policy_rules(policy).evaluate(facts, spent)
+    verdict = _rules_of(policy).evaluate(facts, spent)
     return Decision(
         action=verdict.action,
         reasons=verdict.reasons,
