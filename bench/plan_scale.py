@@ -54,9 +54,9 @@ def call_body(n: int, version_of: dict[str, str], index: LinkIndex) -> dict[str,
     """The ``n``-th call as the gateway journals it: a verified write (or read) with its links."""
     if n % READ_EVERY == 0:
         deal = f"D-{max(1, (n - 1) // CHAIN)}"
-        journal: dict[str, Any] = {
+        journal: dict[str, Any] = {  # a read as the wire has it: ``read``, no undo terms
             "server": SERVER,
-            "undo": {"kind": "read"},
+            "read": True,
             "effect": {"summary": f"Read deal {deal}", "resource": f"crm://acme/deal/{deal}"},
         }
         kind, tool, arguments = "read", "get_deal", {"deal_id": deal}
@@ -126,14 +126,16 @@ async def plan(
         if check_ms:
             await asyncio.sleep(check_ms / 1000)
         now = version_of[step.resource or ""]
-        if now == step.version:
-            return {"status": "ok", "versionFound": now}
-        return {
-            "status": "conflict",
-            "versionExpected": step.version,
+        answer = {  # a check answer as the wire has it (unsigned: the bench has no server keys)
+            "server": SERVER,
+            "operation": "check",
+            "tokenDigest": step.token_digest,
+            "at": "2026-12-03T00:00:00Z",
             "versionFound": now,
-            "message": "changed",
         }
+        if now == step.version:
+            return {**answer, "status": "ok"}
+        return {**answer, "status": "conflict", "versionExpected": step.version, "message": "changed"}
 
     started, cpu = time.perf_counter(), time.process_time()
     planned = await build_plan(
@@ -157,6 +159,9 @@ def bench(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
         read_s = time.perf_counter() - started
         print(f"  {size} entries: planning, planner alone ...", file=sys.stderr)
         alone, cpu, shown = asyncio.run(plan(store, run_id, version_of, 0))
+        writes = size - size // READ_EVERY
+        if len(shown.steps) != writes:  # a bench whose bodies no longer fit would time a plan of nothing
+            raise SystemExit(f"{size} entries: planned {len(shown.steps)} steps, expected every write ({writes})")
         row: dict[str, Any] = {"entries": size, "read": read_s, "alone": alone, "steps": len(shown.steps)}
         row["cpu"] = cpu
         row["conflicts"] = len(shown.conflicts)
