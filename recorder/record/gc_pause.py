@@ -19,7 +19,8 @@ def gc_paused() -> Iterator[None]:
     """The collector off for the ``with`` block, on again after it if it was on before.
 
     Only around synchronous work (no ``await`` inside): other tasks of the event loop cannot
-    run, and leave cycles behind, while it is off. Nested pauses leave it to the outermost.
+    run, and leave cycles behind, while it is off. Other threads do run; their cycles wait for the
+    first collection after the block. Nested pauses leave it to the outermost.
     """
     was_on = gc.isenabled()
     gc.disable()
