@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, Engine, bindparam, insert, inspect, text
+from sqlalchemy import Connection, Engine, Row, bindparam, insert, inspect, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
@@ -32,6 +32,7 @@ from sqlmodel import Session, SQLModel, col, select
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import (
     Checkpoint,
@@ -331,7 +332,7 @@ class RunStore:
 
     def entries(self, run_id: str) -> list[Entry]:
         """The run's entries in order, parsed from the bytes stored."""
-        with self._session() as session:
+        with self._session() as session, gc_paused():
             _get_run(session, run_id)
             return [_entry_model(row.data, row.hash) for row in _entry_rows(session, run_id)]
 
@@ -660,8 +661,14 @@ def _head(session: Session, run: RecRun) -> tuple[int, str]:
     return last[0], last[1]
 
 
-def _entry_rows(session: Session, run_id: str) -> Sequence[RecEntry]:
-    return session.exec(select(RecEntry).where(RecEntry.run == run_id).order_by(col(RecEntry.seq))).all()
+def _entry_rows(session: Session, run_id: str) -> Sequence[Row[tuple[bytes, str]]]:
+    """(stored bytes, hash) of every entry of the run in order: two columns, no ORM object per row."""
+    query = (
+        select(_ENTRY_TABLE.c.data, _ENTRY_TABLE.c.hash)
+        .where(_ENTRY_TABLE.c.run == run_id)
+        .order_by(_ENTRY_TABLE.c.seq)
+    )
+    return session.connection().execute(query).all()
 
 
 def _checkpoint_rows(session: Session, run_id: str, *, latest: bool = False) -> Sequence[RecCheckpoint]:

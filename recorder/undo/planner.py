@@ -17,6 +17,7 @@ import anyio
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer
+from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import (
@@ -92,44 +93,47 @@ async def build_plan(
     now: datetime,
 ) -> PlannedUndo:
     """Plan undoing ``request`` in ``run_id``; every compensable step is checked with its server."""
-    try:
-        run = store.run(run_id)
-        entries = store.entries(run_id)
-    except UnknownRun:
-        raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {run_id!r}") from None
-    steps = steps_of(entries)
-    by_id = {step.id: step for step in steps}
-    relied_on_by = dependents(entries)
-    chosen = {steps[n - 1].id for n in request.chosen(len(steps))}
-    closure = _closure(chosen, relied_on_by)
-    planned = sorted(
-        (by_id[e] for e in closure if by_id[e].kind not in ("read", "no-effect")),
-        key=lambda s: s.number,
-        reverse=True,
-    )
-    chains = Chains(planned)
-    answers = await check_all([s for s in planned if _needs_check(s, now)], check)
-    found = Sections()
-    checks: dict[str, dict[str, Any]] = {}
-    for step in planned:  # newest first
-        _place(found, step, chains, answers, checks, now)
-    _block(found, relied_on_by)
-    reads = _read_since(store, run_id, planned)
-    agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
-    memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
-    memory += "the Recorder, so this list may be incomplete"
-    plan = ReversalPlan(
-        run=run.id,
-        agent=run.agent,
-        principal=run.principal,
-        requested_by=requested_by,
-        request=request.describe(),
-        through=steps[-1].id if steps else None,
-        undo_authority=undo_authority,
-        **vars(found),
-        read_since=reads,
-        unrecorded_memory=memory,
-    )
+    with gc_paused():  # reading and linking every entry makes many small objects, none of them garbage
+        try:
+            run = store.run(run_id)
+            entries = store.entries(run_id)
+        except UnknownRun:
+            raise UndoError(UndoCode.UNKNOWN_RUN, f"there is no run {run_id!r}") from None
+        steps = steps_of(entries)
+        by_id = {step.id: step for step in steps}
+        relied_on_by = dependents(entries)
+        chosen = {steps[n - 1].id for n in request.chosen(len(steps))}
+        closure = _closure(chosen, relied_on_by)
+        planned = sorted(
+            (by_id[e] for e in closure if by_id[e].kind not in ("read", "no-effect")),
+            key=lambda s: s.number,
+            reverse=True,
+        )
+        chains = Chains(planned)
+    with gc_frozen():  # the entries and steps just read sit out the collections the checks cause
+        answers = await check_all([s for s in planned if _needs_check(s, now)], check)
+        with gc_paused():
+            found = Sections()
+            checks: dict[str, dict[str, Any]] = {}
+            for step in planned:  # newest first
+                _place(found, step, chains, answers, checks, now)
+            _block(found, relied_on_by)
+            reads = _read_since(store, run_id, planned)
+            agents = ", ".join(sorted({run.agent, *(r.agent for r in reads)}))
+            memory = f"{agents}: what an agent read stays in its own memory, which does not pass through "
+            memory += "the Recorder, so this list may be incomplete"
+            plan = ReversalPlan(
+                run=run.id,
+                agent=run.agent,
+                principal=run.principal,
+                requested_by=requested_by,
+                request=request.describe(),
+                through=steps[-1].id if steps else None,
+                undo_authority=undo_authority,
+                **vars(found),
+                read_since=reads,
+                unrecorded_memory=memory,
+            )
     return PlannedUndo(plan, checks)
 
 
