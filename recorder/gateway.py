@@ -42,7 +42,7 @@ from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome, RefusedRecord
+from hatp_journal.recorder.record.written_bodies import CallRecord, HostUndoRecord, Outcome, RefusedRecord
 from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
 from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
@@ -417,7 +417,7 @@ class Recorder:
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         host_undo = None
         if failed is not None:
-            host_undo = {"failed": failed}
+            host_undo = HostUndoRecord(failed=failed).wire()
         elif compensation is not None and snapshot is not None:
             host_undo = await host_member(
                 compensation,

@@ -174,8 +174,8 @@ class Org:
         """``hatp-recorder --config … ARGS``: (exit code, stdout, stderr)."""
         self.capfd.readouterr()
         command = ["--config", str(self.config), *arguments]
-        printed = isinstance(self.capfd, Printed)
-        code = self.capfd.run(lambda: main(command)) if printed else main(command)
+        capture = self.capfd
+        code = capture.run(lambda: main(command)) if isinstance(capture, Printed) else main(command)
         told = self.capfd.readouterr()
         return code, told.out, told.err
 

@@ -243,9 +243,17 @@ class IntentAsSent(BodyModel):
 
 
 class ReversalLine(BodyModel):
+    """One line of a Reversal Record; ``receipt`` is the server's signed answer, kept whole."""
+
     entry: str
     status: str
     retry: bool = False
+    step: int | None = None
+    summary: str = ""
+    undo: str | None = None
+    reason: str = ""
+    remedy: str | None = None
+    receipt: Any = None
 
 
 class ReversalBody(BodyModel):
@@ -271,6 +279,8 @@ class NoticeBody(BodyModel):
     step: str | None = None
     undo_by: WireTime | None = None
     summary: str | None = None
+    after: str | None = None
+    mailed_to: list[str] | None = None
 
 
 class NoteOutcome(BodyModel):

@@ -65,6 +65,7 @@ class CallRecord(Written):
     outcome: Outcome | None = None
     host_undo: dict[str, Any] | None = None
     links: list[dict[str, Any]] | None = None
+    remedies: str | None = None  # a remedy: the call that could not be undone, which this one remedies
 
 
 class RefusedRecord(Written):
@@ -80,6 +81,45 @@ class RefusedRecord(Written):
     code: str
     run_key_digest: str | None = None
     host: dict[str, Any] | None = None
+
+
+class AskTerms(Written):
+    """What an ``ask`` adds to the body of the call it holds (a :class:`CallRecord`'s members): the
+    digest the approval signs, who decides and by when."""
+
+    call_digest: str
+    approver: str
+    decide_by: str
+
+
+class WithdrawnRecord(Written):
+    """A ``withdrawn``: an ask whose deadline passed undecided, and whom it had asked."""
+
+    ask: str
+    code: str
+    decide_by: str
+    asked: list[str]
+
+
+class CallApproval(Written):
+    """What a person signs when deciding a call's ask."""
+
+    ask: str
+    call_digest: str
+    decision: str
+    by: str
+    at: str
+
+
+class CallDecisionRecord(Written):
+    """A ``decision`` on a call's ask: counted, or not with why."""
+
+    ask: str
+    approval: CallApproval
+    receipt: dict[str, Any]
+    directory: str
+    counted: bool
+    why: str | None = None
 
 
 class NoteOutcome(Written):
@@ -103,6 +143,27 @@ class NoteRecord(Written):
     arguments: dict[str, Any]
     arguments_digest: str | None = None
     outcome: NoteOutcome
+
+
+class HostUndoRecord(Written):
+    """A call's ``hostUndo`` member: what the host needs to undo a call of a server that knows nothing
+    of undo, signed by the Recorder (``receipt``); or only ``failed``, why it can't."""
+
+    keep_none: ClassVar[frozenset[str]] = frozenset({"snapshot", "after_state"})  # JSON null is a state
+
+    server: str | None = None
+    tool: str | None = None
+    resource: str | None = None
+    summary: str | None = None
+    snapshot: Any = None
+    before: str | None = None
+    state: dict[str, Any] | None = None
+    inverse: dict[str, Any] | None = None
+    restored: str | None = None
+    after: str | None = None
+    after_state: Any = None
+    receipt: dict[str, Any] | None = None
+    failed: str | None = None
 
 
 # -- undo: the plan, the decision, each step, the Reversal Record ---------------------------------
@@ -180,6 +241,33 @@ class OutcomeRecord(Written):
     attempt: int
     answer: dict[str, Any] | None = None
     failed: str | None = None
+
+
+class HaltedRecord(Written):
+    """An ``undo-halted``: the approver lost the authority the approval needs; ``before`` the step the
+    undo was about to compensate (null: before it started)."""
+
+    keep_none: ClassVar[frozenset[str]] = frozenset({"before"})
+
+    plan: str
+    code: str
+    by: str
+    decision: str
+    check: str
+    reason: str
+    before: str | None
+
+
+class LinkRecord(Written):
+    """A ``link`` a person confirmed: ``entry`` relies on ``on``, signed by them."""
+
+    entry: str
+    on: str
+    via: str
+    by: str
+    source: str
+    receipt: dict[str, Any]
+    directory: str
 
 
 class ReversalLineRecord(Written):

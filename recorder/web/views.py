@@ -13,6 +13,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
+    OutcomeAsSent,
     Unreadable,
     read_as,
     read_journal,
@@ -182,7 +183,8 @@ def undo_steps(
 def _state(entry: str, intents: dict[str, Entry], outcomes: dict[str, Entry]) -> str:
     outcome = outcomes.get(entry)
     if outcome is not None:
-        answer = outcome.body.get("answer")
+        sent = read_as(OutcomeAsSent, outcome)
+        answer = sent.answer if isinstance(sent, OutcomeAsSent) else None
         return str(answer.get("status", "answered")) if isinstance(answer, dict) else "failed"
     return "compensating" if entry in intents else "waiting"
 
