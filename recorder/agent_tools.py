@@ -21,6 +21,8 @@ from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.explain import ExplainError, decide_listed, explanation
 from hatp_journal.recorder.gateway import _answer, _tool_result
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as, reversed_entries
+from hatp_journal.recorder.record.written_bodies import NoteOutcome, NoteRecord
 from hatp_journal.recorder.undo.actions import ask_for_plan, load_directory
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.errors import UndoError
@@ -140,9 +142,15 @@ class AgentTools:
 
     def _checkpoint(self, label: str) -> int:
         """The number of steps before the latest checkpoint called ``label``."""
-        marks = [e.body for e in self._entries() if e.kind == "note" and e.body.get("server") == AGENT_SERVER]
+        notes = [read_as(NoteBody, e) for e in self._entries() if e.kind == "note"]
         found = [
-            m["outcome"]["afterStep"] for m in marks if m.get("tool") == "checkpoint" and _label(m) == label
+            n.outcome.after_step
+            for n in notes
+            if isinstance(n, NoteBody)
+            and (n.server, n.tool) == (AGENT_SERVER, "checkpoint")
+            and _label(n.arguments) == label
+            and n.outcome is not None
+            and n.outcome.after_step is not None
         ]
         if not found:
             raise AgentToolError("UNKNOWN_CHECKPOINT", f"this run has no checkpoint {label!r}")
@@ -155,7 +163,7 @@ class AgentTools:
         elif since is not None:
             after = int(since) if since.isdigit() else self._checkpoint(since)
         entries = self._entries()
-        reversed_ids = _reversed(entries)
+        reversed_ids = reversed_entries(entries)
         requested = _requested(self.recorder, entries)
         changes = [
             _change(step, reversed_ids, requested, self.recorder.clock())
@@ -227,7 +235,7 @@ class AgentTools:
             "plan": ask.ref,
             "request": plan.request,
             "approver": plan.undo_authority,
-            "decideBy": ask.entry.body["decideBy"],
+            "decideBy": ask.body.decide_by,
             "steps": [{"step": s.step, "undo": s.undo} for s in plan.steps],
             "notReversible": [{"step": s.step, "summary": s.summary} for s in plan.not_reversible],
             "conflicts": [{"step": c.step} for c in plan.conflicts],
@@ -247,31 +255,32 @@ class AgentTools:
         recorder = self.recorder
         run = recorder.run_id
         assert run is not None, "start() first"
-        body: dict[str, Any] = {
-            "agent": recorder.config.recorder.agent,
-            "principal": recorder.config.recorder.principal,
-            "server": AGENT_SERVER,
-            "tool": tool,
-            "arguments": arguments,
-            "argumentsDigest": check_arguments(
-                arguments, recorder.config.recorder.max_arguments_bytes
-            ).digest,
-        }
+
+        def note(outcome: NoteOutcome) -> dict[str, Any]:
+            return NoteRecord.model_construct(
+                agent=recorder.config.recorder.agent,
+                principal=recorder.config.recorder.principal,
+                server=AGENT_SERVER,
+                tool=tool,
+                arguments=arguments,
+                arguments_digest=check_arguments(
+                    arguments, recorder.config.recorder.max_arguments_bytes
+                ).digest,
+                outcome=outcome,
+            ).wire()
+
         try:
             result = await work()
         except AgentToolError as error:
-            body["outcome"] = {"status": "refused", "code": error.code}
-            entry = await recorder.append_note(run, body)
+            entry = await recorder.append_note(run, note(NoteOutcome(status="refused", code=error.code)))
             refusal = {"code": error.code, "message": error.message, "entry": entry.id}
             return _tool_result(_answer(f"{error.code}: {error.message}", refusal, is_error=True))
-        body["outcome"] = {"status": "ok", **_journaled(tool, result)}
-        entry = await recorder.append_note(run, body)
+        entry = await recorder.append_note(run, note(NoteOutcome(status="ok", **_journaled(tool, result))))
         answer = {**result, "entry": entry.id}
         return _tool_result(_answer(_summary(tool, result), answer, is_error=False))
 
 
-def _label(body: dict[str, Any]) -> Any:
-    arguments = body.get("arguments")
+def _label(arguments: Any) -> Any:
     return arguments.get("label") if isinstance(arguments, dict) else None
 
 
@@ -299,15 +308,6 @@ def _asked(request: str, count: int) -> set[int]:
     if request.startswith("from "):
         return set(range(int(request.removeprefix("from ")), count + 1))
     return {int(n) for n in request.removeprefix("steps ").split(", ") if n.isdigit()}
-
-
-def _reversed(entries: list[Entry]) -> set[str]:
-    """Entries a Reversal Record says were reversed."""
-    done: set[str] = set()
-    for entry in entries:
-        if entry.kind == "reversal":
-            done |= {s["entry"] for s in entry.body.get("steps", []) if s.get("status") == "reversed"}
-    return done
 
 
 def _pending_plans(recorder: Recorder, entries: list[Entry]) -> list[PlanAsk]:

@@ -15,6 +15,12 @@ from typing import Any, Literal
 
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record.written_bodies import (
+    AskTerms,
+    CallApproval,
+    CallDecisionRecord,
+    WithdrawnRecord,
+)
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
@@ -74,13 +80,12 @@ class Asks:
         self, run: str, body: dict[str, Any], *, now: datetime, approver: str, within: timedelta | None
     ) -> Entry:
         """Record an ask for the call in ``body`` with its deadline and who may decide."""
-        ask = {
-            **body,
-            "callDigest": call_digest(body["server"], body["tool"], body["arguments"]),
-            "approver": approver,
-            "decideBy": wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
-        }
-        return self.store.append(run, "ask", ask)
+        terms = AskTerms(
+            call_digest=call_digest(body["server"], body["tool"], body["arguments"]),
+            approver=approver,
+            decide_by=wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
+        )
+        return self.store.append(run, "ask", {**body, **terms.wire()})
 
     def all(self, run: str) -> list[Ask]:
         """Every ask of ``run`` with its state."""
@@ -110,13 +115,13 @@ class Asks:
         for ask in self.all(run):
             if ask.state == "pending" and now > parse_wire_time(ask.decide_by):
                 asked = directory.holders(str(ask.entry.body["approver"])) if directory else []
-                body = {
-                    "ask": ask.entry.id,
-                    "code": "DEADLINE_EXCEEDED",
-                    "decideBy": ask.decide_by,
-                    "asked": asked or [ask.entry.body["approver"]],
-                }
-                withdrawn.append(self.store.append(run, "withdrawn", body))
+                body = WithdrawnRecord(
+                    ask=ask.entry.id,
+                    code="DEADLINE_EXCEEDED",
+                    decide_by=ask.decide_by,
+                    asked=asked or [ask.entry.body["approver"]],
+                )
+                withdrawn.append(self.store.append(run, "withdrawn", body.wire()))
         return withdrawn
 
     def decide(
@@ -134,28 +139,29 @@ class Asks:
         self.withdraw_overdue(ask.run, now, directory)
         ask = self.find(ref)
         refusal = directory.may_decide(person, str(ask.entry.body["approver"]), key.public)
-        approval = {
-            "ask": ref,
-            "callDigest": ask.entry.body["callDigest"],
-            "decision": decision,
-            "by": person,
-            "at": wire_time(now),
-        }
-        receipt = key.sign({"approval": approval}, wire_time(now))
-        body: dict[str, Any] = {
-            "ask": ask.entry.id,
-            "approval": approval,
-            "receipt": receipt.wire(),
-            "directory": self.store.keep_directory(directory.snapshot()),
-        }
+        approval = CallApproval(
+            ask=ref,
+            call_digest=ask.entry.body["callDigest"],
+            decision=decision,
+            by=person,
+            at=wire_time(now),
+        )
+        receipt = key.sign({"approval": approval.wire()}, wire_time(now))
+        body = CallDecisionRecord(
+            ask=ask.entry.id,
+            approval=approval,
+            receipt=receipt.wire(),
+            directory=self.store.keep_directory(directory.snapshot()),
+            counted=False,
+        )
         if refusal is not None:
-            entry = self.store.append(ask.run, "decision", {**body, "counted": False, "why": refusal})
+            entry = self.store.append(ask.run, "decision", body.model_copy(update={"why": refusal}).wire())
             return DecisionOutcome(False, f"not counted: {refusal}", entry)
         if ask.state != "pending":
             why = _late_reason(ask)
-            entry = self.store.append(ask.run, "decision", {**body, "counted": False, "why": why})
+            entry = self.store.append(ask.run, "decision", body.model_copy(update={"why": why}).wire())
             return DecisionOutcome(False, f"your {decision} was recorded but not counted: {why}", entry)
-        entry = self.store.append(ask.run, "decision", {**body, "counted": True})
+        entry = self.store.append(ask.run, "decision", body.model_copy(update={"counted": True}).wire())
         self.store.checkpoint(ask.run, "approval")
         return DecisionOutcome(True, f"{decision} recorded for {ref}", entry)
 

@@ -30,6 +30,7 @@ from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import NoticeBody, OwnBodyUnreadable, Unreadable, read_as
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.show import entry_lines
 from hatp_journal.recorder.store_check import store_check
@@ -98,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except UndoError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
+        return 2
+    except OwnBodyUnreadable as error:  # an entry of the Recorder's own, edited in the store
+        print(f"hatp-recorder: {error.code}: {error}", file=sys.stderr)
         return 2
     except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
         print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
@@ -213,12 +217,14 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
 
 def _ticked(entry: Entry) -> list[str]:
     """One line of ``tick``: the entry, its kind, which step, and whom it was mailed to (or why not)."""
-    body = entry.body
-    about = f"{body['step']}: {body.get('summary', '')}" if body.get("step") else ""
-    after = f"after {body['after']}" if body.get("after") else ""
-    if body.get("mailedTo"):
-        to = "mailed to " + ", ".join(body["mailedTo"])
-    elif "mailedTo" in body:
+    body = read_as(NoticeBody, entry)
+    if isinstance(body, Unreadable):
+        return [f"{entry.run}/{entry.id}", entry.kind, f"unreadable: {body.text()}", "", ""]
+    about = f"{body.step}: {body.summary or ''}" if body.step else ""
+    after = f"after {body.after}" if body.after else ""
+    if body.mailed_to:
+        to = "mailed to " + ", ".join(body.mailed_to)
+    elif body.mailed_to is not None:
         to = "not mailed (no address, or no [mail] configured)"
     else:
         to = ""

@@ -29,7 +29,6 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
 from hatp_journal.recorder.host_undo import (
-    HOST_MEMBER,
     HostReadFailed,
     host_member,
     snapshot_asks,
@@ -41,7 +40,9 @@ from hatp_journal.recorder.policy import CallFacts, Policy
 from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
+from hatp_journal.recorder.record.written_bodies import CallRecord, HostUndoRecord, Outcome, RefusedRecord
 from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
 from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
@@ -199,17 +200,16 @@ class Recorder:
         downstream = self.downstreams[server]
         now: datetime = self.clock()
         facts = self._facts(downstream, tool, arguments, now, run)
-        body: dict[str, Any] = {
-            "agent": self.config.recorder.agent,
-            "principal": self.config.recorder.principal,
-            "server": server,
-            "tool": tool,
-            "arguments": arguments,
-            "argumentsDigest": checked.digest,
-            "declared": facts.kind,
-        }
-        if host is not None:
-            body["host"] = host
+        call = CallRecord.model_construct(
+            agent=self.config.recorder.agent,
+            principal=self.config.recorder.principal,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            arguments_digest=checked.digest,
+            declared=facts.kind,
+            host=host,
+        )
         earlier = None
         unsettled = self.sessions.state(run).unsettled
         if unsettled:
@@ -229,13 +229,15 @@ class Recorder:
                 return await self._held(server, tool, arguments, host, run, earlier.entry.id, wait, progress)
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
-                entry = self.asks.settle(run, earlier, "refused", {**body, "code": code})
+                entry = self.asks.settle(run, earlier, "refused", {**call.wire(), "code": code})
                 return _refusal(code, f"the call was not approved ({earlier.state})", entry.id)
             assert earlier.decision is not None
-            body["ask"] = earlier.entry.id
-            body["decision"] = {"action": "approved", "by": earlier.decision.body["approval"]["by"]}
+            approved_by = read_own(DecisionBody, earlier.decision).approval.by
+            call = call.model_copy(
+                update={"ask": earlier.entry.id, "decision": {"action": "approved", "by": approved_by}}
+            )
             # A person approved it: its amount counts without another look at the caps.
-            return await self._forward(run, downstream, facts, body, self.ledger.hold(facts))
+            return await self._forward(run, downstream, facts, call, self.ledger.hold(facts))
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
         decision, held = self.ledger.decide(self.policy, facts)
         snapshot = None
@@ -246,20 +248,20 @@ class Recorder:
             except HostReadFailed as error:
                 self.ledger.settle(held, moved=False)
                 decision, held = snapshot_asks(decision, error), None
-        body["decision"] = decision.wire()
+        call = call.model_copy(update={"decision": decision.wire()})
         if decision.action != "allow":
             autonomy = self.policy.autonomy
             within = autonomy.decide_within_seconds
             entry = self.asks.open(
                 run,
-                body,
+                call.wire(),
                 now=now,
                 approver=autonomy.approver or self.policy.undo_authority or "unassigned",
                 within=None if within is None else timedelta(seconds=within),
             )
             unsettled.add(entry.id)
             return await self._held(server, tool, arguments, host, run, entry.id, wait, progress)
-        return await self._forward(run, downstream, facts, body, held, snapshot)
+        return await self._forward(run, downstream, facts, call, held, snapshot)
 
     async def _held(
         self,
@@ -298,21 +300,20 @@ class Recorder:
         assert self.run_id is not None, "start() first"
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
-        body: dict[str, Any] = {
-            "agent": self.config.recorder.agent,
-            "principal": self.config.recorder.principal,
-            "server": server,
-            "tool": tool,
-            **kept,
-            "code": str(refusal.code),
-        }
-        if checked.digest is not None:
-            body["argumentsDigest"] = checked.digest
-        if refusal.digest is not None:
-            body["runKeyDigest"] = refusal.digest
-        if host is not None:
-            body["host"] = host
-        entry = await self._append(self.run_id, "refused", body)
+        body = RefusedRecord.model_validate(
+            {
+                "agent": self.config.recorder.agent,
+                "principal": self.config.recorder.principal,
+                "server": server,
+                "tool": tool,
+                **kept,
+                "code": str(refusal.code),
+                "argumentsDigest": checked.digest,
+                "runKeyDigest": refusal.digest,
+                "host": host,
+            }
+        )
+        entry = await self._append(self.run_id, "refused", body.wire())
         return _refusal(str(refusal.code), refusal.message, entry.id)
 
     async def _refuse_arguments(
@@ -323,17 +324,18 @@ class Recorder:
         Refused before the policy and never forwarded: the tool server's receipt would sign an
         arguments digest that can't be computed, and an ask would need one to be approved.
         """
-        body: dict[str, Any] = {
-            "agent": self.config.recorder.agent,
-            "principal": self.config.recorder.principal,
-            "server": server,
-            "tool": tool,
-            "code": refusal.code,
-            **refusal.kept,
-        }
-        if host is not None:
-            body["host"] = host
-        entry = await self._append(run, "refused", body)
+        body = RefusedRecord.model_validate(
+            {
+                "agent": self.config.recorder.agent,
+                "principal": self.config.recorder.principal,
+                "server": server,
+                "tool": tool,
+                "code": refusal.code,
+                **refusal.kept,
+                "host": host,
+            }
+        )
+        entry = await self._append(run, "refused", body.wire())
         return _refusal(refusal.code, refusal.message(), entry.id)
 
     async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
@@ -353,20 +355,18 @@ class Recorder:
         run = self.run_id
         assert run is not None, "start() first"
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
-        body: dict[str, Any] = {
-            "agent": self.config.recorder.agent,
-            "principal": self.config.recorder.principal,
-            "tool": name,
-            "code": "UNKNOWN_TOOL",
-        }
-        if checked.refusal is None:
-            body.update(arguments=arguments, argumentsDigest=checked.digest)
-        else:
-            body.update(checked.refusal.kept)
-        host = _host_meta(_request_meta())
-        if host is not None:
-            body["host"] = host
-        entry = await self._append(run, "refused", body)
+        kept = {"arguments": arguments, "argumentsDigest": checked.digest}
+        body = RefusedRecord.model_validate(
+            {
+                "agent": self.config.recorder.agent,
+                "principal": self.config.recorder.principal,
+                "tool": name,
+                "code": "UNKNOWN_TOOL",
+                **(kept if checked.refusal is None else checked.refusal.kept),
+                "host": _host_meta(_request_meta()),
+            }
+        )
+        entry = await self._append(run, "refused", body.wire())
         return _tool_result(_refusal("UNKNOWN_TOOL", f"the Recorder publishes no tool {name!r}", entry.id))
 
     async def _append(
@@ -387,11 +387,11 @@ class Recorder:
         run: str,
         downstream: Downstream,
         facts: CallFacts,
-        body: dict[str, Any],
+        call: CallRecord,
         held: Hold | None,
         snapshot: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        tool, arguments = body["tool"], body["arguments"]
+        tool, arguments = call.tool, call.arguments
         compensation = self._compensation(downstream, tool)
         failed = None
         if compensation is not None and snapshot is None:  # approved by a person: snapshot now
@@ -403,11 +403,8 @@ class Recorder:
             result = await downstream.call_wire(tool, arguments)
         except DownstreamError as error:
             self.ledger.settle(held, moved=False)  # a failed call does not count
-            body["outcome"] = {"status": "failed", "error": str(error)}
-            links = self.sessions.state(run).links
-            body["links"] = links.links(body)
-            entry = await self._append(run, "call", body)
-            links.add(entry.id, body)
+            call = call.model_copy(update={"outcome": Outcome(status="failed", error=str(error))})
+            entry = await self._append_linked(run, call)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
         intake = take_in(
@@ -419,12 +416,11 @@ class Recorder:
             arguments_digest=body["argumentsDigest"],
         )
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
-        body.update(members)
-        body["outcome"] = {"status": "error" if is_error else "ok"}
+        host_undo = None
         if failed is not None:
-            body[HOST_MEMBER] = {"failed": failed}
+            host_undo = HostUndoRecord(failed=failed).wire()
         elif compensation is not None and snapshot is not None:
-            body[HOST_MEMBER] = await host_member(
+            host_undo = await host_member(
                 compensation,
                 server=downstream.name,
                 tool=tool,
@@ -435,12 +431,26 @@ class Recorder:
                 key=self.store.key,
                 now=self.clock(),
             )
+        call = call.model_copy(
+            update={
+                **members,
+                "outcome": Outcome(status="error" if is_error else "ok"),
+                "host_undo": host_undo,
+            }
+        )
         self.ledger.settle(held, moved=not is_error)
+        entry = await self._append_linked(run, call, tokens)
+        return _for_agent(result, run, entry.id)
+
+    async def _append_linked(
+        self, run: str, call: CallRecord, tokens: list[tuple[str, str, str]] | None = None
+    ) -> Entry:
+        """Append a ``call`` entry linked to the run's earlier calls, and one later calls may link to."""
         links = self.sessions.state(run).links
-        body["links"] = links.links(body)
+        body = call.model_copy(update={"links": links.links(call.wire())}).wire()
         entry = await self._append(run, "call", body, tokens)
         links.add(entry.id, body)
-        return _for_agent(result, run, entry.id)
+        return entry
 
     def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
         """How the host undoes ``tool`` (host_undo.py); never for a journal-aware server, which

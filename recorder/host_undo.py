@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
 from hatp_journal.recorder.policy.registry_compensation import Compensation, HostCall, TemplateError, render
+from hatp_journal.recorder.record.written_bodies import HostUndoRecord
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.errors import ErrorCode
@@ -102,7 +103,9 @@ async def host_member(
     left (read now), the rendered state read and inverse call, what the undo must restore, and the
     Recorder's signature over all of it. ``{"failed": why}`` when the host can't undo the call."""
     if result.get("isError"):
-        return {"failed": "the call answered an error; the host undoes only calls that succeeded"}
+        return HostUndoRecord(
+            failed="the call answered an error; the host undoes only calls that succeeded"
+        ).wire()
     data = {
         "args": arguments,
         "result": _value(result),
@@ -110,22 +113,22 @@ async def host_member(
     }
     try:
         state = _rendered(compensation.state_read(), data)
-        member: dict[str, Any] = {
-            "server": server,
-            "tool": tool,
-            "resource": render(compensation.resource, data),
-            "summary": render(compensation.summary, data) if compensation.summary else f"{server}.{tool}",
-            **snapshot,
-            "state": state,
-            "inverse": _rendered(compensation.inverse, data),
-            "restored": sha256_digest(render(compensation.restored, data)),
-        }
+        member = HostUndoRecord.model_construct(
+            server=server,
+            tool=tool,
+            resource=render(compensation.resource, data),
+            summary=render(compensation.summary, data) if compensation.summary else f"{server}.{tool}",
+            **snapshot,  # the snapshot and its digest (``before``), when the registry takes one
+            state=state,
+            inverse=_rendered(compensation.inverse, data),
+            restored=sha256_digest(render(compensation.restored, data)),
+        )
         left = await read(call, state)
     except (TemplateError, HostReadFailed) as error:
-        return {"failed": f"the host can't undo it: {error}"}
-    member.update(after=sha256_digest(left), afterState=left)
-    member["receipt"] = key.sign({HOST_MEMBER: member}, wire_time(now)).wire()
-    return member
+        return HostUndoRecord(failed=f"the host can't undo it: {error}").wire()
+    member = member.model_copy(update={"after": sha256_digest(left), "after_state": left})
+    receipt = key.sign({HOST_MEMBER: member.wire()}, wire_time(now)).wire()
+    return member.model_copy(update={"receipt": receipt}).wire()
 
 
 def _value(result: Mapping[str, Any]) -> Any:

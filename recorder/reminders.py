@@ -21,7 +21,6 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
-from typing import Any
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
@@ -29,6 +28,7 @@ from hatp_journal.recorder.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
+from hatp_journal.recorder.record.written_bodies import MailFailedRecord, NoticeRecord
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.crashpoints import crash_point
@@ -47,7 +47,7 @@ class Notice:
 
     run: str
     kind: str
-    body: dict[str, Any]
+    body: NoticeRecord
     to: list[str]
     subject: str
     text: str
@@ -99,7 +99,7 @@ def _due_in_run(
             Notice(
                 run.id,
                 "review",
-                {"to": principal, "link": link},
+                NoticeRecord(to=principal, link=link),
                 principal,
                 f"Review of {run.agent}'s run {run.id}",
                 f"{text}\n\nReview it: {link}\n",
@@ -108,12 +108,12 @@ def _due_in_run(
     for step in windows:
         assert step.undo_by is not None
         undo_by = parse_wire_time(step.undo_by)
-        about = {"step": step.id, "undoBy": step.undo_by, "summary": step.summary}
+        about = NoticeRecord(step=step.id, undo_by=step.undo_by, summary=step.summary)
         if now >= undo_by:
             if ("lapse", step.id) not in done:
                 after = "escalation" if ("escalation", step.id) in done else "quiet"
                 reminded = ("reminder", step.id) in done
-                lapse = {**about, "after": after, "reminded": reminded}
+                lapse = about.model_copy(update={"after": after, "reminded": reminded})
                 notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
             continue
         if (
@@ -124,7 +124,7 @@ def _due_in_run(
                 Notice(
                     run.id,
                     "reminder",
-                    {**about, "to": principal, "link": link},
+                    about.model_copy(update={"to": principal, "link": link}),
                     principal,
                     f"Undo window closes {step.undo_by}: {step.summary}",
                     f"{_line(step)}\n\nAfter that it can't be undone. Review it: {link}\n",
@@ -143,7 +143,7 @@ def _due_in_run(
                 Notice(
                     run.id,
                     "escalation",
-                    {**about, "role": escalate_to, "to": holders, "link": link},
+                    about.model_copy(update={"role": escalate_to, "to": holders, "link": link}),
                     holders,
                     f"Nobody has looked: {step.summary}",
                     f"{run.principal} has not looked at this yet.\n{_line(step)}\n\nReview it: {link}\n",
@@ -180,31 +180,36 @@ def _tick(
     appended, failed = [], []
     for notice in due(store, policy, directory, now, base_url):
         addresses = [a for a in (_address(directory, p) for p in notice.to) if a]
-        body = {**notice.body, "at": wire_time(now)}
-        if notice.to:
-            body["mailedTo"] = addresses if mail.smtp_port is not None else []
+        sending = bool(addresses and mail.smtp_port is not None)
+        message_id = notice_message_id(notice, mail.sender) if sending else None
+        body = notice.body.model_copy(
+            update={
+                "at": wire_time(now),
+                "mailed_to": (addresses if mail.smtp_port is not None else []) if notice.to else None,
+                "message_id": message_id,
+            }
+        )
         refused: MailDeliveryError | None = None
-        if addresses and mail.smtp_port is not None:
-            body["messageId"] = notice_message_id(notice, mail.sender)
+        if message_id is not None:
             try:
-                _send(mail, addresses, notice.subject, notice.text, body["messageId"])
+                _send(mail, addresses, notice.subject, notice.text, message_id)
             except MailDeliveryError as error:
                 refused = error
             else:
                 crash_point("reminders:mailed")
-        entry = store.append(notice.run, notice.kind, body)
+        entry = store.append(notice.run, notice.kind, body.wire())
         appended.append(entry)
         if refused is not None:
             # The notice's entry says whom it was for; this one says the mail never left.
-            body = {"notice": entry.id, "error": str(refused), "at": wire_time(now)}
-            appended.append(store.append(notice.run, "mail-failed", body))
+            lost = MailFailedRecord(notice=entry.id, error=str(refused), at=wire_time(now))
+            appended.append(store.append(notice.run, "mail-failed", lost.wire()))
             failed.append(f"{notice.run}/{entry.id} {notice.kind}: {refused}")
     return appended, failed
 
 
 def notice_message_id(notice: Notice, sender: str) -> str:
     """The Message-ID of a notice's mail: the same on every tick, so a resent copy is recognisable."""
-    about = notice.body.get("step") or "run"
+    about = notice.body.step or "run"
     return f"<{notice.kind}.{about}.{notice.run}@{sender.rpartition('@')[2] or 'localhost'}>"
 
 

@@ -4,6 +4,7 @@
 Store in ``root``, each named FastMCP server embedded (reached over the MCP library's in-memory
 transport, so no process starts), and connects an agent's MCP client to it. ``recorder_world``
 is the same as an async context manager. See docs/recorder.md ("Testing with a Recorder world").
+``make_org`` (from testing_org) writes an organisation whose servers are processes, for tests of undo.
 """
 
 from __future__ import annotations
@@ -22,8 +23,36 @@ from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, verify_record
+from hatp_journal.recorder.testing_org import (
+    DANA,
+    EVE,
+    LEAD,
+    LEE,
+    POLICY,
+    Capture,
+    Org,
+    Printed,
+    mailing,
+    make_org,
+)
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
+
+__all__ = [
+    "DANA",
+    "EMBEDDED_URL",
+    "EVE",
+    "LEAD",
+    "LEE",
+    "POLICY",
+    "Capture",
+    "Org",
+    "Printed",
+    "RecorderWorld",
+    "mailing",
+    "make_org",
+    "recorder_world",
+]
 
 EMBEDDED_URL = "http://127.0.0.1:9/embedded-in-this-process"
 """The URL an embedded server is configured with: a placeholder, never dialled."""

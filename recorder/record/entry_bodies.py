@@ -171,12 +171,17 @@ class PlanSections(BodyModel):
 
 class PlanBody(BodyModel):
     plan: PlanSections
-    approver: str = ""
+    approver: str | None = ""
+    plan_digest: str = ""
+    checks: dict[str, Any] = Field(default_factory=dict)
+    """The signed ``check`` answers the plan was built from, by the step's entry id (kept whole)."""
+    decide_by: str = ""
 
 
 class ApprovalPart(BodyModel):
     decision: str = ""
     by: str = ""
+    at: str | None = None
 
 
 class OverrideChoice(BodyModel):
@@ -185,6 +190,7 @@ class OverrideChoice(BodyModel):
 
 class SignedOverride(BodyModel):
     override: OverrideChoice
+    receipt: Any = None
 
 
 class DecisionBody(BodyModel):
@@ -202,6 +208,7 @@ class IntentRequest(BodyModel):
 
 class IntentBody(BodyModel):
     step: str
+    plan: str | None = None
     request: IntentRequest = Field(default_factory=IntentRequest)
 
 
@@ -211,11 +218,42 @@ class OutcomeBody(BodyModel):
     step: str
     answer: UndoAnswer | None = None
     failed: str = ""
+    plan: str | None = None
+    attempt: int | None = None
+    """Outcomes written before retries had no number: the first attempt."""
+
+
+class OutcomeAsSent(BodyModel):
+    """``undo-outcome`` as the executor reads it: which step, which attempt, and the answer kept
+    whole (the server's signed object goes into the Reversal Record byte for byte, as it came)."""
+
+    step: str
+    plan: str | None = None
+    attempt: int | None = None
+    answer: Any = None
+    failed: str | None = None
+
+
+class IntentAsSent(BodyModel):
+    """``undo-intent`` as the executor reads it: the request kept whole, to be sent again as it was."""
+
+    step: str
+    plan: str | None = None
+    request: dict[str, Any]
 
 
 class ReversalLine(BodyModel):
+    """One line of a Reversal Record; ``receipt`` is the server's signed answer, kept whole."""
+
     entry: str
     status: str
+    retry: bool = False
+    step: int | None = None
+    summary: str = ""
+    undo: str | None = None
+    reason: str = ""
+    remedy: str | None = None
+    receipt: Any = None
 
 
 class ReversalBody(BodyModel):
@@ -241,6 +279,24 @@ class NoticeBody(BodyModel):
     step: str | None = None
     undo_by: WireTime | None = None
     summary: str | None = None
+    after: str | None = None
+    mailed_to: list[str] | None = None
+
+
+class NoteOutcome(BodyModel):
+    """A ``note``'s outcome: ``ok`` or ``refused``, and what the tool did (a checkpoint's place)."""
+
+    status: str = ""
+    after_step: int | None = None
+
+
+class NoteBody(BodyModel):
+    """A ``note``: a call of one of the Recorder's own agent tools."""
+
+    server: str = ""
+    tool: str = ""
+    arguments: Any = None
+    outcome: NoteOutcome | None = None
 
 
 class MentionBody(BodyModel):
@@ -305,6 +361,25 @@ def read_as(model: type[B], entry: Entry) -> B | Unreadable:
         return model.model_validate(entry.body)
     except ValidationError as error:
         return unreadable(ReadCode.BODY_UNREADABLE, error)
+
+
+class OwnBodyUnreadable(ValueError):
+    """A body the Recorder wrote itself does not fit its model (an edited store): never guessed at."""
+
+    code = ReadCode.BODY_UNREADABLE
+
+    def __init__(self, entry: Entry, marker: Unreadable) -> None:
+        super().__init__(f"{entry.run}/{entry.id} ({entry.kind}) is unreadable: {marker.text()}")
+        self.marker = marker
+
+
+def read_own(model: type[B], entry: Entry) -> B:
+    """``entry``'s body through ``model``, for a body the Recorder wrote and now acts on (a plan, a
+    decision, an undo step): one that does not fit raises :class:`OwnBodyUnreadable`."""
+    body = read_as(model, entry)
+    if isinstance(body, Unreadable):
+        raise OwnBodyUnreadable(entry, body)
+    return body
 
 
 def reversed_entries(entries: list[Entry]) -> set[str]:

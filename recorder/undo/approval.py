@@ -10,12 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal
 
 from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, RecordedAsk
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, PlanBody, read_as, read_own
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.recorder.record.written_bodies import (
+    OverrideChoice,
+    PlanApproval,
+    PlanDecisionRecord,
+    PlanRecord,
+    SignedOverride,
+)
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo
@@ -31,33 +40,38 @@ class PlanAsk(RecordedAsk):
 
     state: PlanState
 
-    @property
+    @cached_property
+    def body(self) -> PlanBody:
+        """The plan entry as recorded (its check answers, digest and deadline)."""
+        return read_own(PlanBody, self.entry)
+
+    @cached_property
     def plan(self) -> ReversalPlan:
-        return ReversalPlan.model_validate(self.entry.body["plan"])
+        return ReversalPlan.model_validate(self.entry.body["plan"])  # the whole plan, by its own model
 
     @property
     def digest(self) -> str:
-        return str(self.entry.body["planDigest"])
+        return self.body.plan_digest
 
     @property
     def overrides(self) -> list[str]:
         """The conflicted steps the approver chose, each by its own signature, to overwrite."""
         if self.decision is None:
             return []
-        return [str(o["override"]["step"]) for o in self.decision.body.get("overrides") or []]
+        return [o.override.step for o in read_own(DecisionBody, self.decision).overrides]
 
 
 def record_plan(store: RunStore, planned: PlannedUndo, *, now: datetime, within: timedelta | None) -> PlanAsk:
     """Append the plan as an ask to its ``undoAuthority``, with a deadline and its check answers."""
     plan = planned.plan
-    body = {
-        "plan": plan.wire(),
-        "planDigest": plan.digest(),
-        "checks": planned.checks,
-        "approver": plan.undo_authority,
-        "decideBy": wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
-    }
-    entry = store.append(plan.run, "plan", body)
+    body = PlanRecord.model_construct(
+        plan=plan.wire(),
+        plan_digest=plan.digest(),
+        checks=planned.checks,
+        approver=plan.undo_authority,
+        decide_by=wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
+    )
+    entry = store.append(plan.run, "plan", body.wire())
     return PlanAsk(plan.run, entry, "pending")
 
 
@@ -117,13 +131,14 @@ def decide_plan(
     ask = find_plan(store, ref)
     plan = ask.plan
     stamp = _not_before_earlier_decisions(store.entries(ask.run), ask.entry.id, wire_time(now))
-    approval = {"plan": ref, "planDigest": ask.digest, "decision": decision, "by": person, "at": stamp}
-    body: dict[str, Any] = {
-        "plan": ask.entry.id,
-        "approval": approval,
-        "receipt": key.sign({"approval": approval}, stamp).wire(),
-        "directory": store.keep_directory(directory.snapshot()),
-    }
+    approval = PlanApproval(plan=ref, plan_digest=ask.digest, decision=decision, by=person, at=stamp)
+    body = PlanDecisionRecord.model_construct(
+        plan=ask.entry.id,
+        approval=approval,
+        receipt=key.sign({"approval": approval.wire()}, stamp).wire(),
+        directory=store.keep_directory(directory.snapshot()),
+        counted=False,
+    )
     check_overrides(plan, decision, overrides)
     conflicts = {c.entry: c for c in plan.conflicts}
     why = refusal(ask, person, key, directory, undo_authority, now)
@@ -131,13 +146,15 @@ def decide_plan(
     if why is None and (shown is None or shown.digest() != ask.digest):
         why = "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
     if why is not None:
-        entry = store.append(ask.run, "decision", {**body, "counted": False, "why": why})
+        entry = store.append(ask.run, "decision", body.model_copy(update={"why": why}).wire())
         return False, f"not counted: {why}", entry
-    body["overrides"] = [
+    signed = [
         _override(key, ref, ask.digest, conflicts[step].entry, conflicts[step].version_found, person, stamp)
         for step in overrides
     ]
-    entry = store.append(ask.run, "decision", {**body, "counted": True})
+    entry = store.append(
+        ask.run, "decision", body.model_copy(update={"counted": True, "overrides": signed}).wire()
+    )
     store.checkpoint(ask.run, "approval")
     return True, f"{decision} recorded for {ref}", entry
 
@@ -149,12 +166,19 @@ def _not_before_earlier_decisions(entries: Sequence[Entry], plan: str, stamp: st
     (seconds, asking the tool servers): a decision made first in one tab can be recorded after one
     made later in another, and is refused. Its time then must not read earlier than the one that counted.
     """
-    times = [
-        str(e.body["approval"].get("at"))
-        for e in entries
-        if e.kind == "decision" and e.body.get("plan") == plan and isinstance(e.body.get("approval"), dict)
-    ]
+    times = [str(d.approval.at) for d in _decisions(entries, plan)]
     return max([stamp, *[t for t in times if is_wire_time(t)]])
+
+
+def _decisions(entries: Sequence[Entry], plan: str) -> list[DecisionBody]:
+    """The decisions recorded on the plan in entry ``plan``, in record order (an unreadable one is none)."""
+    found = []
+    for entry in entries:
+        if entry.kind == "decision":
+            body = read_as(DecisionBody, entry)
+            if isinstance(body, DecisionBody) and body.plan == plan:
+                found.append(body)
+    return found
 
 
 def check_overrides(plan: ReversalPlan, decision: str, overrides: Sequence[str]) -> None:
@@ -195,30 +219,29 @@ def refusal(
 def last_refusal(entries: Sequence[Entry], plan: str) -> str | None:
     """Why the latest decision on the plan asked for in entry ``plan`` did not count; None if it
     counted or there is none."""
-    decisions = [e for e in entries if e.kind == "decision" and e.body.get("plan") == plan]
-    if not decisions or decisions[-1].body.get("counted"):
+    decisions = _decisions(entries, plan)
+    if not decisions or decisions[-1].counted:
         return None
-    return str(decisions[-1].body.get("why", "not counted"))
+    return decisions[-1].why or "not counted"
 
 
 def _override(
     key: SigningKey, ref: str, digest: str, step: str, found: str | None, person: str, stamp: str
 ) -> dict[str, Any]:
     """One explicit, signed choice to overwrite what changed in ``step``."""
-    override = {
-        "plan": ref,
-        "planDigest": digest,
-        "step": step,
-        "versionFound": found,
-        "by": person,
-        "at": stamp,
-    }
-    return {"override": override, "receipt": key.sign({"override": override}, stamp).wire()}
+    override = OverrideChoice(
+        plan=ref, plan_digest=digest, step=step, version_found=found, by=person, at=stamp
+    )
+    chosen = override.wire()
+    return SignedOverride(override=chosen, receipt=key.sign({"override": chosen}, stamp).wire()).wire()
 
 
 def _state(run: str, entry: Entry, entries: Sequence[Entry]) -> PlanAsk:
     for later in entries:
-        if later.kind == "decision" and later.body.get("plan") == entry.id and later.body.get("counted"):
-            verdict = later.body["approval"]["decision"]
+        if later.kind != "decision":
+            continue
+        body = read_as(DecisionBody, later)
+        if isinstance(body, DecisionBody) and body.plan == entry.id and body.counted:
+            verdict = body.approval.decision
             return PlanAsk(run, entry, "approved" if verdict == "approve" else "denied", later)
     return PlanAsk(run, entry, "pending")

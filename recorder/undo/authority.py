@@ -20,6 +20,8 @@ from typing import Literal
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
+from hatp_journal.recorder.record.written_bodies import HaltedRecord
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.toolkit.signing import verify
@@ -86,16 +88,16 @@ def halt_unless_authorized(
     if refusal is None:
         return
     assert ask.decision is not None
-    body = {
-        "plan": ask.entry.id,
-        "code": str(UndoCode.APPROVER_NO_LONGER_AUTHORIZED),
-        "by": ask.decision.body["approval"]["by"],
-        "decision": ask.decision.id,
-        "check": refusal.check,
-        "reason": refusal.reason,
-        "before": before,
-    }
-    entry = store.append(ask.run, HALTED, body)
+    body = HaltedRecord(
+        plan=ask.entry.id,
+        code=str(UndoCode.APPROVER_NO_LONGER_AUTHORIZED),
+        by=read_own(DecisionBody, ask.decision).approval.by,
+        decision=ask.decision.id,
+        check=refusal.check,
+        reason=refusal.reason,
+        before=before,
+    )
+    entry = store.append(ask.run, HALTED, body.wire())
     store.checkpoint(ask.run, HALTED)
     raise halted(ask, entry)
 

@@ -17,6 +17,8 @@ from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import ReversalBody, read_own
+from hatp_journal.recorder.record.written_bodies import LinkRecord
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     authority_now,
@@ -30,7 +32,7 @@ from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import plan_text, recorded_undo
+from hatp_journal.recorder.undo.plan import plan_text, undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -81,7 +83,7 @@ async def _plan(
         print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": plan.wire()}, indent=2))
     else:
         print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
-        print(f"\nPlan {ask.ref} waits for {plan.undo_authority} (decide by {ask.entry.body['decideBy']}).")
+        print(f"\nPlan {ask.ref} waits for {plan.undo_authority} (decide by {ask.body.decide_by}).")
     return 0
 
 
@@ -130,17 +132,19 @@ async def _undo(ref: str, store: RunStore, servers: UndoServers, config: Recorde
             f"Some steps got no answer from their server: run `hatp-recorder undo {ref}` again to retry "
             "them under the same approval, with the same requests (nothing is compensated twice)."
         )
-    return 0 if all(s["status"] in ("reversed", "notReversible") for s in reversal.body["steps"]) else 1
+    lines = read_own(ReversalBody, reversal).steps
+    return 0 if all(line.status in ("reversed", "notReversible") for line in lines) else 1
 
 
 def reversal_text(reversal: Entry) -> str:
     """The Reversal Record as people read it: one aligned line per step, newest first."""
     lines = [f"Reversal Record {reversal.run}/{reversal.id}:"]
-    for step in reversal.body["steps"]:
-        receipt = step.get("receipt") or {}
-        status = _STATUS_WORDS.get(step["status"], step["status"])
-        what = step["summary"] if step["status"] == "notReversible" else recorded_undo(step)
-        if step["status"] == "reversed":
+    for step in read_own(ReversalBody, reversal).steps:
+        receipt = step.receipt if isinstance(step.receipt, dict) else {}  # the server's signed answer
+        status = _STATUS_WORDS.get(step.status, step.status)
+        undo = step.undo if step.undo is not None else undo_label(step.summary)  # older lines: no undo
+        what = step.summary if step.status == "notReversible" else undo
+        if step.status == "reversed":
             notes = [
                 f"{receipt.get('versionFound')} → {receipt.get('versionLeft')}",
                 *receipt.get("sideEffects", []),
@@ -148,13 +152,13 @@ def reversal_text(reversal: Entry) -> str:
             if receipt.get("override"):
                 notes.append(f"overwrote a newer change, by override of {receipt['override'].get('by')}")
         else:
-            notes = [step.get("reason", "")]
-        if step.get("retry"):
+            notes = [step.reason]
+        if step.retry:
             notes.append("no answer from its server; running `undo` again retries it")
-        if step.get("remedy"):
-            notes.append(f"suggested remedy: {step['remedy']} (not performed)")
+        if step.remedy:
+            notes.append(f"suggested remedy: {step.remedy} (not performed)")
         note = "; ".join(n for n in notes if n)
-        lines.append(f"  {status:<14} step {step['step']}  {what}" + (f"   ({note})" if note else ""))
+        lines.append(f"  {status:<14} step {step.step}  {what}" + (f"   ({note})" if note else ""))
     return "\n".join(lines)
 
 
@@ -205,13 +209,16 @@ def _confirm_link(args: argparse.Namespace, store: RunStore, policy: Policy, dir
         "by": args.person,
         "at": stamp,
     }
-    body = {
-        **{k: confirmation[k] for k in ("entry", "on", "via", "by")},
-        "source": "confirmed",
-        "receipt": key.sign({"link": confirmation}, stamp).wire(),
-        "directory": store.keep_directory(directory.snapshot()),
-    }
-    entry = store.append(args.run, "link", body)
+    body = LinkRecord(
+        entry=args.entry,
+        on=args.on,
+        via=link.via,
+        by=args.person,
+        source="confirmed",
+        receipt=key.sign({"link": confirmation}, stamp).wire(),
+        directory=store.keep_directory(directory.snapshot()),
+    )
+    entry = store.append(args.run, "link", body.wire())
     print(f"{args.run}/{entry.id}: {args.entry} relies on {args.on} (confirmed by {args.person})")
     return 0
 

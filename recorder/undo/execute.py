@@ -22,6 +22,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record.entry_bodies import (
+    DecisionBody,
+    IntentAsSent,
+    OutcomeAsSent,
+    ReversalBody,
+    read_as,
+    read_own,
+)
+from hatp_journal.recorder.record.written_bodies import (
+    IntentRecord,
+    OutcomeRecord,
+    ReversalLineRecord,
+    ReversalRecord,
+)
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.authority import AuthorityNow, halt_of, halt_unless_authorized, halted
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -59,23 +73,18 @@ class StepResult:
     retry: bool = False  # no answer came from the server: a resume sends the same request again
 
     def wire(self) -> dict[str, Any]:
-        line: dict[str, Any] = {
-            "step": self.step,
-            "entry": self.entry,
-            "summary": self.summary,
-            "status": self.status,
-        }
-        if self.status != "notReversible":
-            line["undo"] = self.undo  # what undoing it does, in the words the plan showed
-        if self.reason:
-            line["reason"] = self.reason
-        if self.remedy:
-            line["remedy"] = self.remedy
-        if self.answer is not None:
-            line["receipt"] = self.answer  # the server's signed answer, whole, so it verifies on its own
-        if self.retry:
-            line["retry"] = True
-        return line
+        return ReversalLineRecord.model_construct(
+            step=self.step,
+            entry=self.entry,
+            summary=self.summary,
+            status=self.status,
+            # what undoing it does, in the words the plan showed
+            undo=self.undo if self.status != "notReversible" else None,
+            reason=self.reason or None,
+            remedy=self.remedy or None,
+            receipt=self.answer,  # the server's signed answer, whole, so it verifies on its own
+            retry=True if self.retry else None,
+        ).wire()
 
 
 async def execute_plan(
@@ -112,12 +121,12 @@ async def execute_plan(
             halt_unless_authorized(store, ask, authority, before=step)
 
         results = await _run(store, ask, entries, intents, outcomes, compensate, recheck)
-        body = {
-            "plan": ask.entry.id,
-            "steps": [r.wire() for r in results],
-            "counts": {s: sum(r.status == s for r in results) for s in sorted({r.status for r in results})},
-        }
-        entry = store.append(ask.run, "reversal", body)
+        body = ReversalRecord.model_construct(
+            plan=ask.entry.id,
+            steps=[r.wire() for r in results],
+            counts={s: sum(r.status == s for r in results) for s in sorted({r.status for r in results})},
+        )
+        entry = store.append(ask.run, "reversal", body.wire())
         store.checkpoint(ask.run, "reversal")
         return entry
 
@@ -159,7 +168,7 @@ async def _run(
                 staying.add(entry_id)
             continue
         if section == "conflict" and entry_id not in overrides:
-            check = ask.entry.body.get("checks", {}).get(entry_id)
+            check = ask.body.checks.get(entry_id)
             results.append(
                 StepResult(*base, status="conflicted", reason=conflicts[entry_id].message, answer=check)
             )
@@ -204,30 +213,32 @@ async def _compensate(
         if intent is None:
             request = _request(store, ask, step, left, overrides, chains)
             intent = store.append(
-                ask.run, "undo-intent", {"plan": ask.entry.id, "step": step.id, "request": request}
+                ask.run, "undo-intent", IntentRecord(plan=ask.entry.id, step=step.id, request=request).wire()
             )
         else:
-            request = dict(intent.body["request"])  # the very same request, proof included
+            # The very same request, proof included: as recorded, not rebuilt from a model.
+            request = dict(read_own(IntentAsSent, intent).request)
+        answer: dict[str, Any] | None = None
+        failed = None
         try:
-            body: dict[str, Any] = {"answer": await compensate(step, request)}
+            answer = await compensate(step, request)
         except CompensateUnavailable as error:
-            body = {"failed": str(error)}
-        outcome = store.append(
-            ask.run,
-            "undo-outcome",
-            {
-                "plan": ask.entry.id,
-                "step": step.id,
-                "intent": intent.id,
-                "server": step.server,
-                "attempt": attempt,
-                **body,
-            },
+            failed = str(error)
+        written = OutcomeRecord.model_construct(
+            plan=ask.entry.id,
+            step=step.id,
+            intent=intent.id,
+            server=step.server,
+            attempt=attempt,
+            answer=answer,
+            failed=failed,
         )
+        outcome = store.append(ask.run, "undo-outcome", written.wire())
     assert outcome is not None
-    answer = outcome.body.get("answer")
-    if not isinstance(answer, dict):
-        reason = str(outcome.body.get("failed", "no answer"))
+    sent = read_own(OutcomeAsSent, outcome)
+    answer = sent.answer if isinstance(sent.answer, dict) else None
+    if answer is None:
+        reason = sent.failed if sent.failed is not None else "no answer"
         return StepResult(*base, status="failed", reason=reason, retry=True)
     status = answer.get("status")
     if status == "done":
@@ -262,10 +273,12 @@ def _request(
         conflict = next(c for c in ask.plan.conflicts if c.entry == step.id)
         request["ifVersion"] = conflict.version_found or if_version
         assert ask.decision is not None
-        signed = next(o for o in ask.decision.body["overrides"] if o["override"]["step"] == step.id)
+        decided = read_own(DecisionBody, ask.decision)
+        index = next(i for i, o in enumerate(decided.overrides) if o.override.step == step.id)
+        signed = ask.decision.body["overrides"][index]  # the person's signed object, as recorded
         override = {
             "approval": f"{ask.run}/{ask.decision.id}#{step.id}",
-            "by": ask.decision.body["approval"]["by"],
+            "by": decided.approval.by,
             "versionFound": conflict.version_found,
             "decision": signed,  # the person's own signature, for the server's record
         }
@@ -296,30 +309,39 @@ def undo_progress(entries: Sequence[Entry], plan: str) -> tuple[dict[str, Entry]
     A step has one intent; a retried step has one outcome per attempt, and the latest one counts
     (entries come in record order, so a later outcome replaces an earlier one here).
     """
-    intents = {
-        str(e.body["step"]): e for e in entries if e.kind == "undo-intent" and e.body.get("plan") == plan
-    }
-    outcomes = {
-        str(e.body["step"]): e for e in entries if e.kind == "undo-outcome" and e.body.get("plan") == plan
-    }
+    intents: dict[str, Entry] = {}
+    outcomes: dict[str, Entry] = {}
+    for entry in entries:
+        if entry.kind == "undo-intent":
+            intent = read_own(IntentAsSent, entry)
+            if intent.plan == plan:
+                intents[intent.step] = entry
+        elif entry.kind == "undo-outcome":
+            outcome = read_own(OutcomeAsSent, entry)
+            if outcome.plan == plan:
+                outcomes[outcome.step] = entry
     return intents, outcomes
 
 
 def reversal_of(entries: Sequence[Entry], plan: str) -> Entry | None:
     """The latest Reversal Record of ``plan`` (its id in the run), once the undo has run."""
-    return next((e for e in reversed(entries) if e.kind == "reversal" and e.body.get("plan") == plan), None)
+    return next((e for e in reversed(entries) if e.kind == "reversal" and _plan_of(e) == plan), None)
+
+
+def _plan_of(entry: Entry) -> str | None:
+    body = read_as(ReversalBody, entry)
+    return body.plan if isinstance(body, ReversalBody) else None
 
 
 def finished(reversal: Entry) -> bool:
     """Whether the undo a Reversal Record ends is over: no step of it waits for a retry."""
-    return not any(line.get("retry") for line in reversal.body.get("steps", []))
+    return not any(line.retry for line in read_own(ReversalBody, reversal).steps)
 
 
 def unanswered(outcome: Entry | None) -> bool:
     """Whether a step still needs its request sent: never sent, or no answer came from its server."""
-    return outcome is None or not isinstance(outcome.body.get("answer"), dict)
+    return outcome is None or not isinstance(read_own(OutcomeAsSent, outcome).answer, dict)
 
 
 def _attempt(outcome: Entry) -> int:
-    attempt = outcome.body.get("attempt")
-    return attempt if isinstance(attempt, int) else 1  # outcomes written before retries had no number
+    return read_own(OutcomeAsSent, outcome).attempt or 1  # outcomes written before retries had no number

@@ -187,38 +187,45 @@ def recorded_undo(line: Mapping[str, Any]) -> str:
 
 
 def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
-    """The plan as people read it (for D-881 exactly as protocol.md §0 shows)."""
+    """The plan as people read it (for D-881 as protocol.md §0 shows it).
+
+    Every item is named by its step number, the run's N-th call: the numbering the approver pages
+    and the Reversal Record use, so "step 2" is the same action wherever it is read.
+    """
     count = len(plan.steps)
     lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
-    for number, step in enumerate(plan.steps, 1):
+    for step in plan.steps:
         notes = [
             *([BY_HOST] if step.undone_by == "host" else []),
             *step.side_effects,
             *([f"costs {step.cost.amount} {step.cost.currency}"] if step.cost else []),
         ]
-        lines.append(f"  {number}. {step.undo}" + _note("; ".join(notes)))
+        lines.append(_item(step.step, step.undo, "; ".join(notes)))
     if plan.conflicts:
         lines.append("Changed since (kept unless overridden):")
         lines += [
-            f"  - {c.undo}"
-            + _note("; ".join(n for n in [BY_HOST if c.undone_by == "host" else "", c.message] if n))
+            _item(
+                c.step,
+                c.undo,
+                "; ".join(n for n in [BY_HOST if c.undone_by == "host" else "", c.message] if n),
+            )
             for c in plan.conflicts
         ]
     if plan.not_reversible:
         lines.append("Cannot be undone:")
-        lines += [f"  - {n.summary}" + _note(n.reason) for n in plan.not_reversible]
+        lines += [_item(n.step, n.summary, n.reason) for n in plan.not_reversible]
     if plan.blocked:
         lines.append("Kept because a later step that relied on it stays:")
-        lines += [f"  - {b.undo}" + _note("relied on by " + ", ".join(b.kept_for)) for b in plan.blocked]
+        lines += [_item(b.step, b.undo, "relied on by " + ", ".join(b.kept_for)) for b in plan.blocked]
     if plan.expired:
         lines.append("Too late to undo:")
-        lines += [f"  - {e.summary}" + _note(f"window closed {e.undo_by}") for e in plan.expired]
+        lines += [_item(e.step, e.summary, f"window closed {e.undo_by}") for e in plan.expired]
     if plan.unresolved:
         lines.append("Unresolved (not checked, not undone):")
-        lines += [f"  - {u.summary}" + _note(u.reason) for u in plan.unresolved]
+        lines += [_item(u.step, u.summary, u.reason) for u in plan.unresolved]
     if plan.already_reversed:
         lines.append("Already undone:")
-        lines += [f"  - {a.summary}" for a in plan.already_reversed]
+        lines += [_item(a.step, a.summary, "") for a in plan.already_reversed]
     if plan.read_since:
         lines.append("Read since the change by other runs (tell them):")
         lines += [
@@ -226,6 +233,11 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
         ]
         lines.append(f"  {plan.unrecorded_memory}")
     return "\n".join(lines)
+
+
+def _item(step: int, text: str, note: str) -> str:
+    """One plan item: ``  step 2  Cancel …   (note)``, as the Reversal Record's lines name it."""
+    return f"  step {step}  {text}" + _note(note)
 
 
 def _note(text: str) -> str:

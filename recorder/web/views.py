@@ -11,7 +11,14 @@ from typing import Any
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.record.entry_bodies import reversed_entries
+from hatp_journal.recorder.record.entry_bodies import (
+    CallBody,
+    OutcomeAsSent,
+    Unreadable,
+    read_as,
+    read_journal,
+    reversed_entries,
+)
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.plan import ReversalPlan
@@ -176,7 +183,8 @@ def undo_steps(
 def _state(entry: str, intents: dict[str, Entry], outcomes: dict[str, Entry]) -> str:
     outcome = outcomes.get(entry)
     if outcome is not None:
-        answer = outcome.body.get("answer")
+        sent = read_as(OutcomeAsSent, outcome)
+        answer = sent.answer if isinstance(sent, OutcomeAsSent) else None
         return str(answer.get("status", "answered")) if isinstance(answer, dict) else "failed"
     return "compensating" if entry in intents else "waiting"
 
@@ -219,23 +227,44 @@ def request_words(request: str) -> str:
 _ADDRESS = re.compile(r"[^\s@,;<>\"']+@[^\s@,;<>\"']+\.[^\s@,;<>\"']+")
 
 
-def recipients(side_effect: str, arguments: object) -> list[str]:
+def recipients(side_effect: str, arguments: object, reported: object = None) -> list[str]:
     """The addresses a side effect reaches, as the call named them: ``attendees get a cancellation
     notice`` and a call with ``attendees: [buyer@globex.com, …]`` → those addresses.
 
     The declaration says who is told in words (``attendees``); the recorded call's argument of that
-    name says who they are. Empty when no argument the sentence names holds an address.
+    name says who they are, and so does a member of that name the server ``reported`` of what the
+    call did (its verified ``effect.fields``: the attendees an event has, though the call named a
+    group or none). Empty when no member the sentence names holds an address.
     """
-    if not isinstance(arguments, dict):
-        return []
     words = set(re.findall(r"[a-z_]{3,}", side_effect.lower()))
     found: list[str] = []
-    for name, value in arguments.items():
-        if str(name).lower() not in words:
-            continue
-        values = value if isinstance(value, list) else [value]
-        found += [a for v in values if isinstance(v, str) for a in _ADDRESS.findall(v)]
+    for named in (arguments, reported):
+        if isinstance(named, dict):
+            found += [
+                a for name, value in named.items() if str(name).lower() in words for a in _addresses(value)
+            ]
     return list(dict.fromkeys(found))
+
+
+def _addresses(value: object, depth: int = 0) -> list[str]:
+    """The addresses in ``value``: a string, or lists and objects of them (``[{"email": …}]``)."""
+    if isinstance(value, str):
+        return list(_ADDRESS.findall(value))
+    if depth >= 4:
+        return []
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [a for v in inner for a in _addresses(v, depth + 1)]
+
+
+def reported_fields(call: CallBody) -> dict[str, Any] | None:
+    """What the call's server reported of the resource it left (``effect.fields``), when intake
+    verified its journal object; None otherwise."""
+    if call.intake is None or call.intake.status != "verified":
+        return None
+    journal = read_journal(call.journal)
+    if isinstance(journal, Unreadable) or journal.effect is None:
+        return None
+    return journal.effect.fields
 
 
 @dataclass(frozen=True)
@@ -248,6 +277,9 @@ class SideEffect:
 
 def side_effects_of(step: Any, entries: dict[str, Entry]) -> list[SideEffect]:
     """The side effects of a plan step, each naming whom it reaches, read from the recorded call."""
-    call = entries.get(step.entry)
-    arguments = call.body.get("arguments") if call is not None else None
-    return [SideEffect(text, recipients(text, arguments)) for text in step.side_effects]
+    entry = entries.get(step.entry)
+    call = read_as(CallBody, entry) if entry is not None else None
+    if not isinstance(call, CallBody):
+        return [SideEffect(text, []) for text in step.side_effects]
+    reported = reported_fields(call)
+    return [SideEffect(text, recipients(text, call.arguments, reported)) for text in step.side_effects]

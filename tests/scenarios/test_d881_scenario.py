@@ -25,10 +25,10 @@ def spec_plan(day: str) -> str:
     two weeks after the day it is played)."""
     return f"""\
 Undo 2 actions by sales-bot for Dana:
-  1. Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
-  2. Deal D-881 stage: Won → Proposal
+  step 2  Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
+  step 1  Deal D-881 stage: Won → Proposal
 Cannot be undone:
-  - Email to buyer@globex.com   (delivered to external recipients)
+  step 3  Email to buyer@globex.com   (delivered to external recipients)
 """
 
 

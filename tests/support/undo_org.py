@@ -1,227 +1,41 @@
 """An organisation with a Recorder in front of the chain server, and the people who undo.
 
-The agent is an MCP client of the in-process Recorder; the Recorder reaches the chain server (and
-the plain, journal-unaware server) over stdio. People act through ``hatp-recorder``'s ``main``.
+The shipped harness (``hatp_journal.recorder.testing``: ``Org``, ``make_org``, ``mailing``) does the
+work; this module keeps the names the tests import and starts the test servers: the chain server and,
+with ``plain=True``, the plain (journal-unaware) one, over stdio.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
-from fastmcp import Client
 
-from hatp_journal.recorder.cli import main
-from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.gateway import Recorder
-from hatp_journal.recorder.policy import load_policy
-from hatp_journal.recorder.record import Entry, RunStore, VerifyReport, verify_record
-from hatp_journal.recorder.undo import Step, execute_plan, find_plan
-from hatp_journal.recorder.undo.actions import authority_now
-from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.signing import b64url
+from hatp_journal.recorder import testing
+from hatp_journal.recorder.testing import DANA, EVE, LEAD, LEE, POLICY, Org, mailing
 
 HERE = Path(__file__).parent
 CHAIN = HERE / "chain_server.py"
 PLAIN = HERE.parent / "recorder" / "plain_server.py"
-LEAD = "human://acme.com/role/team-lead"
-DANA = "human://acme.com/dana"
-LEE = "human://acme.com/lee"
-EVE = "human://acme.com/eve"
-POLICY = {
-    "autonomy": {
-        "compensate": "allow",
-        "read": "allow",
-        "none": "allow",
-        "unknown": "allow",
-        "approver": LEAD,
-    },
-    "undoAuthority": LEAD,
-}
 
-
-@dataclass
-class Org:
-    """The working directory of one organisation, and what people do in it."""
-
-    root: Path
-    capfd: pytest.CaptureFixture[str]
-    store_url: str | None = None  # the Recorder's store; None: recorder.db in root
-
-    @property
-    def config(self) -> Path:
-        return self.root / "recorder.toml"
-
-    def db(self, server: str = "chain") -> Path:
-        return self.root / f"{server}.db"
-
-    def key(self, person: str) -> str:
-        return str(self.root / f"{person.rsplit('/', 1)[-1]}.key")
-
-    def store(self) -> RunStore:
-        where = self.store_url or self.root / "recorder.db"
-        return RunStore(where, SigningKey.load_or_create(self.root / "recorder.key"))
-
-    def entries(self, run: str) -> list[Entry]:
-        store = self.store()
-        try:
-            return store.entries(run)
-        finally:
-            store.dispose()
-
-    def agent(
-        self,
-        calls: list[tuple[str, dict[str, Any]]],
-        *,
-        agent: str = "sales-bot",
-        told: list[Any] | None = None,
-        between: Callable[[int], None] | None = None,
-    ) -> str:
-        """One agent session through the Recorder; returns its run id.
-
-        Every call must succeed, unless ``told`` is given: then each result is appended to it.
-        ``between(n)`` runs after the n-th call (to change the world while the run goes on).
-        """
-        return anyio.run(self._agent, calls, agent, told, between)
-
-    async def _agent(
-        self,
-        calls: list[tuple[str, dict[str, Any]]],
-        agent: str,
-        told: list[Any] | None,
-        between: Callable[[int], None] | None,
-    ) -> str:
-        config = load_config(self.config)
-        config.recorder.agent = agent
-        store = self.store()
-        recorder = Recorder(config, store=store, policy=load_policy(Path(config.recorder.policy)))
-        try:
-            async with AsyncExitStack() as stack:
-                mcp = await recorder.start(stack)
-                async with Client(mcp) as client:
-                    for number, (tool, arguments) in enumerate(calls, 1):
-                        result = await client.call_tool_mcp(tool, arguments)
-                        if told is None:
-                            assert not result.is_error, result.content
-                        else:
-                            told.append(result)
-                        if between is not None:
-                            between(number)
-        finally:
-            recorder.close()
-            store.dispose()
-        assert recorder.run_id is not None
-        return recorder.run_id
-
-    def cli(self, *arguments: str) -> tuple[int, str, str]:
-        """``hatp-recorder --config … ARGS``: (exit code, stdout, stderr)."""
-        self.capfd.readouterr()
-        code = main(["--config", str(self.config), *arguments])
-        told = self.capfd.readouterr()
-        return code, told.out, told.err
-
-    def plan(self, run: str, *which: str, by: str = DANA) -> tuple[str, dict[str, Any]]:
-        """Plan an undo as JSON; returns (plan ref, plan)."""
-        code, out, err = self.cli("plan", run, *which, "--by", by, "--json")
-        assert code == 0, err
-        told = json.loads(out)
-        return told["ref"], told["plan"]
-
-    def approve(self, ref: str, *extra: str, person: str = LEE) -> tuple[int, str, str]:
-        return self.cli("approve", ref, "--as", person, "--key", self.key(person), *extra)
-
-    def verify(self, run: str) -> VerifyReport:
-        """``run`` exported and verified offline against the Recorder's public key."""
-        store = self.store()
-        try:
-            record = store.export(run).to_bytes()
-            return verify_record(record, recorder_keys={store.public_key.kid: store.public_key})
-        finally:
-            store.dispose()
-
-    def run_plan(self, ref: str, after_each: Callable[[Step], None]) -> list[str]:
-        """Run (or resume) the approved plan ``ref`` in process, calling ``after_each`` after each
-        compensation the server answered (to change the world while the undo runs); returns the
-        steps sent. Errors of the undo (a halt) propagate."""
-        config = load_config(self.config)
-        store = self.store()
-        sent: list[str] = []
-
-        async def undo() -> None:
-            async with AsyncExitStack() as stack:
-                servers = UndoServers(config, store, stack)
-
-                async def compensate(step: Step, request: dict[str, Any]) -> dict[str, Any]:
-                    answer = await servers.compensate(step, request)
-                    sent.append(step.id)
-                    after_each(step)
-                    return answer
-
-                async def same_plan() -> Any:
-                    return find_plan(store, ref).plan
-
-                await execute_plan(
-                    store, ref, compensate=compensate, replan=same_plan, authority=authority_now(config)
-                )
-
-        try:
-            anyio.run(undo)
-        finally:
-            store.dispose()
-        return sent
-
-    def reversal(self, run: str) -> dict[str, str]:
-        """The latest Reversal Record: each step's status by entry id."""
-        [*_, reversal] = [e for e in self.entries(run) if e.kind == "reversal"]
-        return {s["entry"]: s["status"] for s in reversal.body["steps"]}
+__all__ = ["CHAIN", "DANA", "EVE", "LEAD", "LEE", "PLAIN", "POLICY", "Org", "mailing", "make_org"]
 
 
 def make_org(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], *, plain: bool = False, store: str = "recorder.db"
 ) -> Org:
-    people = []
-    for person, roles in ((DANA, []), (LEE, [LEAD]), (EVE, [])):
-        key = SigningKey.generate()
-        key.save(tmp_path / f"{person.rsplit('/', 1)[-1]}.key")
-        people.append(
-            {
-                "id": person,
-                "name": person.rsplit("/", 1)[-1].title(),
-                "roles": roles,
-                "publicKey": b64url(key.public.raw()),
-            }
-        )
-    (tmp_path / "directory.json").write_text(json.dumps({"people": people}))
-    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
-    chain = ["--db", str(tmp_path / "chain.db"), "--key", str(tmp_path / "chain.key")]
-    python = json.dumps(sys.executable)
-    (tmp_path / "recorder.toml").write_text(
-        "[recorder]\n"
-        f"store = {json.dumps(store)}\n"
-        'key = "recorder.key"\npolicy = "policy.json"\ndirectory = "directory.json"\n'
-        f'agent = "sales-bot"\nprincipal = "{DANA}"\n\n'
-        f"[servers.chain]\ncommand = {python}\nargs = {json.dumps([str(CHAIN), *chain])}\n"
-        + (f"\n[servers.plain]\ncommand = {python}\nargs = {json.dumps([str(PLAIN)])}\n" if plain else "")
-    )
-    return Org(tmp_path, capfd, None if store == "recorder.db" else store)
-
-
-def mailing(org: Org, smtp_port: int, review: dict[str, Any]) -> Org:
-    """``org`` with everyone's address in the directory, ``review`` timings in the policy and
-    ``[mail]`` pointing at an SMTP server: what reminders need."""
-    people = json.loads((org.root / "directory.json").read_text())
-    for person in people["people"]:
-        person["email"] = person["id"].rsplit("/", 1)[-1] + "@acme.example"
-    (org.root / "directory.json").write_text(json.dumps(people))
-    (org.root / "policy.json").write_text(json.dumps({**POLICY, "review": review}))
-    with org.config.open("a") as config:
-        config.write(f"\n[mail]\nsmtp_port = {smtp_port}\n")
-    return org
+    """The organisation in ``tmp_path`` with the chain server (``chain.db``, ``chain.key``)."""
+    servers = {
+        "chain": [
+            sys.executable,
+            str(CHAIN),
+            "--db",
+            str(tmp_path / "chain.db"),
+            "--key",
+            str(tmp_path / "chain.key"),
+        ]
+    }
+    if plain:
+        servers["plain"] = [sys.executable, str(PLAIN)]
+    return testing.make_org(tmp_path, servers, capture=capfd, store=store)

@@ -66,9 +66,9 @@ def test_the_d881_plan_reads_exactly_as_spec_section_0() -> None:
 
     assert plan_text(plan, agent="sales-bot", principal="Dana") == (
         "Undo 2 actions by sales-bot for Dana:\n"
-        '  1. Cancel "Kickoff with Globex" on Nov 4   (attendees get a cancellation notice)\n'
-        "  2. Deal D-881 stage: Won → Proposal\n"
+        '  step 2  Cancel "Kickoff with Globex" on Nov 4   (attendees get a cancellation notice)\n'
+        "  step 1  Deal D-881 stage: Won → Proposal\n"
         "Cannot be undone:\n"
-        "  - Email to buyer@globex.com   (delivered to external recipients)"
+        "  step 3  Email to buyer@globex.com   (delivered to external recipients)"
     )
     assert plan.digest() == ReversalPlan.model_validate(plan.wire()).digest()

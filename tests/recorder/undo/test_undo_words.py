@@ -192,7 +192,7 @@ def test_a_two_field_change_is_undone_in_words_that_turn_both_fields_round_every
 
     text, plan, out, record = plan_and_undo(org, run)
 
-    assert f"\n  1. {UNDO}\n" in text
+    assert f"\n  step 1  {UNDO}\n" in text
     assert [step["undo"] for step in plan["steps"]] == [UNDO]
     assert f"step 1  {UNDO}   (" in out
     assert [(step["status"], step["undo"]) for step in record["steps"]] == [("reversed", UNDO)]
@@ -206,7 +206,7 @@ def test_a_two_field_change_without_structure_is_shown_whole_and_still_undone(or
     text, plan, out, record = plan_and_undo(org, run)
 
     undo = "Undo: Shelf bolts available: 10 → 6; reserved: 0 → 4"
-    assert f"\n  1. {undo}\n" in text
+    assert f"\n  step 1  {undo}\n" in text
     assert [step["undo"] for step in plan["steps"]] == [undo]
     assert f"step 1  {undo}   (" in out
     assert [(step["status"], step["undo"]) for step in record["steps"]] == [("reversed", undo)]
@@ -221,4 +221,4 @@ def test_a_conflicting_two_field_change_is_named_by_its_undo_turned_round(org: O
     code, text, err = org.cli("plan", run, "--from", "1", "--by", DANA)
 
     assert code == 0, err
-    assert f"Changed since (kept unless overridden):\n  - {UNDO}" in text
+    assert f"Changed since (kept unless overridden):\n  step 1  {UNDO}" in text
