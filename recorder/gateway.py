@@ -413,7 +413,7 @@ class Recorder:
             arguments=arguments,
             server_keys=downstream.keys,
             declared_kind=facts.kind,
-            arguments_digest=body["argumentsDigest"],
+            arguments_digest=call.arguments_digest,
         )
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         host_undo = None
