@@ -42,3 +42,14 @@ def run_server(mcp: FastMCP, args: argparse.Namespace) -> None:
         mcp.run(show_banner=False)
     else:
         mcp.run(transport="http", host=args.host, port=args.port, show_banner=False)
+
+
+def add_courier_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--courier`` for a server that mails through an outbox (see servers/outbox.py)."""
+    parser.add_argument(
+        "--courier",
+        choices=("process", "inline"),
+        default="process",
+        help="who delivers the outbox: a courier process of its own (survives a kill of the server), "
+        "or this server right after each commit",
+    )

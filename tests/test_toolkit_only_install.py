@@ -27,6 +27,9 @@ EXTRAS_ONLY = ("playwright", "aiosmtpd", "icalendar", "jinja2", "psycopg", "psyc
 THE_MCP_STACK = ("fastmcp", "fastmcp-slim", "mcp", "starlette", "uvicorn", "httpx2")
 """What only the `serve` extra brings: FastMCP and the MCP SDK, which requires starlette and uvicorn."""
 
+NOT_PASSED_ON = ("VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+"""This environment's settings a user's shell would not have for the fresh one."""
+
 README_EXAMPLES = """
 import re, sys
 from pathlib import Path
@@ -83,7 +86,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(venv: Path, *command: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """A console script of the fresh environment, as a user would start it (stdin closed)."""
-    environment = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
+    # Nothing is compiled at install (--no-compile): the first command to import a module caches its
+    # bytecode in the throwaway environment and the later ones reuse it, unless it may not be written.
+    environment = {key: value for key, value in os.environ.items() if key not in NOT_PASSED_ON}
     environment["PATH"] = f"{venv}{os.pathsep}{environment.get('PATH', '')}"
     return subprocess.run(
         [venv / command[0], *command[1:]],

@@ -36,11 +36,10 @@ from hatp_journal.scenarios.d881.world import (
     ATTENDEES,
     DANA,
     LEE,
-    MailSinkProcess,
     ScenarioError,
     World,
     build_world,
-    command,
+    start_mail_sink,
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
@@ -102,17 +101,19 @@ async def run(
     browser: bool = False,
     wait_seconds: float = 600.0,
     kept: bool = True,
+    in_process: bool = False,
 ) -> Told:
     """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
-    ``kept`` is False when ``workdir`` is removed afterwards (then no path in it is printed)."""
+    ``kept`` is False when ``workdir`` is removed afterwards (then no path in it is printed);
+    ``in_process`` runs the mail sink and the people's commands here (see :mod:`.world`)."""
     if workdir.exists() and any(workdir.iterdir()):
         raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
     if override and not eve:
         raise ScenarioError("--override only makes sense with --eve (there is nothing to override otherwise)")
     workdir.mkdir(parents=True, exist_ok=True)
-    sink = MailSinkProcess(workdir / "mail")
+    sink = start_mail_sink(workdir / "mail", in_process=in_process)
     try:
-        world = build_world(workdir, sink.port, kept=kept)
+        world = build_world(workdir, sink.port, kept=kept, in_process=in_process)
         decide = _on_the_page(world, wait_seconds) if browser else None
         return await _play(world, out or sys.stdout, eve=eve, override=override, decide=decide)
     finally:
@@ -150,11 +151,11 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
             "--by",
             "eve@acme.com",
         ]
-        command(*crm, module="hatp_journal.servers.crm.cli")
+        world.command(*crm, module="hatp_journal.servers.crm.cli")
         say("  deal D-881: Won → Negotiation (by eve@acme.com)")
 
     section("Dana asks to undo the run from step 1; the Recorder checks each step and plans")
-    planned = command(*config, "plan", run_id, "--from", "1", "--by", DANA)
+    planned = world.command(*config, "plan", run_id, "--from", "1", "--by", DANA)
     plan_text, _, waiting = planned.rstrip("\n").partition("\n\nPlan ")
     say(plan_text)
     plan_ref = waiting.split(" ", 1)[0]
@@ -168,7 +169,7 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
         approve = [*config, "approve", plan_ref, "--as", LEE, "--key", str(world.key(LEE))]
         if override:
             approve += ["--override", _conflicted(world, plan_ref)]
-        reversal = command(*approve, ok=(0, 1))
+        reversal = world.command(*approve, ok=(0, 1))
     say(_indent(_explain_head(reversal.rstrip("\n"))))
 
     section("What happened")
@@ -193,7 +194,7 @@ async def _agent(world: World, config: list[str], say: Any) -> str:
             if answer.get("status") == "pending_approval":
                 say(f"  step {number}  {tool:<22} waits for approval ({answer['ask']})")
                 run_id = str(answer["run"])
-                said = command(
+                said = world.command(
                     *config, "approve", f"{run_id}/{answer['ask']}", "--as", LEE, "--key", str(world.key(LEE))
                 )
                 say(f"          Lee approves: {said.splitlines()[0]}")
@@ -276,18 +277,18 @@ def _report(world: World, config: list[str], run_id: str, say: Any) -> None:
         method = message.calendar_method or "email"
         say(f"    {method:<8} to {', '.join(message.envelope_to):<18} {message.subject}")
     deal = json.loads(
-        command("show", "--db", str(world.db("crm")), "D-881", module="hatp_journal.servers.crm.cli")
+        world.command("show", "--db", str(world.db("crm")), "D-881", module="hatp_journal.servers.crm.cli")
     )
     say(f"  deal D-881: {deal['stage']} ({deal['version']})")
     exported = world.root / "run-record.json"
-    command(*config, "export", run_id, "--out", str(exported))
+    world.command(*config, "export", run_id, "--out", str(exported))
     pins = [
         "--recorder-key",
         str(world.root / "recorder.key"),
         "--directory",
         str(world.root / "directory.json"),
     ]
-    verdict = command("verify", str(exported), *pins, ok=(0, 1))
+    verdict = world.command("verify", str(exported), *pins, ok=(0, 1))
     # Where it lies only when it stays there: a story in a temporary folder takes it away at the end.
     where = f" ({exported})" if world.kept else ""
     verdict_line = verdict.strip().splitlines()[-1]

@@ -2,19 +2,30 @@
 
 Everything is written into one working directory and every part runs as its own process, exactly
 as an organisation would run it: ``hatp-mailsink``, the three demo servers (started by the
-Recorder over stdio), ``hatp-recorder serve`` for the agent, and ``hatp-recorder`` commands for
-the people.
+Recorder over stdio, each mailing through a courier process), ``hatp-recorder serve`` for the
+agent, and ``hatp-recorder`` commands for the people. A test that is not about a kill may ask for
+``in_process``: then the mail sink and the people's commands run inside the story's own process and
+the servers deliver their mail themselves (``--courier inline``); the Recorder and the tool servers
+stay processes of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hatp_journal.toolkit.signing import SigningKey, b64url
+
+if TYPE_CHECKING:
+    from hatp_journal.servers.mailsink import MailSink
 
 AGENT = "sales-bot"
 SENDER = "sales-bot@acme.com"
@@ -45,6 +56,7 @@ class World:
 
     root: Path
     kept: bool = True  # False when the folder is removed after the story: its paths are not printed
+    in_process: bool = False  # the people's commands run in this process (see the module's docstring)
 
     @property
     def config(self) -> Path:
@@ -67,10 +79,16 @@ class World:
     def db(self, server: str) -> Path:
         return self.root / f"{server}.db"
 
+    def command(
+        self, *arguments: str, module: str = "hatp_journal.recorder.cli", ok: tuple[int, ...] = (0,)
+    ) -> str:
+        """One of the project's commands, as a process or (``in_process``) in this one (:func:`command`)."""
+        return command(*arguments, module=module, ok=ok, in_process=self.in_process)
 
-def build_world(root: Path, smtp_port: int, *, kept: bool = True) -> World:
+
+def build_world(root: Path, smtp_port: int, *, kept: bool = True, in_process: bool = False) -> World:
     """Write keys, directory, policy and the Recorder's configuration into ``root``."""
-    world = World(root, kept)
+    world = World(root, kept, in_process)
     people = []
     for person, name, roles in ((DANA, "Dana", []), (LEE, "Lee", [TEAM_LEAD])):
         key = SigningKey.generate()
@@ -79,6 +97,8 @@ def build_world(root: Path, smtp_port: int, *, kept: bool = True) -> World:
     (root / "directory.json").write_text(json.dumps({"people": people}, indent=2) + "\n")
     (root / "policy.json").write_text(json.dumps(POLICY, indent=2) + "\n")
     smtp = ["--smtp-host", "127.0.0.1", "--smtp-port", str(smtp_port)]
+    if in_process:
+        smtp += ["--courier", "inline"]
     servers = {
         "crm": ["hatp_journal.servers.crm.cli", "serve", "--db", str(world.db("crm"))],
         "calendar": [
@@ -143,15 +163,56 @@ class MailSinkProcess:
         self.process.wait(timeout=10)
 
 
-def command(*arguments: str, module: str = "hatp_journal.recorder.cli", ok: tuple[int, ...] = (0,)) -> str:
-    """Run one of the project's commands as a process; its output, or ScenarioError naming it."""
-    done = subprocess.run(
-        [sys.executable, "-m", module, *arguments], capture_output=True, text=True, check=False
-    )
-    if done.returncode not in ok:
-        said = (done.stderr.strip() or done.stdout.strip() or f"exit status {done.returncode}").splitlines()[
-            -1
-        ]
+def start_mail_sink(directory: Path, *, in_process: bool = False) -> MailSinkProcess | MailSink:
+    """The story's mail sink: ``hatp-mailsink serve`` as a process, or (``in_process``) in this one."""
+    if not in_process:
+        return MailSinkProcess(directory)
+    from hatp_journal.servers.mailsink import MailSink
+
+    return MailSink(directory).start()
+
+
+def command(
+    *arguments: str,
+    module: str = "hatp_journal.recorder.cli",
+    ok: tuple[int, ...] = (0,),
+    in_process: bool = False,
+) -> str:
+    """Run one of the project's commands as a process, or (``in_process``) its ``main`` in this
+    process; its output, or ScenarioError naming it."""
+    if in_process:
+        status, out, err = _in_this_process(module, list(arguments))
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", module, *arguments], capture_output=True, text=True, check=False
+        )
+        status, out, err = done.returncode, done.stdout, done.stderr
+    if status not in ok:
+        said = (err.strip() or out.strip() or f"exit status {status}").splitlines()[-1]
         verb = next((a for a in arguments if not a.startswith("-") and "/" not in a and "." not in a), module)
         raise ScenarioError(f"{verb} failed: {said}")
-    return done.stdout
+    return out
+
+
+def _in_this_process(module: str, argv: list[str]) -> tuple[int, str, str]:
+    """``module``'s ``main(argv)``: (exit status, stdout, stderr). It runs in a thread of its own
+    (the story's event loop runs in this one and a command may start its own) while this one waits.
+    Its output goes to files, not buffers: the tool servers a command starts write to its stderr."""
+    main = importlib.import_module(module).main
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                return int(main(argv))
+            except SystemExit as exit_:  # argparse refusing the arguments
+                return exit_.code if isinstance(exit_.code, int) else 2
+
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8") as out,
+        tempfile.TemporaryFile("w+", encoding="utf-8") as err,
+    ):
+        with ThreadPoolExecutor(max_workers=1) as thread:
+            status = thread.submit(run).result()
+        out.seek(0)
+        err.seek(0)
+        return status, out.read(), err.read()

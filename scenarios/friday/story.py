@@ -32,10 +32,10 @@ from hatp_journal.scenarios.d881.world import (
     DANA,
     LEE,
     POLICY,
-    MailSinkProcess,
     ScenarioError,
+    World,
     build_world,
-    command,
+    start_mail_sink,
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
@@ -58,16 +58,17 @@ class Told:
     repeated_tick: str
 
 
-async def run(workdir: Path, out: TextIO | None = None) -> Told:
-    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout)."""
+async def run(workdir: Path, out: TextIO | None = None, *, in_process: bool = False) -> Told:
+    """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
+    ``in_process`` runs the mail sink and the people's commands here (see :mod:`..d881.world`)."""
     if workdir.exists() and any(workdir.iterdir()):
         raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
     workdir.mkdir(parents=True, exist_ok=True)
-    sink = MailSinkProcess(workdir / "mail")
+    sink = start_mail_sink(workdir / "mail", in_process=in_process)
     try:
-        world = build_world(workdir, sink.port)
+        world = build_world(workdir, sink.port, in_process=in_process)
         _adapt(world.root, sink.port)
-        return await _play(world.root, out or sys.stdout)
+        return await _play(world, out or sys.stdout)
     finally:
         sink.stop()
 
@@ -84,7 +85,9 @@ def _adapt(root: Path, smtp_port: int) -> None:
         config.write(f'\n[mail]\nsmtp_port = {smtp_port}\nsender = "recorder@acme.com"\n')
 
 
-async def _play(root: Path, out: TextIO) -> Told:
+async def _play(world: World, out: TextIO) -> Told:
+    root = world.root
+
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)
 
@@ -94,7 +97,7 @@ async def _play(root: Path, out: TextIO) -> Told:
     charge, deal = windows
 
     def tick(at: str, why: str) -> str:
-        said = command(*config, "tick", "--now", at)
+        said = world.command(*config, "tick", "--now", at)
         say(f"\n  tick --now {at}   ({why})")
         for line in said.splitlines() or ["(nothing due)"]:
             say(f"    {line}")
@@ -109,7 +112,7 @@ async def _play(root: Path, out: TextIO) -> Told:
     say("\n== 4. The deal's window: Dana is reminded, and looks")
     tick(_shift(deal[1], minutes=-24 * 60 + 1), "a day before the deal's window closes")
     looked_at = _shift(deal[1], minutes=-20 * 60)
-    said = command(*config, "review", run_id, "--as", DANA, "--now", looked_at)
+    said = world.command(*config, "review", run_id, "--as", DANA, "--now", looked_at)
     say(f"\n  Dana reads the review at {looked_at}:")
     say("\n".join(f"    {line}" for line in said.splitlines()))
     tick(_shift(deal[1], minutes=-4 * 60 + 1), "four hours before: somebody has looked")

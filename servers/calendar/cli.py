@@ -2,6 +2,7 @@
 
     hatp-calendar serve [--db calendar.db] [--key FILE] [--transport stdio|http] [--host H] [--port N]
                         [--smtp-host 127.0.0.1] [--smtp-port 25] [--organizer sales-bot@acme.com]
+                        [--courier process|inline]
     hatp-calendar edit  --db DB UID [--summary TEXT] [--start TIME] [--end TIME] --by eve@acme.com
     hatp-calendar show  --db DB [UID]
     hatp-calendar outbox --db DB [--send --smtp-host 127.0.0.1 --smtp-port 25]
@@ -20,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
-from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
+from hatp_journal.servers.runner import add_courier_argument, add_server_arguments, key_path, run_server
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 
 USAGE_ERROR = 2
@@ -63,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--organizer", default=DEFAULT_ORGANIZER, help=f"sender of invitations (default {DEFAULT_ORGANIZER})"
     )
+    add_courier_argument(serve)
     edit = commands.add_parser("edit", help="a colleague's edit, outside any agent run (no mail is sent)")
     edit.add_argument("--db", type=Path, required=True)
     edit.add_argument("uid", help="the event's UID")
@@ -85,12 +87,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve(args: argparse.Namespace) -> int:
     from hatp_journal.servers.calendar.server import build, check_organizer
-    from hatp_journal.servers.outbox import PROCESS
     from hatp_journal.toolkit import SigningKey
 
     check_organizer(args.organizer)
     key = SigningKey.load_or_create(key_path(args))
-    mcp, _ = build(args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer, courier=PROCESS)
+    mcp, _ = build(
+        args.db, key, args.smtp_host, args.smtp_port, organizer=args.organizer, courier=args.courier
+    )
     run_server(mcp, args)
     return 0
 

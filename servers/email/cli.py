@@ -2,6 +2,7 @@
 
     hatp-email serve [--db email.db] [--key KEY] [--transport stdio|http] [--host H] [--port N]
                      [--smtp-host 127.0.0.1] [--smtp-port 25] [--from sales-bot@acme.com]
+                     [--courier process|inline]
     hatp-email sent  --db email.db
 
 Bad input (a missing store, a bad sender address, an unusable key file) prints a message on stderr
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
+from hatp_journal.servers.runner import add_courier_argument, add_server_arguments, key_path, run_server
 from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
 USAGE_ERROR = 2
@@ -32,8 +33,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .store import check_recipients, list_sent
 
     if args.command == "serve":
-        from hatp_journal.servers.outbox import PROCESS
-
         from .server import MailSettings, build
 
         try:
@@ -46,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyFileError as error:
             return _bad_input(str(error))
         try:
-            mcp, _ = build(args.db, key, smtp=settings, courier=PROCESS)
+            mcp, _ = build(args.db, key, smtp=settings, courier=args.courier)
         except StoreError as error:
             return _bad_input(str(error))
         run_server(mcp, args)
@@ -75,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--smtp-host", default="127.0.0.1", help="SMTP server that delivers the mail")
     serve.add_argument("--smtp-port", type=int, default=25)
     serve.add_argument("--from", dest="sender", default="sales-bot@acme.com", help="sender address")
+    add_courier_argument(serve)
     sent = commands.add_parser("sent", help="print every sent email as one JSON line")
     sent.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
     return parser

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import anyio
 import pytest
 
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.scenarios import d881
 from hatp_journal.scenarios.cli import main
 from hatp_journal.servers.calendar.itip import parse_event
 from hatp_journal.servers.crm.store import read_deal
@@ -17,10 +20,19 @@ ATTENDEES = ["buyer@globex.com", "dana@acme.com", "lee@acme.com"]
 
 
 def play(workdir: Path, capsys: pytest.CaptureFixture[str], *variant: str) -> str:
+    """``hatp-demo d881 --workdir DIR``, every part a process of its own as the demo runs it."""
     status = main(["d881", "--workdir", str(workdir), *variant])
     told = capsys.readouterr()
     assert status == 0, told.err
     return told.out
+
+
+def play_in_process(workdir: Path, *, eve: bool = False, override: bool = False) -> str:
+    """The story with its mail sink and the people's commands in this process and the servers
+    mailing inline (none of these tests is about a kill); what it printed."""
+    printed = io.StringIO()
+    anyio.run(lambda: d881.run(workdir, printed, eve=eve, override=override, in_process=True))
+    return printed.getvalue()
 
 
 def deal_stage(workdir: Path) -> str:

@@ -55,7 +55,11 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     told: list[Told] = []
     story = threading.Thread(
         target=lambda: told.append(
-            anyio.run(lambda: d881.run(tmp_path / "d881", out, browser=True, wait_seconds=WAIT_SECONDS))
+            anyio.run(
+                lambda: d881.run(
+                    tmp_path / "d881", out, browser=True, wait_seconds=WAIT_SECONDS, in_process=True
+                )
+            )
         ),
         daemon=True,
     )
