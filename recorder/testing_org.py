@@ -238,14 +238,14 @@ class Org:
 
 def make_org(
     root: Path,
-    servers: Mapping[str, Sequence[str]],
+    servers: Mapping[str, Sequence[str] | str],
     *,
     capture: Capture | None = None,
     store: str = "recorder.db",
 ) -> Org:
     """Write an organisation's folder in ``root``: each server started by its command line (program
-    first), the people's keys, directory and policy (:data:`POLICY`); ``capture`` catches what the
-    commands print (default: :class:`Printed`)."""
+    first) or, given as a string, reached at that streamable-HTTP URL; the people's keys, directory and
+    policy (:data:`POLICY`); ``capture`` catches what the commands print (default: :class:`Printed`)."""
     people = []
     for person, roles in ((DANA, []), (LEE, [LEAD]), (EVE, [])):
         key = SigningKey.generate()
@@ -266,7 +266,11 @@ def make_org(
         'key = "recorder.key"\npolicy = "policy.json"\ndirectory = "directory.json"\n'
         f'agent = "sales-bot"\nprincipal = "{DANA}"\n'
     )
-    for name, (program, *arguments) in servers.items():
+    for name, server in servers.items():
+        if isinstance(server, str):
+            config += f"\n[servers.{name}]\nurl = {json.dumps(server)}\n"
+            continue
+        program, *arguments = server
         config += f"\n[servers.{name}]\ncommand = {json.dumps(program)}\nargs = {json.dumps(arguments)}\n"
     (root / "recorder.toml").write_text(config)
     return Org(root, capture or Printed(), None if store == "recorder.db" else store)

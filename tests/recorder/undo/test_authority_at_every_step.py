@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from support.chain_server import undo_log, values
-from support.undo_org import EVE, LEAD, LEE, POLICY, Org
+from support.undo_org import EVE, LEAD, LEE, POLICY, Org, make_org
 from support.waiting import wait_until
 
 from hatp_journal.recorder.config import load_config
@@ -42,6 +42,12 @@ THREE_PUTS = [
 ]
 
 People = list[dict[str, Any]]
+
+
+@pytest.fixture
+def org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
+    """The chain server over stdio, a process of its own: these tests kill it mid-compensation."""
+    return make_org(tmp_path, capfd, stdio=True)
 
 
 def edit_directory(org: Org, change: Callable[[People], None]) -> None:

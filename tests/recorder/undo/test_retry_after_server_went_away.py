@@ -10,17 +10,24 @@ record. Only an answer from the server is final: a conflict or a failure it repo
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from support.chain_server import gone_mark, outside_edit, undo_log, values
-from support.undo_org import Org
+from support.undo_org import Org, make_org
 from test_authority_at_every_step import NO_LONGER, approved_not_run, edit_directory, halts, without_lees_role
 
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, UndoCode, UndoError
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
+    """The chain server over stdio, a process of its own: these tests kill it mid-compensation."""
+    return make_org(tmp_path, capfd, stdio=True)
 
 
 def three_puts(middle: str) -> list[tuple[str, dict[str, Any]]]:

@@ -6,11 +6,22 @@ Over plain HTTP (no chromium). The chain server is killed while it compensates a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from http_browser import code, form_fields, signed_in
 from support.chain_server import undo_log, values
-from support.undo_org import DANA
+from support.undo_org import DANA, make_org
 from test_undo_in_background import approve, outcome_once
-from web_org import Approver
+from web_org import Approver, approver_for
+
+
+@pytest.fixture
+def approver(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Iterator[Approver]:
+    """The chain server over stdio, a process of its own: these tests kill it mid-compensation."""
+    with approver_for(make_org(tmp_path, capfd, stdio=True)) as served:
+        yield served
 
 
 def test_resume_on_the_outcome_page_retries_the_steps_whose_server_went_away_and_finishes_the_undo(

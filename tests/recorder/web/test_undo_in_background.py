@@ -9,17 +9,25 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from http_browser import Browser, code, decisions, form_fields, signed_in
 from sqlmodel import Session, SQLModel
 from support.chain_server import outside_edit, values
-from support.undo_org import DANA
+from support.undo_org import DANA, make_org
 from support.waiting import wait_until
-from web_org import Approver
+from web_org import Approver, approver_for
 
 from hatp_journal.recorder.undo.lease import RecUndoLease
+
+
+@pytest.fixture
+def approver(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Iterator[Approver]:
+    """The chain server over stdio, a process of its own: one test holds back its start (GATED)."""
+    with approver_for(make_org(tmp_path, capfd, stdio=True)) as served:
+        yield served
 
 
 @pytest.fixture
