@@ -45,10 +45,8 @@ class Outcome(Written):
     error: str | None = None
 
 
-class CallRecord(Written):
-    """A ``call`` entry: what the agent asked, what the policy decided, what came back."""
-
-    keep_none: ClassVar[frozenset[str]] = frozenset({"journal"})
+class AgentAsked(Written):
+    """What every call of the agent's starts with: who asked which tool, with what."""
 
     agent: str
     principal: str
@@ -56,6 +54,13 @@ class CallRecord(Written):
     tool: str
     arguments: dict[str, Any]
     arguments_digest: str | None = None
+
+
+class CallRecord(AgentAsked):
+    """A ``call`` entry: what the agent asked, what the policy decided, what came back."""
+
+    keep_none: ClassVar[frozenset[str]] = frozenset({"journal"})
+
     declared: str | None = None
     host: dict[str, Any] | None = None
     ask: str | None = None
@@ -131,17 +136,11 @@ class NoteOutcome(Written):
     code: str | None = None
 
 
-class NoteRecord(Written):
+class NoteRecord(AgentAsked):
     """A ``note``: a call of one of the Recorder's own agent tools (not a step of the run)."""
 
     keep_none: ClassVar[frozenset[str]] = frozenset({"arguments_digest"})  # null: arguments not kept whole
 
-    agent: str
-    principal: str
-    server: str
-    tool: str
-    arguments: dict[str, Any]
-    arguments_digest: str | None = None
     outcome: NoteOutcome
 
 
