@@ -32,6 +32,7 @@ from email.message import EmailMessage
 from email.policy import EmailPolicy, default
 from email.utils import getaddresses
 from io import BytesIO
+from typing import NoReturn
 
 __all__ = [
     "Envelope",
@@ -118,18 +119,9 @@ def probe(
         accepted, refused = _offer(client, envelope)
         client.rset()
         client.quit()
-    except MailDeliveryError:
+    except (MailDeliveryError, smtplib.SMTPException, OSError) as exc:
         client.close()
-        raise
-    except smtplib.SMTPRecipientsRefused as exc:
-        client.close()
-        raise _all_refused(exc) from exc
-    except smtplib.SMTPResponseException as exc:
-        client.close()
-        raise _refusal(exc) from exc
-    except (smtplib.SMTPException, OSError) as exc:
-        client.close()
-        raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
+        _raise_delivery_error(exc, where)
     return Envelope(sender, accepted, data, tuple(options)), refused
 
 
@@ -175,18 +167,9 @@ class SmtpSession:
             code, reply = client.getreply()
             if code != 250:
                 raise smtplib.SMTPDataError(code, reply)
-        except MailDeliveryError:
+        except (MailDeliveryError, smtplib.SMTPException, OSError) as exc:
             self._drop()
-            raise
-        except smtplib.SMTPRecipientsRefused as exc:
-            self._drop()
-            raise _all_refused(exc) from exc
-        except smtplib.SMTPResponseException as exc:
-            self._drop()
-            raise _refusal(exc) from exc
-        except (smtplib.SMTPException, OSError) as exc:
-            self._drop()
-            raise MailDeliveryError(f"cannot deliver via {self.where}: {exc}") from exc
+            _raise_delivery_error(exc, self.where)
         return refused
 
     def close(self) -> None:
@@ -233,6 +216,18 @@ def _refusal(exc: smtplib.SMTPResponseException) -> MailDeliveryError:
     error = exc.smtp_error
     reply = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
     return MailDeliveryError(f"server refused: {exc.smtp_code} {reply}", smtp_code=exc.smtp_code)
+
+
+def _raise_delivery_error(exc: Exception, where: str) -> NoReturn:
+    """Raise a failed conversation with ``where`` as the caller sees it: ours as it is, SMTP's
+    translated (one refusal per recipient, a refusal, or an unreachable server)."""
+    if isinstance(exc, MailDeliveryError):
+        raise exc
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        raise _all_refused(exc) from exc
+    if isinstance(exc, smtplib.SMTPResponseException):
+        raise _refusal(exc) from exc
+    raise MailDeliveryError(f"cannot deliver via {where}: {exc}") from exc
 
 
 def _all_refused(exc: smtplib.SMTPRecipientsRefused) -> MailDeliveryError:
