@@ -80,6 +80,7 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     assert shot.stat().st_size > 0
     browser_page.click("#approve")
     browser_page.locator("#reversal").wait_for()  # the outcome page reloads until the undo is done
+    browser_page.wait_for_load_state()
     story.join(WAIT_SECONDS)
 
     assert not story.is_alive()

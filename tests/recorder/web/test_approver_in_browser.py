@@ -26,6 +26,7 @@ def the_outcome(page: Page) -> None:
     """Wait on the outcome page (it reloads while the undo runs) for the Reversal Record."""
     assert page.url.endswith("/outcome")
     page.locator("#reversal").wait_for()
+    page.wait_for_load_state()  # the rows after it may not be parsed yet
 
 
 def test_an_ask_approved_on_the_page_lets_the_call_through(approver: Approver, page: Page) -> None:
@@ -60,6 +61,7 @@ def test_a_reversal_plan_asked_for_and_approved_on_the_pages_runs_the_undo_and_s
     page.goto(f"{approver.url}/runs/{run}")
     assert page.locator("tr.window.open").count() == 2
     page.click("#undo-from-1")
+    page.wait_for_load_state()  # a click waits only until the plan page starts loading
     assert "/plans/" in page.url
     assert page.locator("li.step").count() == 2
 
