@@ -12,7 +12,7 @@ import re
 import warnings
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.resources import ResourceResult
@@ -29,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.arguments import check_arguments
+from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 
 if TYPE_CHECKING:
     from fastmcp import Client, Context
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 READ_TOOL = "resources/read"
 """The ``tool`` of a resource read's entry: the MCP method, which no tool name can be (a slash)."""
+
+T = TypeVar("T")
 
 RECORDER_META_KEY = "hatp/recorder"
 """The Recorder's own ``_meta`` key: what a server publishes under it is not passed on."""
@@ -199,13 +202,7 @@ class JournaledResource(ProxyResource):
         return self._published.model_copy(update={"meta": published_meta(self._published.meta)})
 
     async def read(self) -> ResourceResult:
-        try:
-            result = await super().read()
-        except Exception as error:
-            await journal_read(self._recorder, self._server, str(self.uri), error)
-            raise
-        await journal_read(self._recorder, self._server, str(self.uri), None)
-        return result
+        return await _journaled(self._recorder, self._server, str(self.uri), super().read())
 
 
 class JournaledTemplate(ProxyTemplate):
@@ -241,13 +238,9 @@ class JournaledTemplate(ProxyTemplate):
         self, uri: str, params: dict[str, Any], context: Context | None = None
     ) -> ProxyResource:
         # The proxy reads the resource here, once; the resource it returns only hands the content on.
-        try:
-            resource = await super().create_resource(uri, params, context)
-        except Exception as error:
-            await journal_read(self._recorder, self._server, uri, error)
-            raise
-        await journal_read(self._recorder, self._server, uri, None)
-        return resource
+        return await _journaled(
+            self._recorder, self._server, uri, super().create_resource(uri, params, context)
+        )
 
 
 class ForwardPrompt(ProxyPrompt):
@@ -269,26 +262,39 @@ class ForwardPrompt(ProxyPrompt):
         return self._published.model_copy(update={"name": self.name, "meta": meta})
 
 
+async def _journaled(recorder: Recorder, server: str, uri: str, reading: Awaitable[T]) -> T:
+    """Await ``reading`` (a read of ``uri`` forwarded to ``server``) and journal it, failed or not."""
+    try:
+        result = await reading
+    except Exception as error:
+        await journal_read(recorder, server, uri, error)
+        raise
+    await journal_read(recorder, server, uri, None)
+    return result
+
+
 async def journal_read(recorder: Recorder, server: str, uri: str, failed: Exception | None) -> None:
     """Append a read as a ``call`` entry of kind read: a step an undo plan lists as read, never undoes."""
     run = recorder.run_id
     assert run is not None, "start() first"
+    section = recorder.config.recorder
     arguments = {"uri": uri}
-    body: dict[str, Any] = {
-        "agent": recorder.config.recorder.agent,
-        "principal": recorder.config.recorder.principal,
-        "server": server,
-        "tool": READ_TOOL,
-        "arguments": arguments,
-        "argumentsDigest": check_arguments(arguments, recorder.config.recorder.max_arguments_bytes).digest,
-        "declared": "read",
-        "intake": {"status": "absent", "kind": "read"},
-    }
     if failed is None:
-        body["outcome"] = {"status": "ok"}
+        outcome = Outcome(status="ok")
     else:
-        body["outcome"] = {"status": "error", "error": f"{type(failed).__name__}: {failed}"}
-    await recorder.append_call(run, body)
+        outcome = Outcome(status="error", error=f"{type(failed).__name__}: {failed}")
+    body = CallRecord(
+        agent=section.agent,
+        principal=section.principal,
+        server=server,
+        tool=READ_TOOL,
+        arguments=arguments,
+        arguments_digest=check_arguments(arguments, section.max_arguments_bytes).digest,
+        declared="read",
+        intake={"status": "absent", "kind": "read"},
+        outcome=outcome,
+    )
+    await recorder.append_call(run, body.wire())
 
 
 class UnknownToolsRefused(Middleware):

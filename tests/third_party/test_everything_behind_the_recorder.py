@@ -20,6 +20,7 @@ import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.logging import LogMessage
+from mcp.shared.exceptions import MCPError
 from third_party_servers import NODE_BIN, everything_server, require
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
@@ -32,6 +33,7 @@ from hatp_journal.toolkit import SigningKey
 POLICY = {"autonomy": {"unknown": "allow", "read": "allow", "none": "allow", "compensate": "allow"}}
 STATIC = "demo://resource/static/document/architecture.md"
 DYNAMIC = "demo://resource/dynamic/text/1"
+REFUSED = "demo://resource/dynamic/text/abc"  # matches the template; the server knows no such resource
 
 
 @dataclass
@@ -83,6 +85,10 @@ async def session(tmp: Path) -> Seen:
                 )
                 seen.answers["static"] = await agent.read_resource(STATIC)
                 seen.answers["dynamic"] = await agent.read_resource(DYNAMIC)
+                try:
+                    await agent.read_resource(REFUSED)
+                except MCPError as error:  # the server's refusal, passed on
+                    seen.answers["refused read"] = error
                 seen.answers["prompt"] = await agent.get_prompt("every_args-prompt", {"city": "Oslo"})
                 seen.answers["unknown"] = await agent.call_tool_mcp("every_no-such-tool", {"x": 1})
                 progress: list[float] = []
@@ -151,9 +157,18 @@ def test_resource_reads_are_forwarded_and_journaled_as_reads(seen: Seen) -> None
     assert seen.answers["static"][0].text
     assert seen.answers["dynamic"][0].text
     reads = [e.body for e in seen.entries if e.kind == "call" and e.body["tool"] == "resources/read"]
-    assert [r["arguments"]["uri"] for r in reads] == [STATIC, DYNAMIC]
+    assert [r["arguments"]["uri"] for r in reads] == [STATIC, DYNAMIC, REFUSED]
     assert all(r["intake"] == {"status": "absent", "kind": "read"} for r in reads)
-    assert all(r["outcome"] == {"status": "ok"} for r in reads)
+    assert [r["outcome"]["status"] for r in reads] == ["ok", "ok", "error"]
+
+
+def test_a_read_the_server_refuses_reaches_the_agent_as_an_error_and_is_journaled_as_failed(
+    seen: Seen,
+) -> None:
+    assert "Unknown resource" in str(seen.answers["refused read"])
+    [refused] = [e.body for e in seen.entries if e.body.get("arguments") == {"uri": REFUSED}]
+    assert refused["outcome"]["status"] == "error"
+    assert "Unknown resource" in refused["outcome"]["error"]
 
 
 def test_a_prompt_is_forwarded(seen: Seen) -> None:
