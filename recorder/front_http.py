@@ -63,8 +63,14 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 async def serve_http(recorder: Recorder, mcp: FastMCP, host: str, port: int) -> None:
     """Serve the agent over streamable HTTP on ``host``:``port`` until cancelled."""
-    fast = Middleware(FastCalls, recorder=recorder, mcp=mcp)
-    await mcp.run_async(transport="http", host=host, port=port, show_banner=False, middleware=[fast])
+    await mcp.run_async(
+        transport="http", host=host, port=port, show_banner=False, middleware=[data_plane(recorder, mcp)]
+    )
+
+
+def data_plane(recorder: Recorder, mcp: FastMCP) -> Middleware:
+    """The data plane, as a middleware of ``mcp.http_app()``: inside its Host/Origin guard."""
+    return Middleware(FastCalls, recorder=recorder, mcp=mcp)
 
 
 class FastCalls:
