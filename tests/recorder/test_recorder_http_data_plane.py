@@ -23,6 +23,7 @@ import plain_server
 import pytest
 import uvicorn
 from fastmcp import Client
+from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from test_recorder_data_plane import unchanged_but_for_the_token
 
@@ -58,10 +59,12 @@ class Served:
     lee: SigningKey
     directory: Directory
     by_library: list[str] = field(default_factory=list)  # tools of the calls the library answered
+    seen: int = 0  # entries made before this test
 
     def entries(self) -> list[Any]:
+        """The entries this test made."""
         assert self.recorder.run_id is not None
-        return self.store.entries(self.recorder.run_id)
+        return self.store.entries(self.recorder.run_id)[self.seen :]
 
     async def ask_for(self, text: str) -> str:
         """The id of the ask held for ``plain_shout(text)``, once there is one."""
@@ -135,10 +138,24 @@ async def recorder_over_http(tmp_path: Path, **app_options: Any) -> AsyncIterato
                 web.should_exit = True
 
 
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[Served]:
-    async with recorder_over_http(tmp_path) as served:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def one_recorder(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    """One Recorder for the module's tests: each sees only its own entries (see ``served``)."""
+    async with recorder_over_http(tmp_path_factory.mktemp("recorder-over-http")) as served:
         yield served
+
+
+@pytest.fixture
+def served(one_recorder: Served) -> Served:
+    """The module's Recorder, as if no test had called it yet."""
+    one_recorder.by_library.clear()
+    one_recorder.seen = len(one_recorder.store.entries(one_recorder.recorder.run_id or ""))
+    return one_recorder
 
 
 def raw_call(name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -227,11 +244,12 @@ async def test_a_call_waiting_past_the_ping_interval_is_answered_on_an_event_str
 ) -> None:
     monkeypatch.setattr(front_http, "PING_SECONDS", 0.05)
     body = raw_call("plain_shout", {"text": "later"}, {"hatp/wait": 300})
-    async with httpx2.AsyncClient(timeout=None) as http, anyio.create_task_group() as tasks:
-        tasks.start_soon(lambda: served.ask_for("later"))
-        async with http.stream("POST", served.url, json=body, headers=headers_for("plain_shout")) as answer:
-            served.approve(await served.ask_for("later"))
-            stream = (await answer.aread()).decode()
+    async with (
+        httpx2.AsyncClient(timeout=None) as http,
+        http.stream("POST", served.url, json=body, headers=headers_for("plain_shout")) as answer,
+    ):
+        served.approve(await served.ask_for("later"))
+        stream = (await answer.aread()).decode()
 
     assert answer.headers["content-type"] == "text/event-stream"
     assert stream.startswith(": ping\r\n\r\n")
@@ -328,6 +346,13 @@ REFUSED = [
         406,
         None,
         id="Accept without event streams",
+    ),
+    pytest.param(
+        json.dumps(raw_call("crm_get_deal", {"deal_id": "D" * DEFAULT_MAX_REQUEST_BODY_SIZE})).encode(),
+        {},
+        413,
+        None,
+        id="body over the library's limit",
     ),
 ]
 
