@@ -3,13 +3,18 @@ library, every other request (and every call it cannot answer alike) handed to t
 
 In process: the Recorder with its tool servers embedded, served by uvicorn on this test's event
 loop, reached by real MCP clients (the mcp library's and FastMCP's) and raw HTTP. Whether the
-library answered a call is seen on ``Recorder.handle``, its only way to the Recorder.
+library answered a call is seen on ``Recorder.handle``, its only way to the Recorder. The last test
+runs two ``hatp-recorder serve --transport http`` processes on one store.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,7 +30,9 @@ import uvicorn
 from fastmcp import Client
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from support.ports import free_port, wait_listening
 from test_recorder_data_plane import unchanged_but_for_the_token
+from test_runs_across_processes import approve, configure, forwarded, recorded
 
 from hatp_journal.recorder import front_http
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
@@ -405,3 +412,48 @@ async def test_a_recorder_that_fails_on_a_call_answers_an_internal_error(
         "id": 1,
         "error": {"code": INTERNAL_ERROR, "message": "Internal error"},
     }
+
+
+@pytest.mark.slow
+async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_once_through_another(
+    tmp_path: Path,
+) -> None:
+    config = configure(tmp_path)
+    SigningKey.generate().save(tmp_path / "recorder.key")  # made once: two Recorders starting must not race
+    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
+    started = []
+    for _ in range(2):
+        port = free_port()
+        process = subprocess.Popen(
+            [*command, "--transport", "http", "--port", str(port)],
+            cwd=tmp_path,
+            env=dict(os.environ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        started.append((process, f"http://127.0.0.1:{port}/mcp"))
+    try:
+        for process, url in started:
+            wait_listening(int(url.rsplit(":", 1)[1].split("/")[0]), process, "a Recorder")
+        (_, one), (_, another) = started
+        async with mcp.Client(one) as agent:
+            held = await agent.call_tool("plain_shout", {"text": "hi"})
+            run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
+            approve(config, run, ask)
+            async with mcp.Client(another) as elsewhere:
+                again = await elsewhere.call_tool("plain_shout", {"text": "hi"}, meta={"hatp/runKey": key})
+            repeat = await agent.call_tool("plain_shout", {"text": "hi"}, meta={"hatp/runKey": key})
+    finally:
+        for process, _ in started:
+            process.send_signal(signal.SIGTERM)
+        errors = [process.communicate(timeout=30)[1].decode() for process, _ in started]
+
+    assert held.structured_content is not None
+    assert held.structured_content["status"] == "pending_approval"
+    assert not again.is_error, errors
+    assert again.structured_content == {"result": "HI"}
+    assert recorded(again)["run"] == run
+    assert repeat.structured_content is not None
+    assert repeat.structured_content["status"] == "pending_approval"  # the approval was used: a new ask
+    assert forwarded(tmp_path, run) == ["ok"]
+    assert not any("Traceback" in said for said in errors), errors
