@@ -233,6 +233,7 @@ def _ticked(entry: Entry) -> list[str]:
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
     from hatp_journal.recorder.front import serve_stdio
+    from hatp_journal.recorder.front_http import serve_http
     from hatp_journal.recorder.gateway import Recorder
 
     policy = load_policy(Path(config.recorder.policy))
@@ -252,7 +253,7 @@ async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -
                     await serve_stdio(recorder, mcp)
                 else:
                     with _signals_cancel(tasks.cancel_scope):
-                        await mcp.run_async(transport="http", host=host, port=port, show_banner=False)
+                        await serve_http(recorder, mcp, host, port)
                 tasks.cancel_scope.cancel()
         finally:
             if recorder.close():

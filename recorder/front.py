@@ -24,15 +24,14 @@ import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
 from mcp.shared.message import SessionMessage
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from hatp_journal.recorder.fast_calls import FastCall, fast_call
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
 """Longest line read from the agent (a call's arguments are bounded later, with a clear refusal)."""
 
-_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 logger = logging.getLogger(__name__)
@@ -122,21 +121,9 @@ class _Front:
             return
         await to_library.send(_library_message(message))
 
-    def _fast_call(self, message: Any) -> tuple[str, str, dict[str, Any], Any] | None:
+    def _fast_call(self, message: Any) -> FastCall | None:
         """(server, tool, arguments, request _meta) of a call the data plane answers, else None."""
-        if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
-            return None
-        params = message.get("params")
-        if not isinstance(params, dict):
-            return None
-        meta = params.get("_meta")
-        if not isinstance(meta, dict) or meta.get(_PROTOCOL_VERSION) not in MODERN_PROTOCOL_VERSIONS:
-            return None  # the legacy era keeps its session: the library serves it
-        forward = self.recorder.forwards.get(params.get("name"))  # type: ignore[arg-type]
-        arguments = params.get("arguments", {})
-        if forward is None or not isinstance(arguments, dict):
-            return None  # not ours to answer fast: unknown tools and bad params get the library's error
-        return forward[0], forward[1], arguments, meta
+        return fast_call(self.recorder.forwards, message)
 
     async def _call(
         self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any

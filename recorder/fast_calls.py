@@ -1,0 +1,47 @@
+"""Which JSON-RPC messages the Recorder's data plane answers itself, shared by its stdio and HTTP fronts.
+
+A ``tools/call`` of a published tool in the 2026 protocol era (its request ``_meta`` names the
+version, so no session state is needed) goes straight to :meth:`Recorder.answer`; anything else
+is the mcp library's to answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+FastCall = tuple[str, str, dict[str, Any], Any]
+"""(server, tool, arguments, request ``_meta``) of a call the data plane answers."""
+
+
+def fast_call(forwards: dict[str, tuple[str, str]], message: Any) -> FastCall | None:
+    """The call ``message`` makes, if the data plane answers it; else None.
+
+    ``forwards`` maps each published tool's name to its (server, tool).
+    """
+    if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(PROTOCOL_VERSION) not in MODERN_PROTOCOL_VERSIONS:
+        return None  # the legacy era keeps its session: the library serves it
+    forward = forwards.get(params.get("name"))  # type: ignore[arg-type]
+    arguments = params.get("arguments", {})
+    if forward is None or not isinstance(arguments, dict):
+        return None  # not ours to answer fast: unknown tools and bad params get the library's error
+    return forward[0], forward[1], arguments, meta
+
+
+def as_sent(result: dict[str, Any], stamp: Any) -> dict[str, Any]:
+    """``result`` of :meth:`Recorder.answer` as the library would send it: complete, server stamped."""
+    result.setdefault("resultType", "complete")
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and meta.get(SERVER_INFO) is None:
+        result["_meta"] = {**meta, SERVER_INFO: stamp}
+    return result

@@ -1,0 +1,235 @@
+"""The Recorder's HTTP front: tool calls on the data plane, everything else through the mcp library.
+
+An ASGI layer inside FastMCP's streamable-HTTP app (after its Host/Origin guard, before the mcp
+library's session manager). A POST on the MCP path whose body is one ``tools/call`` of a published
+tool in the 2026 protocol era goes straight to :meth:`Recorder.answer` (see
+:mod:`hatp_journal.recorder.fast_calls`) and is answered with ``application/json``, as the library
+answers a call that sends nothing before its result. Every other request is replayed, untouched,
+into the library's app: discovery, the legacy era and its sessions, ``tools/list``, the binding
+tools, a call that asks for progress (a ``progressToken``) or log messages (a log level): they go
+on an event stream with the library's relays; a batch, anything the library would refuse (Accept,
+routing headers, ``Mcp-Param-*`` headers, a body over its limit), and every request of an app with
+authentication. (FastMCP's own client asks for both on every call: its calls take the library's way.)
+
+A call still unanswered after :data:`PING_SECONDS` (one waiting for a person's decision) commits
+``text/event-stream`` and sends keep-alive comments until its result, as the library does, so a
+proxy's idle timeout does not cut it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from fastmcp import FastMCP
+from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PARAM_HEADER_PREFIX,
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
+from mcp_types import INTERNAL_ERROR, LOG_LEVEL_META_KEY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hatp_journal.recorder.fast_calls import FastCall, as_sent, fast_call
+from hatp_journal.recorder.gateway import Recorder
+
+PING_SECONDS = 15.0
+"""How long a call may run before its answer becomes an event stream with keep-alives (the library's)."""
+
+_SESSION_HEADER = b"mcp-session-id"
+_VERSION_HEADER = b"mcp-protocol-version"
+_PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower().encode()
+_MODERN = frozenset(version.encode() for version in MODERN_PROTOCOL_VERSIONS)
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+
+logger = logging.getLogger(__name__)
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+async def serve_http(recorder: Recorder, mcp: FastMCP, host: str, port: int) -> None:
+    """Serve the agent over streamable HTTP on ``host``:``port`` until cancelled."""
+    await mcp.run_async(
+        transport="http", host=host, port=port, show_banner=False, middleware=[data_plane(recorder, mcp)]
+    )
+
+
+def data_plane(recorder: Recorder, mcp: FastMCP) -> Middleware:
+    """The data plane, as a middleware of ``mcp.http_app()``: inside its Host/Origin guard."""
+    return Middleware(FastCalls, recorder=recorder, mcp=mcp)
+
+
+class FastCalls:
+    """Answers the data plane's calls; hands every other request to ``app``, the library's."""
+
+    def __init__(self, app: ASGIApp, recorder: Recorder, mcp: FastMCP) -> None:
+        self.app = app
+        self.recorder = recorder
+        self.stamp = mcp._mcp_server.server_info_stamp
+        self.enabled = mcp.auth is None  # the library checks a bearer token per request: none to skip
+        self._param_headed: dict[str, bool] = {}  # tool name -> its schema declares Mcp-Param headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not (self.enabled and _could_be_fast(scope)):
+            await self.app(scope, receive, send)
+            return
+        messages, complete = await _body(receive)
+        call = self._call_in(b"".join(m.get("body", b"") for m in messages), scope) if complete else None
+        if call is None:
+            await self.app(scope, _replaying(messages, receive), send)
+            return
+        await self._answer(call, scope, receive, send)
+
+    def _call_in(self, body: bytes, scope: Scope) -> tuple[Any, FastCall] | None:
+        """(request id, call) of a body the data plane answers, else None."""
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        call = fast_call(self.recorder.forwards, message)
+        if call is None:
+            return None
+        request_id = message["id"]
+        meta = call[3]
+        if (
+            message.get("jsonrpc") != "2.0"
+            or isinstance(request_id, bool)
+            or not isinstance(request_id, int | str)
+            or "progressToken" in meta  # progress is sent on an event stream: the library's
+            or LOG_LEVEL_META_KEY in meta  # so are the server's log messages the agent asked for
+            or self._declares_param_headers(message["params"]["name"])
+        ):
+            return None
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        if not isinstance(classify_inbound_request(message, headers=headers), InboundModernRoute):
+            return None  # the library says what does not match
+        return request_id, call
+
+    def _declares_param_headers(self, name: str) -> bool:
+        """Whether the tool's schema asks for ``Mcp-Param-*`` headers, which the library checks."""
+        known = self._param_headed.get(name)
+        if known is None:
+            server, tool = self.recorder.forwards[name]
+            schema = self.recorder.downstreams[server].tools[tool].input_schema
+            known = self._param_headed[name] = "x-mcp-header" in json.dumps(schema)
+        return known
+
+    async def _answer(self, call: tuple[Any, FastCall], scope: Scope, receive: Receive, send: Send) -> None:
+        request_id, (server, tool, arguments, meta) = call
+        answered = anyio.Event()
+        reply: list[tuple[int, dict[str, Any]]] = []
+
+        async def answer() -> None:
+            try:
+                result = await self.recorder.answer(server, tool, arguments, meta)
+            except Exception:
+                logger.exception("the Recorder failed on %s_%s", server, tool)
+                error = {"code": INTERNAL_ERROR, "message": "Internal error"}
+                status = ERROR_CODE_HTTP_STATUS.get(INTERNAL_ERROR, 200)
+                reply.append((status, {"jsonrpc": "2.0", "id": request_id, "error": error}))
+            else:
+                sent = as_sent(result, self.stamp)
+                reply.append((200, {"jsonrpc": "2.0", "id": request_id, "result": sent}))
+            answered.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(answer)
+            with anyio.move_on_after(PING_SECONDS):
+                await answered.wait()
+            if answered.is_set():
+                status, message = reply[0]
+                await _send_json(send, status, _encode(message).encode())
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            while not answered.is_set():
+                await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
+                with anyio.move_on_after(PING_SECONDS):
+                    await answered.wait()
+            event = f"event: message\r\ndata: {_encode(reply[0][1])}\r\n\r\n".encode()
+            await send({"type": "http.response.body", "body": event, "more_body": False})
+
+
+def _could_be_fast(scope: Scope) -> bool:
+    """What the headers say: a 2026-era POST on the MCP path that takes JSON and sends no session."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return False
+    app = scope.get("app")
+    if app is None or scope["path"] != getattr(app.state, "path", None):
+        return False
+    headers: Sequence[tuple[bytes, bytes]] = scope["headers"]
+    version = accept = None
+    length = 0
+    for name, value in headers:
+        if name == _VERSION_HEADER:
+            version = value
+        elif name == b"accept":
+            accept = value
+        elif name == b"content-length":
+            length = int(value) if value.isdigit() else DEFAULT_MAX_REQUEST_BODY_SIZE + 1
+        elif name == _SESSION_HEADER or name.startswith(_PARAM_PREFIX):
+            return False
+    if version not in _MODERN or length > DEFAULT_MAX_REQUEST_BODY_SIZE or not _takes_json(accept):
+        return False
+    text = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
+    return find_duplicated_routing_header(text) is None
+
+
+def _takes_json(accept: bytes | None) -> bool:
+    """Whether Accept allows both answers the library may give: JSON, and an event stream."""
+    if accept is None:
+        return False
+    types = {part.split(b";")[0].strip().lower() for part in accept.split(b",")}
+    wildcard = b"*/*" in types
+    json_too = wildcard or bool(types & {b"application/json", b"application/*"})
+    return json_too and (wildcard or bool(types & {b"text/event-stream", b"text/*"}))
+
+
+async def _body(receive: Receive) -> tuple[list[Message], bool]:
+    """The messages that bring the request's body, and whether they bring all of it.
+
+    Reading stops past the library's limit, or when the client goes away.
+    """
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, False
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return messages, True
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            return messages, False
+
+
+def _replaying(messages: list[Message], receive: Receive) -> Receive:
+    """``receive`` as if nothing had been read from it yet."""
+    pending = messages[::-1]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
+async def _send_json(send: Send, status: int, body: bytes) -> None:
+    headers = [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
