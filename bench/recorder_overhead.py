@@ -33,6 +33,7 @@ import os
 import platform
 import shutil
 import signal
+import socket
 import sqlite3
 import statistics
 import sys
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
@@ -154,6 +155,47 @@ def client(command: list[str], workdir: Path, *, legacy: bool = False) -> Client
     return Client(transport, timeout=120, mode="legacy" if legacy else "auto")
 
 
+HTTP_VARIANTS = ("direct", "fastmcp proxy", "recorder", "recorder, tmpfs", "baseline, tmpfs")
+"""The variants that can be reached over streamable HTTP (the relay and unwind-mcp serve stdio only)."""
+
+
+async def http_client(
+    stack: AsyncExitStack, name: str, command: list[str], workdir: Path, *, legacy: bool = False
+) -> Client[Any]:
+    """Start ``command`` serving streamable HTTP on a free port (stopped when ``stack`` closes) and
+    return a client to it, once it listens (``legacy``: as in ``client``)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, **QUIET}
+    if name == "fastmcp proxy":
+        env["PLAIN_PROXY_HTTP_PORT"] = str(port)
+    elif name == "direct":
+        command = [*command, "--transport", "http", "--port", str(port)]
+    else:  # a Recorder: one run for the client's requests, whatever the protocol's sessions
+        command = [*command, "--transport", "http", "--port", str(port), "--run-key", "bench-run"]
+    process = await asyncio.create_subprocess_exec(*command, env=env, cwd=workdir)
+
+    async def stop() -> None:
+        if process.returncode is None:
+            process.terminate()  # a Recorder closes its run on SIGTERM
+        await process.wait()
+
+    stack.push_async_callback(stop)
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if process.returncode is not None:
+                raise SystemExit(f"{name} ended before it listened on port {port}") from None
+            await asyncio.sleep(0.05)
+        else:
+            writer.close()
+            break
+    transport = StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")
+    return Client(transport, timeout=120, mode="legacy" if legacy else "auto")
+
+
 def recorder_command(
     workdir: Path, name: str, store: Path | str, profile: Path | None = None, crm_name: str | None = None
 ) -> list[str]:
@@ -203,6 +245,14 @@ MARKS = {
     "baseline, tmpfs": "baseline.toml",
 }
 """How each gateway's process is told apart by its command line."""
+
+
+NOTES = {
+    "recorder, tmpfs": "the same Recorder with its store on tmpfs, where an fsync costs nothing",
+    "baseline, tmpfs": "--baseline's Recorder, on tmpfs too",
+    "direct, legacy": "direct on unwind-mcp's protocol, which unwind's 'added' is taken over",
+}
+"""What the report says under its table about the variants that ran."""
 
 
 def median(values: Sequence[float]) -> float:
@@ -350,9 +400,10 @@ def report(
     durable: dict[str, list[float]],
 ) -> str:
     """The figures as printed."""
+    over = "streamable HTTP" if args.transport == "http" else "stdio"
     lines = [
         f"Recorder overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {args.calls} calls per kind and "
-        f"variant (+{args.warmup} warm-up), interleaved, every variant over stdio to its own hatp-crm",
+        f"variant (+{args.warmup} warm-up), interleaved, every variant over {over} to its own hatp-crm",
         f"{platform.python_implementation()} {platform.python_version()}, {platform.platform()}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"MCP protocol: {protocols(variants)}",
@@ -372,13 +423,12 @@ def report(
             )
         cpu = f"{variant.cpu_ms:>7.2f}" if variant.cpu_ms is not None else f"{'':>7}"
         lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
-    lines += [
-        "(CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike;",
-        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing;",
-        " 'baseline, tmpfs': --baseline's Recorder, on tmpfs too;",
-        " 'direct, legacy': direct on unwind-mcp's protocol, which unwind's 'added' is taken over)",
-        "",
-    ]
+    lines += []
+    notes = ["CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike"]
+    for name, note in NOTES.items():
+        if name in bases:
+            notes.append(f"'{name}': {note}")
+    lines += ["(" + ";\n ".join(notes) + ")", ""]
     for variant in (v for v in variants if v.name.startswith("recorder")):
         for kind in KINDS:
             added = median(variant.samples[kind]) - median(direct[kind])
@@ -400,7 +450,10 @@ def report(
         *(f"  {label:<28}{median(times):>8.3f} / {p95(times):.3f}" for label, times in durable.items()),
         "  (every recorded call, read or write, waits for one Run Record append)",
     ]
-    if not any(variant.name == "unwind" for variant in variants):
+    if args.transport == "http":
+        lines.append("(the client reaches each variant over HTTP, and each gateway its CRM over stdio;")
+        lines.append(" the relay and unwind-mcp serve stdio only and were left out)")
+    elif not any(variant.name == "unwind" for variant in variants):
         lines.append("(unwind-mcp is not installed: its variant was left out; see bench/README.md)")
     return "\n".join(lines)
 
@@ -471,13 +524,19 @@ async def bench(args: Any, workdir: Path) -> None:
                 stores["baseline, tmpfs"] = Path(memory) / "baseline.db"
                 command = recorder_command(workdir, "baseline", stores["baseline, tmpfs"])
                 commands["baseline, tmpfs"] = [str(args.baseline), *command[1:]]
+        if args.transport == "http":
+            commands = {name: command for name, command in commands.items() if name in HTTP_VARIANTS}
         async with AsyncExitStack() as stack:
             variants = []
             for name, command in commands.items():
                 # unwind-mcp 0.1.0 speaks only the handshake-era protocol: it forwards server/discover
                 # but drops the per-request envelope of the newer one, which the server then refuses.
                 legacy = args.legacy or name in ("unwind", "direct, legacy")
-                connected = await stack.enter_async_context(client(command, workdir, legacy=legacy))
+                if args.transport == "http":
+                    made = await http_client(stack, name, command, workdir, legacy=legacy)
+                else:
+                    made = client(command, workdir, legacy=legacy)
+                connected = await stack.enter_async_context(made)
                 prefix = "crm_" if name.startswith(("recorder", "baseline")) else ""
                 base = "direct, legacy" if legacy and "direct, legacy" in commands else "direct"
                 variants.append(Variant(name, connected, prefix, connected.protocol_version or "?", base))
@@ -526,6 +585,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=Path,
         help="also run the Recorder of another checkout (the python of its venv) on tmpfs, interleaved: "
         "CPU per call before and after a change, side by side",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="how the client reaches every variant: stdio (default), or streamable HTTP to servers the "
+        "bench starts on free ports (direct, the FastMCP proxy and the Recorders; each gateway still "
+        "reaches its CRM over stdio)",
     )
     parser.add_argument(
         "--legacy",
