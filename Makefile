@@ -8,7 +8,7 @@ WHEELS := $(VENV)/wheels
 THIRD  := third_party/.installed
 
 .PHONY: setup lock postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
-	bench-startup bench-plan bench-store screenshots clean
+	bench-startup bench-plan bench-store bench-peers screenshots clean
 
 setup: $(STAMP) $(THIRD) postgresql
 
@@ -72,6 +72,17 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/recorder_overhead.py
 
+# The latency bench with unwind-mcp beside the Recorder, installed into a venv of its own
+# ($(PEERS), not the locked one); BENCH_ARGS passes options on, e.g. BENCH_ARGS="--calls 300".
+PEERS := .venv-peers
+$(PEERS)/.installed:
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet unwind-mcp==0.1.0
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS)/.installed
+	$(PY) bench/recorder_overhead.py --unwind $(PEERS)/bin/unwind $(BENCH_ARGS)
+
 # Export and verify runs of 10k and 100k entries (several minutes; the in-memory roads peak near 2 GB).
 bench-verify: $(STAMP)
 	$(PY) bench/verify_scale.py
@@ -93,4 +104,4 @@ bench-store: $(STAMP)
 	$(PY) bench/store_scale.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)
+	rm -rf $(VENV) $(PEERS) build dist *.egg-info third_party/node_modules third_party/sqlite/.venv $(THIRD)

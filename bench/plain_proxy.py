@@ -2,7 +2,8 @@
 
 ``plain_proxy.py COMMAND [ARG ...]`` starts ``COMMAND`` as a stdio MCP server, keeps one session
 to it open (as the Recorder keeps its downstream sessions), and serves ``create_proxy`` of that
-session on its own stdin/stdout. It forwards every call unchanged and journals nothing.
+session on its own stdin/stdout (or, with ``PLAIN_PROXY_HTTP_PORT=N``, over streamable HTTP on
+127.0.0.1:N). It forwards every call unchanged and journals nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ async def serve(command: str, args: list[str]) -> None:
     # create_proxy logs at INFO that it reuses the connected session: that is the point here.
     logging.getLogger("fastmcp.server.providers.proxy").setLevel(logging.WARNING)
     async with Client(StdioTransport(command, args, env=dict(os.environ))) as backend:
-        await create_proxy(backend, name="plain-proxy").run_async(transport="stdio", show_banner=False)
+        proxy = create_proxy(backend, name="plain-proxy")
+        if port := os.environ.get("PLAIN_PROXY_HTTP_PORT"):
+            await proxy.run_async(transport="http", host="127.0.0.1", port=int(port), show_banner=False)
+        else:
+            await proxy.run_async(transport="stdio", show_banner=False)
 
 
 def main() -> None:

@@ -9,7 +9,9 @@ variant alike:
   once and journals nothing (the floor under any gateway written in Python);
 * ``fastmcp proxy``: through ``bench/plain_proxy.py``, FastMCP's ``create_proxy`` over one
   kept-open session (no journaling);
-* ``unwind``: through unwind-mcp's ``unwind serve``, only when its command is installed;
+* ``unwind``: through unwind-mcp's proxy (``bench/unwind_serve.py``: ``unwind serve`` with a
+  configuration the bench writes), when its ``unwind`` command is on the ``PATH`` or given with
+  ``--unwind``; it logs every call in its own SQLite event database (a hash chain, unsigned);
 * ``recorder``: through ``hatp-recorder serve``, which forwards, checks the receipt, journals every
   call in a signed Run Record (SQLite, WAL, ``synchronous=FULL``) and strips the token.
 
@@ -31,6 +33,8 @@ import os
 import platform
 import shutil
 import signal
+import socket
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -44,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
@@ -52,6 +56,7 @@ from hatp_journal.toolkit import SigningKey
 BENCH = Path(__file__).resolve().parent
 RELAY = BENCH / "jsonrpc_relay.py"
 PLAIN_PROXY = BENCH / "plain_proxy.py"
+UNWIND_SERVE = BENCH / "unwind_serve.py"
 MEMORY_DISK = Path("/dev/shm")
 """Where the second Recorder keeps its store: fsync costs nothing there (Linux tmpfs)."""
 SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
@@ -81,6 +86,17 @@ KINDS = ("read", "write")
 QUIET = {"FASTMCP_LOG_LEVEL": "WARNING"}
 """For every process alike: no start-up banner lines in the figures."""
 
+UNWIND_CONFIG = {
+    "sensor_tools": ["get_deal"],
+    "state_modifying_tools": ["update_deal"],
+    "circuit_breaker_max_calls": 1_000_000,
+    "unknown_tool_policy": "show",
+}
+"""unwind-mcp's settings for the CRM (added to its defaults): ``get_deal`` a read (its only class of
+reads is "sensor"), ``update_deal`` a write (snapshots and the circuit breaker; not a high-risk
+actuator, so a read before it does not hold it), the breaker raised from 5 writes in 5 s so that the
+bench's writes pass, and the CRM's tools shown in ``tools/list`` (it hides tools it does not know)."""
+
 
 @dataclass
 class Variant:
@@ -89,6 +105,10 @@ class Variant:
     name: str
     client: Client[Any]
     prefix: str = ""
+    protocol: str = ""
+    """The MCP protocol version the client and the variant agreed on."""
+    base: str = "direct"
+    """The variant it is compared with: the direct one that speaks its protocol."""
     writes: int = 0
     cpu_ms: float | None = None
     """CPU time the gateway's own process spent per call, if it has one."""
@@ -104,7 +124,11 @@ class Variant:
         start = time.perf_counter_ns()
         result = await self.client.call_tool_mcp(self.prefix + name, arguments)
         elapsed = (time.perf_counter_ns() - start) / 1e6
-        if result.is_error or (result.structured_content or {}).get("status") == "pending_approval":
+        # What the server answered must reach the client (unwind-mcp passes it as the repr of the
+        # content list, quotes kept): the deal, and after a write its new stage.
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        expected = f'"stage":"{arguments["stage"]}"' if "stage" in arguments else f'"id":"{DEAL}"'
+        if result.is_error or expected not in text:
             raise SystemExit(f"{self.name} {name} did not go through: {result.content}")
         if keep:
             self.samples[kind].append(elapsed)
@@ -122,10 +146,54 @@ def crm(workdir: Path, name: str) -> list[str]:
     ]
 
 
-def client(command: list[str], workdir: Path) -> Client[Any]:
-    """An MCP client over stdio to ``command``."""
-    transport = StdioTransport(command[0], command[1:], env={**os.environ, **QUIET}, cwd=str(workdir))
-    return Client(transport, timeout=120)
+def client(command: list[str], workdir: Path, *, legacy: bool = False) -> Client[Any]:
+    """An MCP client over stdio to ``command``; ``legacy``: the handshake-era protocol (``initialize``
+    first) instead of the newest the server offers."""
+    # UNWIND_HOME: unwind-mcp's event database in the bench's folder, not the user's ~/.unwind.
+    env = {**os.environ, **QUIET, "UNWIND_HOME": str(workdir / "unwind-home")}
+    transport = StdioTransport(command[0], command[1:], env=env, cwd=str(workdir))
+    return Client(transport, timeout=120, mode="legacy" if legacy else "auto")
+
+
+HTTP_VARIANTS = ("direct", "fastmcp proxy", "recorder", "recorder, tmpfs", "baseline, tmpfs")
+"""The variants that can be reached over streamable HTTP (the relay and unwind-mcp serve stdio only)."""
+
+
+async def http_client(
+    stack: AsyncExitStack, name: str, command: list[str], workdir: Path, *, legacy: bool = False
+) -> Client[Any]:
+    """Start ``command`` serving streamable HTTP on a free port (stopped when ``stack`` closes) and
+    return a client to it, once it listens (``legacy``: as in ``client``)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, **QUIET}
+    if name == "fastmcp proxy":
+        env["PLAIN_PROXY_HTTP_PORT"] = str(port)
+    elif name == "direct":
+        command = [*command, "--transport", "http", "--port", str(port)]
+    else:  # a Recorder: one run for the client's requests, whatever the protocol's sessions
+        command = [*command, "--transport", "http", "--port", str(port), "--run-key", "bench-run"]
+    process = await asyncio.create_subprocess_exec(*command, env=env, cwd=workdir)
+
+    async def stop() -> None:
+        if process.returncode is None:
+            process.terminate()  # a Recorder closes its run on SIGTERM
+        await process.wait()
+
+    stack.push_async_callback(stop)
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if process.returncode is not None:
+                raise SystemExit(f"{name} ended before it listened on port {port}") from None
+            await asyncio.sleep(0.05)
+        else:
+            writer.close()
+            break
+    transport = StreamableHttpTransport(f"http://127.0.0.1:{port}/mcp")
+    return Client(transport, timeout=120, mode="legacy" if legacy else "auto")
 
 
 def recorder_command(
@@ -171,12 +239,20 @@ def cpu_seconds(pid: int) -> float:
 MARKS = {
     "relay": "jsonrpc_relay.py",
     "fastmcp proxy": "plain_proxy.py",
-    "unwind": "unwind serve",
+    "unwind": "unwind_serve.py",
     "recorder": "recorder.toml",
     "recorder, tmpfs": "tmpfs.toml",
     "baseline, tmpfs": "baseline.toml",
 }
 """How each gateway's process is told apart by its command line."""
+
+
+NOTES = {
+    "recorder, tmpfs": "the same Recorder with its store on tmpfs, where an fsync costs nothing",
+    "baseline, tmpfs": "--baseline's Recorder, on tmpfs too",
+    "direct, legacy": "direct on unwind-mcp's protocol, which unwind's 'added' is taken over",
+}
+"""What the report says under its table about the variants that ran."""
 
 
 def median(values: Sequence[float]) -> float:
@@ -215,6 +291,34 @@ def check_the_record(store_path: Path, key: Path, calls: int) -> str:
             f"decisions {decisions}, {verified}/{len(writes)} writes verified"
         )
     return f"{len(entries)} entries, every call allowed, {verified} writes with verified receipts"
+
+
+def unwind_command(unwind: str, workdir: Path) -> list[str]:
+    """unwind-mcp's proxy in front of its own CRM, with the bench's settings, under the Python of
+    its ``unwind`` script (the one that has unwind-mcp installed)."""
+    shebang = Path(unwind).read_text(errors="replace").partition("\n")[0]
+    if not shebang.startswith("#!") or "python" not in shebang:
+        raise SystemExit(f"{unwind} is not a Python script: cannot find the Python that has unwind-mcp")
+    config = workdir / "unwind.json"
+    config.write_text(json.dumps(UNWIND_CONFIG))
+    return [*shebang[2:].split(), str(UNWIND_SERVE), str(config), *crm(workdir, "unwound")]
+
+
+def check_unwinds_log(workdir: Path, calls: int) -> str:
+    """unwind-mcp really logged every call, and let each through to the server."""
+    database = sqlite3.connect(workdir / "unwind-home" / "events.db")
+    try:
+        rows = database.execute("SELECT tool, status FROM events").fetchall()
+    finally:
+        database.close()
+    statuses = {status for _, status in rows}
+    writes = sum(tool == "update_deal" for tool, _ in rows)
+    if len(rows) != calls or statuses != {"success"}:
+        raise SystemExit(
+            f"unwind-mcp's event log is not what the bench expects: {len(rows)} events (want {calls}), "
+            f"statuses {statuses}"
+        )
+    return f"{len(rows)} events, every call a success, {writes} writes"
 
 
 # -- appends from concurrent agents ----------------------------------------------------------------
@@ -296,32 +400,35 @@ def report(
     durable: dict[str, list[float]],
 ) -> str:
     """The figures as printed."""
+    over = "streamable HTTP" if args.transport == "http" else "stdio"
     lines = [
         f"Recorder overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {args.calls} calls per kind and "
-        f"variant (+{args.warmup} warm-up), interleaved, every variant over stdio to its own hatp-crm",
+        f"variant (+{args.warmup} warm-up), interleaved, every variant over {over} to its own hatp-crm",
         f"{platform.python_implementation()} {platform.python_version()}, {platform.platform()}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"MCP protocol: {protocols(variants)}",
         "",
         f"{'ms per call':<16}{'read median':>12}{'p95':>8}{'added':>8}"
         f"{'write median':>15}{'p95':>8}{'added':>8}{'CPU':>7}",
     ]
-    direct = variants[0].samples
+    bases = {variant.name: variant.samples for variant in variants}
+    direct = bases["direct"]
     for variant in variants:
         cells = []
         for kind in KINDS:
             samples = variant.samples[kind]
-            added = median(samples) - median(direct[kind])
+            added = median(samples) - median(bases[variant.base][kind])
             cells.append(
                 f"{median(samples):>{12 if kind == 'read' else 15}.2f}{p95(samples):>8.2f}{added:>+8.2f}"
             )
         cpu = f"{variant.cpu_ms:>7.2f}" if variant.cpu_ms is not None else f"{'':>7}"
         lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
-    lines += [
-        "(CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike;",
-        " 'recorder, tmpfs': the same Recorder with its store on tmpfs, where an fsync costs nothing;",
-        " 'baseline, tmpfs': --baseline's Recorder, on tmpfs too)",
-        "",
-    ]
+    lines += []
+    notes = ["CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike"]
+    for name, note in NOTES.items():
+        if name in bases:
+            notes.append(f"'{name}': {note}")
+    lines += ["(" + ";\n ".join(notes) + ")", ""]
     for variant in (v for v in variants if v.name.startswith("recorder")):
         for kind in KINDS:
             added = median(variant.samples[kind]) - median(direct[kind])
@@ -331,6 +438,7 @@ def report(
                 f"{p95(variant.samples[kind]) - p95(direct[kind]):+.2f} ms (p95); "
                 f"target <= {TARGET_MS[kind]} ms: {verdict}"
             )
+    lines += beside_unwind(variants)
     rate, forks = appended
     verdict = "met" if rate >= TARGET_APPENDS and forks.startswith("0 ") else "NOT met"
     lines += [
@@ -342,21 +450,69 @@ def report(
         *(f"  {label:<28}{median(times):>8.3f} / {p95(times):.3f}" for label, times in durable.items()),
         "  (every recorded call, read or write, waits for one Run Record append)",
     ]
-    if shutil.which("unwind") is None:
+    if args.transport == "http":
+        lines.append("(the client reaches each variant over HTTP, and each gateway its CRM over stdio;")
+        lines.append(" the relay and unwind-mcp serve stdio only and were left out)")
+    elif not any(variant.name == "unwind" for variant in variants):
         lines.append("(unwind-mcp is not installed: its variant was left out; see bench/README.md)")
     return "\n".join(lines)
+
+
+def protocols(variants: list[Variant]) -> str:
+    """The protocol versions spoken, and by which variants when they differ."""
+    spoken: dict[str, list[str]] = {}
+    for variant in variants:
+        spoken.setdefault(variant.protocol, []).append(variant.name)
+    if len(spoken) == 1:
+        return f"{next(iter(spoken))} (every variant)"
+    return "; ".join(f"{version} ({', '.join(names)})" for version, names in spoken.items())
+
+
+def beside_unwind(variants: list[Variant]) -> list[str]:
+    """Each Recorder's cost as a multiple of unwind-mcp's, where unwind-mcp ran: wall time added
+    over direct (medians), and CPU per call (steadier on a busy machine)."""
+    found = {variant.name: variant for variant in variants}
+    unwind = found.get("unwind")
+    if unwind is None:
+        return []
+    bases = {variant.name: variant.samples for variant in variants}
+
+    def added(variant: Variant, kind: str) -> float:
+        return median(variant.samples[kind]) - median(bases[variant.base][kind])
+
+    def ratio(ours: float | None, theirs: float | None) -> str:
+        return f"{ours / theirs:.1f}x" if ours is not None and theirs and theirs > 0 else "no ratio"
+
+    lines = ["", "beside unwind-mcp:"]
+    for variant in (v for v in variants if v.name.startswith("recorder")):
+        for kind in KINDS:
+            ours, theirs = added(variant, kind), added(unwind, kind)
+            lines.append(
+                f"  {variant.name + ' ' + kind + ':':<23} recorder adds {ours:+.2f} ms, unwind adds "
+                f"{theirs:+.2f} ms: {ratio(ours, theirs)}"
+            )
+        lines.append(
+            f"  {variant.name + ' CPU:':<23} recorder {variant.cpu_ms or 0:.2f} ms per call, unwind "
+            f"{unwind.cpu_ms or 0:.2f} ms: {ratio(variant.cpu_ms, unwind.cpu_ms)}"
+        )
+    return lines
 
 
 async def bench(args: Any, workdir: Path) -> None:
     profile = args.profile.resolve() if args.profile else None
     commands = {
         "direct": crm(workdir, "direct"),
+    }
+    unwind = str(args.unwind) if args.unwind is not None else shutil.which("unwind")
+    if unwind is not None and not args.legacy:
+        # unwind-mcp speaks the older protocol: compare it with a direct client that does too.
+        commands["direct, legacy"] = crm(workdir, "direct-legacy")
+    commands |= {
         "relay": [sys.executable, str(RELAY), *crm(workdir, "relayed")],
         "fastmcp proxy": [sys.executable, str(PLAIN_PROXY), *crm(workdir, "proxied")],
     }
-    unwind = shutil.which("unwind")
     if unwind is not None:
-        commands["unwind"] = [unwind, "serve", "--", *crm(workdir, "unwound")]
+        commands["unwind"] = unwind_command(unwind, workdir)
     commands["recorder"] = recorder_command(workdir, "recorder", workdir / "recorder.db", profile)
     stores = {"recorder": workdir / "recorder.db"}
     memory_disk = MEMORY_DISK if MEMORY_DISK.is_dir() else None
@@ -368,13 +524,22 @@ async def bench(args: Any, workdir: Path) -> None:
                 stores["baseline, tmpfs"] = Path(memory) / "baseline.db"
                 command = recorder_command(workdir, "baseline", stores["baseline, tmpfs"])
                 commands["baseline, tmpfs"] = [str(args.baseline), *command[1:]]
+        if args.transport == "http":
+            commands = {name: command for name, command in commands.items() if name in HTTP_VARIANTS}
         async with AsyncExitStack() as stack:
             variants = []
             for name, command in commands.items():
-                connected = await stack.enter_async_context(client(command, workdir))
-                variants.append(
-                    Variant(name, connected, "crm_" if name.startswith(("recorder", "baseline")) else "")
-                )
+                # unwind-mcp 0.1.0 speaks only the handshake-era protocol: it forwards server/discover
+                # but drops the per-request envelope of the newer one, which the server then refuses.
+                legacy = args.legacy or name in ("unwind", "direct, legacy")
+                if args.transport == "http":
+                    made = await http_client(stack, name, command, workdir, legacy=legacy)
+                else:
+                    made = client(command, workdir, legacy=legacy)
+                connected = await stack.enter_async_context(made)
+                prefix = "crm_" if name.startswith(("recorder", "baseline")) else ""
+                base = "direct, legacy" if legacy and "direct, legacy" in commands else "direct"
+                variants.append(Variant(name, connected, prefix, connected.protocol_version or "?", base))
             await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
             pids = {
                 name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
@@ -395,6 +560,8 @@ async def bench(args: Any, workdir: Path) -> None:
         calls = 2 * (args.calls + args.warmup)
         keys = {name: workdir / f"{MARKS[name].removesuffix('.toml')}.key" for name in stores}
         checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
+        if "unwind" in commands:
+            checks.append(f"unwind: {check_unwinds_log(workdir, calls)}")
     if profile is not None:
         checks.append(f"the Recorder's measured calls were profiled: {profile} (python -m pstats)")
     appended = await appends(workdir, args.agents, args.appends)
@@ -419,10 +586,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="also run the Recorder of another checkout (the python of its venv) on tmpfs, interleaved: "
         "CPU per call before and after a change, side by side",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="how the client reaches every variant: stdio (default), or streamable HTTP to servers the "
+        "bench starts on free ports (direct, the FastMCP proxy and the Recorders; each gateway still "
+        "reaches its CRM over stdio)",
+    )
+    parser.add_argument(
+        "--legacy",
+        action="store_true",
+        help="every variant on the handshake-era MCP protocol (initialize first), as unwind-mcp always is",
+    )
+    parser.add_argument(
+        "--unwind",
+        type=Path,
+        help="unwind-mcp's `unwind` command, if it is not on the PATH (e.g. .venv-peers/bin/unwind)",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temp dir)")
     args = parser.parse_args(argv)
     if args.calls < 20:
         parser.error("--calls must be at least 20 (for a p95)")
+    if args.unwind is not None and not args.unwind.is_file():
+        parser.error(f"--unwind: no such file: {args.unwind}")
     if args.dir is not None:
         args.dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recorder-bench-", dir=args.dir) as workdir:
