@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,10 +62,25 @@ logger = logging.getLogger(__name__)
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+ORIGIN_SETTING = "FASTMCP_HTTP_HOST_ORIGIN_PROTECTION"
+"""FastMCP's setting for its Host/Origin guard; left unset, the Recorder uses ``auto``."""
+
+
 async def serve_http(recorder: Recorder, mcp: FastMCP, host: str, port: int) -> None:
-    """Serve the agent over streamable HTTP on ``host``:``port`` until cancelled."""
+    """Serve the agent over streamable HTTP on ``host``:``port`` until cancelled.
+
+    A Recorder on a loopback address refuses requests whose Host or Origin is not loopback too
+    (FastMCP's guard in ``auto`` mode; its own default is off): a web page the approver's browser
+    opens must not reach the agent's tools by DNS rebinding. The setting still overrides it.
+    """
+    guard: dict[str, Any] = {} if ORIGIN_SETTING in os.environ else {"host_origin_protection": "auto"}
     await mcp.run_async(
-        transport="http", host=host, port=port, show_banner=False, middleware=[data_plane(recorder, mcp)]
+        transport="http",
+        host=host,
+        port=port,
+        show_banner=False,
+        middleware=[data_plane(recorder, mcp)],
+        **guard,
     )
 
 

@@ -443,6 +443,12 @@ async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_onc
             async with mcp.Client(another) as elsewhere:
                 again = await elsewhere.call_tool("plain_shout", {"text": "hi"}, meta={"hatp/runKey": key})
             repeat = await agent.call_tool("plain_shout", {"text": "hi"}, meta={"hatp/runKey": key})
+        async with httpx2.AsyncClient() as http:  # on loopback, a page from elsewhere is refused
+            foreign = await http.post(
+                one,
+                json=raw_call("plain_shout", {"text": "hi"}),
+                headers=headers_for("plain_shout", origin="http://attacker.example"),
+            )
     finally:
         for process, _ in started:
             process.send_signal(signal.SIGTERM)
@@ -456,4 +462,5 @@ async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_onc
     assert repeat.structured_content is not None
     assert repeat.structured_content["status"] == "pending_approval"  # the approval was used: a new ask
     assert forwarded(tmp_path, run) == ["ok"]
+    assert foreign.status_code == 403
     assert not any("Traceback" in said for said in errors), errors
