@@ -4,7 +4,8 @@ An append runs once per recorded call, and checking a connection out of SQLAlche
 back in cost about as much CPU as the append's own statements. So the store keeps one pooled
 connection for its appends, one append at a time (a lock): appends of one process waited for
 each other anyway, SQLite having one writer at a time. Being the pool's, the connection has the
-engine's settings (WAL, ``synchronous=FULL``, the busy timeout).
+engine's settings (WAL, ``synchronous=FULL``, the busy timeout). One left unusable (a transaction
+it could not end, a closed connection) is dropped, as the pool would drop it on its return.
 
 Only a ``QueuePool`` connection is kept: that is the pool of a SQLite file, whose connections
 SQLAlchemy opens for use from any thread. Any other pool (``:memory:``, ``NullPool``, …) lends a
@@ -44,7 +45,14 @@ class KeptConnection:
         with self._lock:
             if self._pooled is None:
                 self._pooled = self._engine.raw_connection()
-            yield _driver(self._pooled)
+            driver = _driver(self._pooled)
+            try:
+                yield driver
+            finally:
+                if _unusable(driver):
+                    # Left in a transaction or broken: the next append starts on a fresh connection.
+                    pooled, self._pooled = self._pooled, None
+                    pooled.invalidate()
 
     def close(self) -> None:
         """Give the connection back to the pool (the next append checks one out again)."""
@@ -52,6 +60,14 @@ class KeptConnection:
             pooled, self._pooled = self._pooled, None
         if pooled is not None:
             pooled.close()
+
+
+def _unusable(driver: sqlite3.Connection) -> bool:
+    """True when the connection is still in a transaction (its rollback failed) or is closed."""
+    try:
+        return driver.in_transaction
+    except sqlite3.Error:
+        return True
 
 
 def _driver(pooled: PoolProxiedConnection) -> sqlite3.Connection:

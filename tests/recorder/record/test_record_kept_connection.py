@@ -8,7 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from record_helpers import TickingClock, call_body, pins
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 from sqlmodel import create_engine
 from test_record_concurrency import WAIT, assert_unforked
@@ -97,3 +99,18 @@ def test_a_store_on_a_pool_that_keeps_nothing_lends_a_connection_per_append(
     assert_unforked(store, run.id, THREADS * APPENDS)
     store.dispose()
     engine.dispose()
+
+
+def test_a_broken_kept_connection_fails_one_append_and_the_next_starts_afresh(store: RunStore) -> None:
+    run = store.open_run(agent="sales-bot", principal="dana")
+    store.append(run.id, "note", {"n": 1})
+    with store._appender.driver() as driver:
+        kept = driver
+    kept.close()  # the kept connection, broken behind the store's back
+
+    with pytest.raises(DBAPIError):
+        store.append(run.id, "note", {"n": 2})
+    store.append(run.id, "note", {"n": 3})
+
+    assert [e.body["n"] for e in store.entries(run.id)] == [1, 3]
+    assert_unforked(store, run.id, 2)
