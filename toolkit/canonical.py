@@ -31,12 +31,22 @@ _encode = json.JSONEncoder(
 
 def canonical_bytes(value: Any) -> bytes:
     """Return the RFC 8785 (JCS) serialization of a JSON-compatible value."""
+    return canonical_and_plain(value)[0]
+
+
+def canonical_and_plain(value: Any) -> tuple[bytes, bool]:
+    """:func:`canonical_bytes`, and whether ``value`` took the fast road.
+
+    A value that took it is plain JSON (exact ``dict``, ``list``, ``str``, ``bool``, ``None`` and
+    integers within ±(2^53 - 1)): parsing its bytes gives back an equal value of the same types,
+    so a caller that needs that parse can keep ``value`` instead.
+    """
     if _plain(value, 0):
         try:
-            return _encode(value).encode("utf-8")
+            return _encode(value).encode("utf-8"), True
         except UnicodeEncodeError:
             pass  # a lone surrogate: rfc8785 refuses it with its own error
-    return rfc8785.dumps(value)
+    return rfc8785.dumps(value), False
 
 
 def _plain(value: Any, depth: int) -> bool:

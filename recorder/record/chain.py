@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from hatp_journal.recorder.record.models import Run
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+from hatp_journal.toolkit.canonical import canonical_and_plain, sha256_digest
 
 
 def genesis_hash(run: Run) -> str:
@@ -33,5 +33,12 @@ def entry_id(seq: int) -> str:
 
 def seal(hashed: dict[str, Any]) -> tuple[bytes, str]:
     """The canonical bytes of an entry (without ``hash``) and their ``sha256:`` digest."""
-    data = canonical_bytes(hashed)
-    return data, "sha256:" + hashlib.sha256(data).hexdigest()
+    data, digest, _ = seal_and_plain(hashed)
+    return data, digest
+
+
+def seal_and_plain(hashed: dict[str, Any]) -> tuple[bytes, str, bool]:
+    """:func:`seal`, and whether ``hashed`` is plain JSON: what parsing its bytes gives back
+    (``canonical_and_plain``), so the entry just written need not be parsed back."""
+    data, plain = canonical_and_plain(hashed)
+    return data, "sha256:" + hashlib.sha256(data).hexdigest(), plain

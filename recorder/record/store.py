@@ -5,10 +5,12 @@ Every write is one transaction that reads the chain head and writes after it; on
 appenders serialize instead of forking, and ``UNIQUE(run, seq)`` turns any remaining race into a
 retry, never a branch.
 
-``append`` runs once per recorded call, so it skips the ORM: on SQLite it drives the pooled
-driver connection directly (``BEGIN IMMEDIATE``, the head, the insert, ``COMMIT``: the same
-transaction, a tenth of the time), elsewhere it uses SQLAlchemy Core. A run's genesis hash is
-read once and kept, since a run's id, agent, principal and opening time never change.
+``append`` runs once per recorded call, so it skips the ORM: on SQLite it drives a driver
+connection it keeps (``kept_connection.py``) directly (``BEGIN IMMEDIATE``, the head, the insert,
+``COMMIT``: the same transaction, a tenth of the time), elsewhere it uses SQLAlchemy Core. A run's
+genesis hash is read once and kept, since a run's id, agent, principal and opening time never
+change. The entry it returns is the one it sealed, not parsed back from the bytes it wrote when
+they would parse to the very same values (plain JSON).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
-from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
+from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.gc_pause import gc_paused
+from hatp_journal.recorder.record.kept_connection import KeptConnection
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import (
     Checkpoint,
@@ -117,6 +120,7 @@ class RunStore:
             self.engine.dialect.name == "sqlite" and self.engine.dialect.driver == "pysqlite"
         )
         self._genesis: dict[str, str] = {}  # run id -> genesis hash, for runs known to exist
+        self._appender = KeptConnection(self.engine)  # the SQLite driver road's connection
         self._group: GroupCommit | None = None  # the writer thread of append_async, once used
 
     def _session(self) -> Session:
@@ -133,6 +137,7 @@ class RunStore:
         if self._group is not None:
             self._group.close()
             self._group = None
+        self._appender.close()
         if self._owns_engine:
             self.engine.dispose()
 
@@ -233,8 +238,10 @@ class RunStore:
             self._genesis[run_id] = genesis
         return genesis
 
-    def _sealed(self, run_id: str, seq: int, kind: str, body: dict[str, Any], head: str) -> tuple[bytes, str]:
-        """The canonical bytes of entry ``seq`` after ``head``, and their hash."""
+    def _sealed(
+        self, run_id: str, seq: int, kind: str, body: dict[str, Any], head: str
+    ) -> tuple[bytes, Entry]:
+        """The canonical bytes of entry ``seq`` after ``head``, and the entry (its hash theirs)."""
         hashed = {
             "run": run_id,
             "seq": seq,
@@ -244,7 +251,8 @@ class RunStore:
             "body": body,
             "prevHash": head,
         }
-        return _seal_checked(hashed)
+        data, digest, plain = _seal_checked(hashed)
+        return data, _sealed_entry(hashed, data, digest, plain)
 
     def _every_n(self, run_id: str, seq: int, digest: str) -> dict[str, Any] | None:
         """The checkpoint to sign along with entry ``seq``, if it is an N-th one."""
@@ -253,44 +261,40 @@ class RunStore:
         return None
 
     def _append_sqlite(self, appends: Sequence[Append], geneses: Mapping[str, str]) -> list[Entry]:
-        """One ``BEGIN IMMEDIATE`` transaction on the pooled driver connection."""
-        connection = self.engine.raw_connection()
-        driver = connection.driver_connection
-        assert isinstance(driver, sqlite3.Connection)
+        """One ``BEGIN IMMEDIATE`` transaction on the kept driver connection."""
         made: list[Entry] = []
         heads: dict[str, tuple[int, str]] = {}
         statement = "BEGIN IMMEDIATE"
-        try:
-            driver.execute(statement)
+        with self._appender.driver() as driver:
             try:
-                for run_id, kind, body, tokens in appends:
-                    if run_id not in heads:
-                        statement = _HEAD_SQL
-                        last = driver.execute(statement, (run_id,)).fetchone()
-                        heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
-                    seq, head = heads[run_id][0] + 1, heads[run_id][1]
-                    data, digest = self._sealed(run_id, seq, kind, body, head)
-                    statement = _INSERT_ENTRY_SQL
-                    driver.execute(statement, (run_id, seq, kind, digest, data))
-                    statement = _INSERT_TOKEN_SQL
-                    for token in tokens:
-                        driver.execute(statement, token)
-                    checkpoint = self._every_n(run_id, seq, digest)
-                    if checkpoint is not None:
-                        statement = _INSERT_CHECKPOINT_SQL
-                        driver.execute(statement, tuple(checkpoint[name] for name in _CHECKPOINT_COLUMNS))
-                    heads[run_id] = (seq, digest)
-                    made.append(_entry_model(data, digest))
-                statement = "COMMIT"
                 driver.execute(statement)
-            finally:
-                if driver.in_transaction:
-                    driver.rollback()
-        except sqlite3.Error as error:
-            # Raised as SQLAlchemy raises it elsewhere (IntegrityError on a lost seq race, …).
-            raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
-        finally:
-            connection.close()
+                try:
+                    for run_id, kind, body, tokens in appends:
+                        if run_id not in heads:
+                            statement = _HEAD_SQL
+                            last = driver.execute(statement, (run_id,)).fetchone()
+                            heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
+                        seq, head = heads[run_id][0] + 1, heads[run_id][1]
+                        data, entry = self._sealed(run_id, seq, kind, body, head)
+                        statement = _INSERT_ENTRY_SQL
+                        driver.execute(statement, (run_id, seq, kind, entry.hash, data))
+                        statement = _INSERT_TOKEN_SQL
+                        for token in tokens:
+                            driver.execute(statement, token)
+                        checkpoint = self._every_n(run_id, seq, entry.hash)
+                        if checkpoint is not None:
+                            statement = _INSERT_CHECKPOINT_SQL
+                            driver.execute(statement, tuple(checkpoint[name] for name in _CHECKPOINT_COLUMNS))
+                        heads[run_id] = (seq, entry.hash)
+                        made.append(entry)
+                    statement = "COMMIT"
+                    driver.execute(statement)
+                finally:
+                    if driver.in_transaction:
+                        driver.rollback()
+            except sqlite3.Error as error:
+                # Raised as SQLAlchemy raises it elsewhere (IntegrityError on a lost seq race, …).
+                raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
         return made
 
     def _append_core(self, appends: Sequence[Append], geneses: Mapping[str, str]) -> list[Entry]:
@@ -313,15 +317,15 @@ class RunStore:
                     last = connection.execute(_HEAD, {"run": run_id}).first()
                     heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
                 seq, head = heads[run_id][0] + 1, heads[run_id][1]
-                data, digest = self._sealed(run_id, seq, kind, body, head)
-                entries.append({"run": run_id, "seq": seq, "kind": kind, "hash": digest, "data": data})
+                data, entry = self._sealed(run_id, seq, kind, body, head)
+                entries.append({"run": run_id, "seq": seq, "kind": kind, "hash": entry.hash, "data": data})
                 for token_digest, server, token in kept:
                     tokens[token_digest] = {"digest": token_digest, "server": server, "token": token}
-                checkpoint = self._every_n(run_id, seq, digest)
+                checkpoint = self._every_n(run_id, seq, entry.hash)
                 if checkpoint is not None:
                     checkpoints.append(checkpoint)
-                heads[run_id] = (seq, digest)
-                made.append(_entry_model(data, digest))
+                heads[run_id] = (seq, entry.hash)
+                made.append(entry)
             connection.execute(insert(_ENTRY_TABLE), entries)
             if tokens:
                 # A retried call's token may be kept already: skip it, don't fail the entry.
@@ -685,9 +689,9 @@ def _check_entry(kind: Any, body: Any) -> None:
         raise BadEntry(f"entry body must be a JSON object, got {type(body).__name__}")
 
 
-def _seal_checked(hashed: dict[str, Any]) -> tuple[bytes, str]:
+def _seal_checked(hashed: dict[str, Any]) -> tuple[bytes, str, bool]:
     try:
-        return seal(hashed)
+        return seal_and_plain(hashed)
     except (ValueError, TypeError, RecursionError) as error:
         # NaN, integers beyond 2^53, lone surrogates, non-JSON types, absurd depth.
         raise BadEntry(f"not canonical JSON: {error}") from error
@@ -701,6 +705,17 @@ def _run_model(row: RecRun) -> Run:
 
 def _entry_model(data: bytes, digest: str) -> Entry:
     return Entry.model_validate({**parse_json(data), "hash": digest})
+
+
+def _sealed_entry(hashed: dict[str, Any], data: bytes, digest: str, plain: bool) -> Entry:
+    """The entry just sealed, equal to what reading ``data`` back gives (``_entry_model``).
+
+    Plain JSON parses back to the very values it was written from, so those are validated as
+    they are; anything else (a float, a tuple, an enum) is read back from its bytes, as stored.
+    """
+    if plain:
+        return Entry.model_validate({**hashed, "hash": digest})
+    return _entry_model(data, digest)
 
 
 def _checkpoint_model(row: RecCheckpoint) -> Checkpoint:

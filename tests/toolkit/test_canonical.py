@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any
 
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal.toolkit.canonical import canonical_and_plain, canonical_bytes
 
 SAFE = 2**53 - 1
 
@@ -45,10 +46,27 @@ def outcome(encode: Any, value: Any) -> tuple[str, Any]:
         return "refused", type(error)
 
 
+def same_json(left: Any, right: Any) -> bool:
+    """Equal, and of the very same types all the way down (``1 == 1.0 == True`` is not enough)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(same_json(left[key], right[key]) for key in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(same_json(a, b) for a, b in zip(left, right, strict=True))
+    return bool(left == right)
+
+
 @settings(max_examples=500)
 @given(JSON)
 def test_the_fast_road_writes_the_reference_bytes_or_refuses_alike(value: Any) -> None:
     assert outcome(canonical_bytes, value) == outcome(rfc8785.dumps, value)
+    written = outcome(canonical_and_plain, value)
+    if written[0] == "bytes":
+        data, plain = written[1]
+        assert data == canonical_bytes(value)
+        if plain:  # a value that took the fast road is exactly what its bytes parse back to
+            assert same_json(json.loads(data), value)
 
 
 class Stage(enum.StrEnum):
@@ -80,3 +98,11 @@ def test_values_the_fast_road_leaves_to_the_reference() -> None:
     for value in odd:
         assert outcome(canonical_bytes, value) == outcome(rfc8785.dumps, value), value
     assert outcome(canonical_bytes, cyclic)[0] == "refused"
+
+
+def test_values_that_parse_back_different_are_not_called_plain() -> None:
+    for value in ({"whole": 2.0}, {"pair": (1, 2)}, {"stage": Stage.WON}, {"é": 1}):
+        _, plain = canonical_and_plain(value)
+        assert not plain, value
+    _, plain = canonical_and_plain({"n": 1, "text": "Proposal → Won", "list": [True, None, -(2**53 - 1)]})
+    assert plain
