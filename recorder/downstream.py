@@ -83,9 +83,15 @@ class Downstream:
         self._in_flight: dict[int, LogRelay] = {}
         self._call_ids = itertools.count()
 
-    async def launch(self, stack: AsyncExitStack) -> None:
-        """Start a stdio server's process now, so that several boot at once (``connect`` waits)."""
+    async def launch(self, stack: AsyncExitStack, spawned: Any = None) -> None:
+        """Start a stdio server's process now, so that several boot at once (``connect`` waits).
+
+        ``spawned``: its process, if ``recorder/boot.py`` started it already (it is taken over).
+        """
         if self.embedded is None and self.config.command is not None and self._link is None:
+            if spawned is not None:
+                self._link = await stack.enter_async_context(ChildLink.adopt(spawned))
+                return
             try:
                 self._link = await stack.enter_async_context(
                     ChildLink.spawn(
