@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _with_tool_servers(work: Callable[[], int | None]) -> int:
     """Run ``work``, which talks to tool servers; DownstreamError (a tool server that won't start,
     answers garbage, or changed key) is exit status 2 with its code."""
-    from hatp_journal.recorder.downstream import DownstreamError
+    from hatp_journal.recorder.downstream_errors import DownstreamError  # not the client: not yet
 
     try:
         return int(work() or 0)
