@@ -27,7 +27,8 @@ async def test_a_server_spawned_early_is_the_process_its_downstream_talks_to() -
         await downstream.launch(stack, spawned["crm"])
 
         assert list(spawned) == ["crm"]  # a server reached by URL is not spawned
-        assert downstream._link is not None and downstream._link.process is spawned["crm"]
+        assert downstream._link is not None
+        assert downstream._link.process is spawned["crm"]
 
     assert spawned["crm"].returncode == 0  # its link closed its stdin: it ended by itself
 
