@@ -183,13 +183,13 @@ def alternately(
     label: str, runs: int, argv: list[str], baseline: list[str], cwd: Path
 ) -> tuple[tuple[list[tuple[float, float]], int], tuple[list[tuple[float, float]], int]]:
     """``runs`` samples of ``argv`` and of ``baseline``, spawned one after the other (so that both
-    see the same load), each with its tool count."""
+    see the same load; which goes first alternates), each with its tool count."""
     print(f"  {label}, and its baseline ...", end="", flush=True, file=sys.stderr)
     samples: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
     tools = [0, 0]
-    for _ in range(runs):
-        for side, command in enumerate((argv, baseline)):
-            elapsed, cpu, tools[side] = time_to_tools(command, cwd)
+    for turn in range(runs):
+        for side in (0, 1) if turn % 2 == 0 else (1, 0):
+            elapsed, cpu, tools[side] = time_to_tools((argv, baseline)[side], cwd)
             samples[side].append((elapsed, cpu))
         print(".", end="", flush=True, file=sys.stderr)
     print(file=sys.stderr)
