@@ -11,6 +11,9 @@ here, in this process) and chromium; without chromium it is skipped and said so.
 serve`` is measured in front of the CRM, and in front of the CRM, calendar and email servers (it
 starts them itself, all at once, so its time includes theirs: the target is under 3 s for three).
 ``--only TEXT`` measures only the rows whose label contains TEXT (a before/after of one server).
+``--baseline PYTHON`` adds, beside each server row, the same command from the environment of that
+python (another checkout's ``.venv/bin/python``), spawned alternately with it: a before/after under the
+same load.
 
 Run: ``.venv/bin/python bench/startup.py [--runs N]`` or ``make bench-startup``.
 """
@@ -110,16 +113,17 @@ def time_to_tools(argv: list[str], cwd: Path) -> tuple[float, float, int]:
     return elapsed, children_cpu() - cpu, len(result["tools"])
 
 
-def servers(folder: Path, app_url: str | None) -> dict[str, list[str]]:
-    """The demo servers as an agent's client spawns them (each with its own store and key)."""
+def servers(folder: Path, app_url: str | None, bin: Path = BIN) -> dict[str, list[str]]:
+    """The demo servers as an agent's client spawns them (each with its own store and key), with the
+    console scripts of the environment ``bin``."""
     spawned = {
-        "hatp-crm serve": [str(BIN / "hatp-crm"), "serve", "--db", f"{folder}/crm.db"],
-        "hatp-calendar serve": [str(BIN / "hatp-calendar"), "serve", "--db", f"{folder}/calendar.db"],
-        "hatp-email serve": [str(BIN / "hatp-email"), "serve", "--db", f"{folder}/email.db"],
+        "hatp-crm serve": [str(bin / "hatp-crm"), "serve", "--db", f"{folder}/crm.db"],
+        "hatp-calendar serve": [str(bin / "hatp-calendar"), "serve", "--db", f"{folder}/calendar.db"],
+        "hatp-email serve": [str(bin / "hatp-email"), "serve", "--db", f"{folder}/email.db"],
     }
     if app_url is not None:
         spawned["hatp-ui serve"] = [
-            str(BIN / "hatp-ui"),
+            str(bin / "hatp-ui"),
             "serve",
             "--app-url",
             app_url,
@@ -130,9 +134,9 @@ def servers(folder: Path, app_url: str | None) -> dict[str, list[str]]:
         ("hatp-recorder serve (over hatp-crm)", ["crm"]),
         ("hatp-recorder (crm, calendar, email)", ["crm", "calendar", "email"]),  # fits the 40-wide column
     ):
-        config = recorder_config(folder, behind)
+        config = recorder_config(folder, behind, bin)
         spawned[label] = [
-            str(BIN / "hatp-recorder"),
+            str(bin / "hatp-recorder"),
             "--config",
             config,
             "serve",
@@ -140,8 +144,9 @@ def servers(folder: Path, app_url: str | None) -> dict[str, list[str]]:
     return spawned
 
 
-def recorder_config(folder: Path, behind: list[str]) -> str:
-    """A Recorder's configuration in front of the demo servers named in ``behind`` (each its own store)."""
+def recorder_config(folder: Path, behind: list[str], bin: Path = BIN) -> str:
+    """A Recorder's configuration in front of the demo servers named in ``behind`` (each its own store),
+    spawned from the environment ``bin``."""
     policy = {
         "autonomy": {"read": "allow", "unknown": "ask", "none": "ask", "approver": "human://acme.com/lead"}
     }
@@ -156,7 +161,7 @@ def recorder_config(folder: Path, behind: list[str]) -> str:
     for name in behind:
         text += (
             f"\n[servers.{name}]\n"
-            f"command = {json.dumps(str(BIN / f'hatp-{name}'))}\n"
+            f"command = {json.dumps(str(bin / f'hatp-{name}'))}\n"
             f"args = {json.dumps(['serve', '--db', f'{folder}/recorder-{name}.db'])}\n"
         )
     config.write_text(text, encoding="utf-8")
@@ -174,6 +179,23 @@ def measure(label: str, runs: int, once: Callable[[], tuple[float, float]]) -> l
     return samples
 
 
+def alternately(
+    label: str, runs: int, argv: list[str], baseline: list[str], cwd: Path
+) -> tuple[tuple[list[tuple[float, float]], int], tuple[list[tuple[float, float]], int]]:
+    """``runs`` samples of ``argv`` and of ``baseline``, spawned one after the other (so that both
+    see the same load; which goes first alternates), each with its tool count."""
+    print(f"  {label}, and its baseline ...", end="", flush=True, file=sys.stderr)
+    samples: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
+    tools = [0, 0]
+    for turn in range(runs):
+        for side in (0, 1) if turn % 2 == 0 else (1, 0):
+            elapsed, cpu, tools[side] = time_to_tools((argv, baseline)[side], cwd)
+            samples[side].append((elapsed, cpu))
+        print(".", end="", flush=True, file=sys.stderr)
+    print(file=sys.stderr)
+    return (samples[0], tools[0]), (samples[1], tools[1])
+
+
 def row(label: str, samples: list[tuple[float, float]]) -> str:
     walls = [wall for wall, _ in samples]
     cpu = statistics.median(cpu for _, cpu in samples)
@@ -187,6 +209,12 @@ def main() -> None:
     )
     parser.add_argument("--no-ui", action="store_true", help="skip hatp-ui (chromium and the fake app)")
     parser.add_argument("--only", default="", help="measure only the rows whose label contains this")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another environment's python (e.g. ../main/.venv/bin/python): its servers are spawned "
+        "alternately with these, each row beside the other",
+    )
     args = parser.parse_args()
 
     print("--help of every console script", file=sys.stderr)
@@ -214,8 +242,18 @@ def main() -> None:
             skipped.append("hatp-ui serve: no chromium at /usr/bin/chromium")
         try:
             print("spawn to initialize + tools/list, over stdio", file=sys.stderr)
-            for label, argv in servers(folder, app.url if app is not None else None).items():
+            url = app.url if app is not None else None
+            ours = servers(folder, url)
+            theirs: dict[str, list[str]] = {}
+            if args.baseline is not None:
+                (folder / "baseline").mkdir()
+                theirs = servers(folder / "baseline", url, args.baseline.parent)
+            for label, argv in ours.items():
                 if args.only not in label:
+                    continue
+                if label in theirs:
+                    walls = alternately(label, args.runs, argv, theirs[label], folder)
+                    starts[label], starts[f"  baseline of {label[:26]}"] = walls
                     continue
                 tools = 0
 

@@ -24,6 +24,7 @@ from typing import Literal
 import anyio
 
 from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.boot import spawn_stdio_servers
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import RUN_KEY_ENV, ConfigError, RecorderConfig, load_config, with_run_key
 from hatp_journal.recorder.directory import Directory, DirectoryError
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _with_tool_servers(work: Callable[[], int | None]) -> int:
     """Run ``work``, which talks to tool servers; DownstreamError (a tool server that won't start,
     answers garbage, or changed key) is exit status 2 with its code."""
-    from hatp_journal.recorder.downstream import DownstreamError
+    from hatp_journal.recorder.downstream_errors import DownstreamError  # not the client: not yet
 
     try:
         return int(work() or 0)
@@ -232,19 +233,21 @@ def _ticked(entry: Entry) -> list[str]:
 
 
 async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
-    from hatp_journal.recorder.front import serve_stdio
-    from hatp_journal.recorder.front_http import serve_http
-    from hatp_journal.recorder.gateway import Recorder
-
-    policy = load_policy(Path(config.recorder.policy))
-    store = RunStore(
-        config.recorder.store,
-        SigningKey.load_or_create(config.recorder.key),
-        checkpoint_every=config.recorder.checkpoint_every,
-    )
-    recorder = Recorder(config, store=store, policy=policy)
     async with AsyncExitStack() as stack:
-        mcp = await recorder.start(stack)
+        # The tool servers first: they import the MCP stack while this process imports the gateway.
+        spawned = await spawn_stdio_servers(config, stack)
+        from hatp_journal.recorder.front import serve_stdio
+        from hatp_journal.recorder.front_http import serve_http
+        from hatp_journal.recorder.gateway import Recorder
+
+        policy = load_policy(Path(config.recorder.policy))
+        store = RunStore(
+            config.recorder.store,
+            SigningKey.load_or_create(config.recorder.key),
+            checkpoint_every=config.recorder.checkpoint_every,
+        )
+        recorder = Recorder(config, store=store, policy=policy)
+        mcp = await recorder.start(stack, spawned)
         try:
             async with anyio.create_task_group() as tasks:
                 # A stdio client ends its server with SIGTERM; the run must still be closed and signed.

@@ -6,7 +6,6 @@ import itertools
 import os
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
-from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -20,6 +19,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.downstream_errors import DownstreamCode as DownstreamCode  # re-exported
+from hatp_journal.recorder.downstream_errors import DownstreamError as DownstreamError
 from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
@@ -43,26 +44,6 @@ def _our_version() -> str:
         return "0"
 
 
-class DownstreamCode(StrEnum):
-    """Stable codes for a downstream the Recorder can't use (also the CLI's first word on stderr)."""
-
-    DOWNSTREAM_FAILED = "DOWNSTREAM_FAILED"
-    KEY_CHANGED = "KEY_CHANGED"
-
-
-class DownstreamError(RuntimeError):
-    """The downstream server failed, hung or answered something unusable.
-
-    ``code`` is ``KEY_CHANGED`` when it offers none of the keys pinned for it (or lost the race to
-    pin another key first), ``DOWNSTREAM_FAILED`` for everything else.
-    """
-
-    def __init__(self, message: str, code: DownstreamCode = DownstreamCode.DOWNSTREAM_FAILED) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class Downstream:
     """A connected MCP client to one tool server."""
 
@@ -83,9 +64,15 @@ class Downstream:
         self._in_flight: dict[int, LogRelay] = {}
         self._call_ids = itertools.count()
 
-    async def launch(self, stack: AsyncExitStack) -> None:
-        """Start a stdio server's process now, so that several boot at once (``connect`` waits)."""
+    async def launch(self, stack: AsyncExitStack, spawned: Any = None) -> None:
+        """Start a stdio server's process now, so that several boot at once (``connect`` waits).
+
+        ``spawned``: its process, if ``recorder/boot.py`` started it already (it is taken over).
+        """
         if self.embedded is None and self.config.command is not None and self._link is None:
+            if spawned is not None:
+                self._link = await stack.enter_async_context(ChildLink.adopt(spawned))
+                return
             try:
                 self._link = await stack.enter_async_context(
                     ChildLink.spawn(

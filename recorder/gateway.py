@@ -97,13 +97,17 @@ class Recorder:
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
 
-    async def start(self, stack: AsyncExitStack) -> FastMCP:
-        """Connect every downstream, open the run and publish the agent-facing tools."""
+    async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
+        """Connect every downstream, open the run and publish the agent-facing tools.
+
+        ``spawned``: server processes already started, by name (``recorder/boot.py``).
+        """
         from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported here
 
         agent_tools.publish(self)  # first: a server name that clashes with them is refused before it starts
         for downstream in self.downstreams.values():
-            await downstream.launch(stack)  # all stdio servers boot at once; connect waits for each
+            # All stdio servers boot at once; connect waits for each.
+            await downstream.launch(stack, (spawned or {}).get(downstream.name))
         for downstream in self.downstreams.values():
             await downstream.connect(stack)
             for tool in downstream.agent_tools():

@@ -61,6 +61,13 @@ class ChildLink:
         """Start the server now (it boots while others do) and stop it on exit."""
         executable = await _get_executable_command(command)
         process = await _create_platform_compatible_process(executable, args, env, sys.stderr, cwd)
+        async with cls.adopt(process) as link:
+            yield link
+
+    @classmethod
+    @asynccontextmanager
+    async def adopt(cls, process: Any) -> AsyncIterator[ChildLink]:
+        """A link over a server process already started (``recorder/boot.py``); stopped on exit."""
         link = cls(process)
         # A plain task, not a task group: an error in the caller's block stays that error.
         reading = asyncio.create_task(link._read())
