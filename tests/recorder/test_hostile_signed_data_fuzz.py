@@ -475,11 +475,17 @@ def review_page(stores: Stores, served: Shared, hostile: HostileRun) -> None:
     assert unreadable == expected
 
 
+# Closed runs the fuzz writes, each about 20 objects and every kind of misfit about once. 250 (not
+# 500) still catches the non-list `effect.uses` that crashed the planner (links._uses put back as it
+# was: TypeError); the 250 runs hold 5242 objects (derandomized, so every run the same).
+HOSTILE_RUNS = 250
+
+
 def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Stores) -> None:
     tally = Tally()
 
     @settings(
-        max_examples=500,
+        max_examples=HOSTILE_RUNS,
         derandomize=True,
         database=None,
         deadline=None,
@@ -503,9 +509,10 @@ def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Sto
     one_run()
     stores.retire()  # the last store is ticked too
 
-    assert tally.objects >= 10_000, tally
-    assert min(tally.seen[kind] for kind in ("fits", "unresolved", "unreadable")) >= 500, tally
-    assert min(tally.seen[kind] for kind in ("check answer broken", "undo answer broken")) >= 500, tally
+    assert tally.objects >= 20 * HOSTILE_RUNS, tally
+    assert min(tally.seen[kind] for kind in ("fits", "unresolved", "unreadable")) >= HOSTILE_RUNS, tally
+    broken_answers = ("check answer broken", "undo answer broken")
+    assert min(tally.seen[kind] for kind in broken_answers) >= HOSTILE_RUNS, tally
 
 
 # -- the cases the issue names, one by one ----------------------------------------------------------

@@ -37,6 +37,7 @@ def test_an_ask_approved_on_the_page_lets_the_call_through(approver: Approver, p
         ref = f"{agent.run}/{agent.first['structured']['ask']}"
         approver.sign_in(page, LEE)
         page.click(f"li.ask[data-ref='{ref}'] a")
+        page.wait_for_load_state()  # the reasons are read whole, not while they are parsed
         assert "IRREVERSIBLE" in page.inner_text("#reasons")
         page.click("#approve")
         assert approver.code(page) == "COUNTED"

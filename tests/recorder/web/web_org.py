@@ -61,7 +61,8 @@ class Approver:
         assert page.url.endswith("/asks"), page.content()
 
     def code(self, page: Page) -> str:
-        """The stable code of the message the page shows."""
+        """The stable code of the message the page shows (once the page a click led to is loaded)."""
+        page.wait_for_load_state()
         return str(page.locator("#message").get_attribute("data-code"))
 
 

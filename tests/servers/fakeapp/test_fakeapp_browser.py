@@ -49,6 +49,7 @@ def test_an_invoice_created_through_the_ui_reads_back_from_the_accessibility_tre
     page.get_by_role("button", name="Create invoice").click()
 
     expect(page.get_by_role("status")).to_have_text("INV-0004 created.")
+    page.wait_for_load_state()  # the status comes before the table: read the table once it is whole
     assert fingerprint(page, "INV-0004") == {
         "Invoice": "INV-0004",
         "Customer": 'Hooli "West" <Ltd>',
@@ -85,6 +86,7 @@ def test_delete_and_restore_through_the_ui_bring_the_record_back_to_its_fingerpr
     _row(page, "INV-0001", "Trash").get_by_role("button", name="Restore").click()
     expect(page.get_by_role("status")).to_have_text("INV-0001 restored.")
     page.get_by_role("link", name="Invoices").click()
+    page.wait_for_load_state()  # a click waits only until the next page starts loading
 
     assert fingerprint(page, "INV-0001") == before
 

@@ -3,6 +3,7 @@ stable ``problem`` (``browser_unavailable``, ``browser_timeout``), and the job's
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -40,8 +41,10 @@ def test_a_job_after_the_browser_was_closed_is_browser_unavailable(tmp_path: Pat
 
 @pytest.mark.browser
 def test_a_job_that_outlasts_its_bound_is_browser_timeout_not_a_hang() -> None:
+    let_go = threading.Event()
+
     def slow(page: Page) -> str:
-        time.sleep(3)
+        let_go.wait()  # held until the caller was told: then closing the browser need not wait long
         return page.url
 
     browser = BrowserThread(require_chromium(), timeout_ms=50)  # every job is bounded at 20 × 50 ms
@@ -51,6 +54,7 @@ def test_a_job_that_outlasts_its_bound_is_browser_timeout_not_a_hang() -> None:
             browser.run(slow)
         waited = time.monotonic() - started
     finally:
+        let_go.set()
         browser.close()
 
     assert refused.value.data["problem"] == "browser_timeout"
