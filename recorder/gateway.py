@@ -8,6 +8,7 @@ tokens are kept in the Run Record and stripped from what the agent receives.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -627,6 +628,8 @@ def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, 
 
 def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:
     """What an entry keeps of a journal object (bounded at intake) over ``limit`` canonical bytes."""
+    if _surely_within(journal, limit):
+        return None
     data = canonical_bytes(journal)
     if len(data) <= limit:
         return None
@@ -635,6 +638,28 @@ def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:
         "bytes": len(data),
         "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
     }
+
+
+_ascii_json = json.JSONEncoder(separators=(",", ":")).encode
+"""The C encoder's ASCII form: never shorter than the canonical form but for a float's exponent."""
+
+EXPONENT_SLACK = 20
+"""Most bytes a float's canonical form adds to Python's (``1e+20``: ``100000000000000000000``)."""
+
+
+def _surely_within(journal: Any, limit: int) -> bool:
+    """Whether ``journal``'s canonical form is surely at most ``limit`` bytes, told without writing it.
+
+    Its ASCII JSON is never shorter (a non-ASCII character is six bytes there, at most four in
+    UTF-8; the rest is written alike), but for a float in exponent form, which canonical JSON may
+    write longer: every "e" gets ``EXPONENT_SLACK`` bytes. The C encoder costs a fraction of
+    canonical JSON's walk; only a journal near or over the limit is measured exactly.
+    """
+    try:
+        text = _ascii_json(journal)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return len(text) + EXPONENT_SLACK * text.count("e") <= limit
 
 
 def _kept(raw: Any) -> Any:
