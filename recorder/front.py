@@ -163,7 +163,8 @@ class _Front:
         if isinstance(meta_out, dict) and meta_out.get(_SERVER_INFO) is None:
             result["_meta"] = {**meta_out, _SERVER_INFO: self.stamp}
         self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
-        await _drained(self.writer)
+        if self.writer.transport.get_write_buffer_size():  # else the pipe took it all: no wait
+            await _drained(self.writer)
 
     def _progress(self, meta: Any) -> Progress | None:
         """How to tell the agent a call is still waiting (only if it sent a ``progressToken``)."""

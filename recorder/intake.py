@@ -59,13 +59,13 @@ def bounded(value: Any) -> str | None:
         # What parsed JSON holds is told apart by its exact type first: no ABC check for a dict.
         if kind is dict:
             for key, child in item.items():
-                if not isinstance(key, str) or len(key) > MAX_STRING or not _unicode(key):
+                if not isinstance(key, str) or len(key) > MAX_STRING or not (key.isascii() or _unicode(key)):
                     return "a key that is not a short string"
                 stack.append((child, depth + 1))
         elif kind is str:
             if len(item) > MAX_STRING:
                 return f"a string longer than {MAX_STRING}"
-            if not _unicode(item):
+            if not (item.isascii() or _unicode(item)):  # most are ASCII: no call for them
                 return "a string with a lone surrogate"
         elif kind is list:
             stack.extend((child, depth + 1) for child in item)
