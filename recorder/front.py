@@ -120,7 +120,7 @@ class _Front:
         """Answer a data-plane call (in a task of its own); anything else is the library's: returned."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             return _library_message(line) if line.strip() else None
         call = self._fast_call(message)
         if call is None:
@@ -242,7 +242,11 @@ class _Lines(asyncio.Protocol):
         self._end()
 
     def _line(self, line: bytes) -> None:
-        message = self.take(line)
+        try:
+            message = self.take(line)
+        except Exception:  # a bug in one line's handling loses that line, never the lines after it
+            logger.exception("the Recorder could not take a line from the agent")
+            return
         if message is not None:
             self.library.append(message)
             self.more.set()

@@ -78,3 +78,19 @@ async def test_stdin_is_not_read_while_the_library_has_a_backlog_and_is_read_aga
                 lines.resume_if_drained(lines.transport)
     assert paused
     assert taken == [b'{"n":%d}\n' % n for n in range(count)]
+
+
+async def test_a_line_whose_handling_fails_is_lost_alone_and_the_lines_after_it_are_taken() -> None:
+    taken: list[bytes] = []
+
+    def take(line: bytes) -> None:
+        if b"boom" in line:
+            raise RuntimeError("a bug in one line's handling")
+        taken.append(line)
+
+    lines = _Lines(take)
+    async with agent_pipe(lines) as agent:
+        agent.write(b'{"a":1}\n{"boom":2}\n{"c":3}\n')
+        agent.close()
+        await until_ended(lines)
+    assert taken == [b'{"a":1}\n', b'{"c":3}\n']

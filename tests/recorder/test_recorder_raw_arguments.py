@@ -128,7 +128,8 @@ def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_
     agent.stdin.write(
         f'{{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":{unhashable}}}\n'.encode()
     )
-    agent.stdin.flush()  # a tool name that is no string: the library's to answer, the front reads on
+    agent.stdin.write(b"[" * 100_000 + b"\n")  # nested past what Python's json parses
+    agent.stdin.flush()  # the library answers those (or not); the front reads on
     sent = agent.send("plain_shout", '{"text":"bye"}')
     while (message := agent.answer())["id"] != sent:
         assert message["id"] == "odd"
