@@ -31,7 +31,8 @@ def fast_call(forwards: dict[str, tuple[str, str]], message: Any) -> FastCall | 
     meta = params.get("_meta")
     if not isinstance(meta, dict) or meta.get(PROTOCOL_VERSION) not in MODERN_PROTOCOL_VERSIONS:
         return None  # the legacy era keeps its session: the library serves it
-    forward = forwards.get(params.get("name"))  # type: ignore[arg-type]
+    name = params.get("name")
+    forward = forwards.get(name) if isinstance(name, str) else None
     arguments = params.get("arguments", {})
     if forward is None or not isinstance(arguments, dict):
         return None  # not ours to answer fast: unknown tools and bad params get the library's error

@@ -17,6 +17,8 @@ import logging
 import os
 import stat
 import sys
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -25,14 +27,15 @@ from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
 from mcp.shared.message import SessionMessage
 
-from hatp_journal.recorder.fast_calls import FastCall, fast_call
+from hatp_journal.recorder.fast_calls import FastCall, as_sent, fast_call
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
 """Longest line read from the agent (a call's arguments are bounded later, with a clear refusal)."""
 
-_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+LIBRARY_BACKLOG = 64
+"""Messages for the mcp library waiting to be taken before stdin is read no further."""
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +57,9 @@ async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
     os.dup2(null, sys.stdin.fileno())
     os.close(null)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    reader = asyncio.StreamReader(limit=LINE_LIMIT, loop=loop)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), wire_in)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, wire_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    front = _Front(recorder, mcp, reader, writer)
+    front = _Front(recorder, mcp, wire_in, writer)
     token = set_transport("stdio")
     try:
         async with mcp._lifespan_manager():
@@ -69,12 +70,10 @@ async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
 
 
 class _Front:
-    def __init__(
-        self, recorder: Recorder, mcp: FastMCP, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def __init__(self, recorder: Recorder, mcp: FastMCP, wire_in: Any, writer: asyncio.StreamWriter) -> None:
         self.recorder = recorder
         self.mcp = mcp
-        self.reader = reader
+        self.wire_in = wire_in
         self.writer = writer
         self.stamp = mcp._mcp_server.server_info_stamp
         self.calls: set[asyncio.Task[None]] = set()
@@ -91,35 +90,43 @@ class _Front:
             library.start_soon(serve)
             library.start_soon(self._answer_library, from_library)
             async with to_library:
-                while line := await self._line():
-                    await self._take(line, to_library)
+                await self._read(to_library)
                 if self.calls:  # stdin closed: answer the calls still in flight first
                     await asyncio.wait(self.calls)
             # Stdin closed and every call answered: the agent is gone, so is the library's server.
             await _drained(self.writer)
             library.cancel_scope.cancel()
 
-    async def _line(self) -> bytes:
+    async def _read(self, to_library: Any) -> None:
+        """Take each line from the agent until stdin closes; the library's messages go on in order."""
+        lines = _Lines(self._take)
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: lines, self.wire_in)
         try:
-            return await self.reader.readline()
-        except (ValueError, ConnectionError):  # a line over the limit, or the pipe went away
-            return b""
+            while True:
+                await lines.more.wait()
+                lines.more.clear()
+                while lines.library:
+                    await to_library.send(lines.library.popleft())
+                    lines.resume_if_drained(transport)
+                if lines.ended:
+                    return
+        finally:
+            transport.close()
 
-    async def _take(self, line: bytes, to_library: Any) -> None:
+    def _take(self, line: bytes) -> Any:
+        """Answer a data-plane call (in a task of its own); anything else is the library's: returned."""
         try:
             message = json.loads(line)
-        except ValueError:
-            if line.strip():
-                await to_library.send(_library_message(line))
-            return
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
+            return _library_message(line) if line.strip() else None
         call = self._fast_call(message)
-        if call is not None:
-            # A plain task per call (an anyio task group costs more per task); _call never raises.
-            task = asyncio.create_task(self._call(message["id"], *call))
-            self.calls.add(task)
-            task.add_done_callback(self.calls.discard)
-            return
-        await to_library.send(_library_message(message))
+        if call is None:
+            return _library_message(message)
+        # A plain task per call (an anyio task group costs more per task); _call never raises.
+        task = asyncio.create_task(self._call(message["id"], *call))
+        self.calls.add(task)
+        task.add_done_callback(self.calls.discard)
+        return None
 
     def _fast_call(self, message: Any) -> FastCall | None:
         """(server, tool, arguments, request _meta) of a call the data plane answers, else None."""
@@ -135,12 +142,9 @@ class _Front:
             error = {"code": -32603, "message": "Internal error"}
             self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
             return
-        result.setdefault("resultType", "complete")
-        meta_out = result.get("_meta")
-        if isinstance(meta_out, dict) and meta_out.get(_SERVER_INFO) is None:
-            result["_meta"] = {**meta_out, _SERVER_INFO: self.stamp}
-        self._write({"jsonrpc": "2.0", "id": request_id, "result": result})
-        await _drained(self.writer)
+        self._write({"jsonrpc": "2.0", "id": request_id, "result": as_sent(result, self.stamp)})
+        if self.writer.transport.get_write_buffer_size():  # else the pipe took it all: no wait
+            await _drained(self.writer)
 
     def _progress(self, meta: Any) -> Progress | None:
         """How to tell the agent a call is still waiting (only if it sent a ``progressToken``)."""
@@ -171,6 +175,73 @@ class _Front:
                 if not self.writer.is_closing():
                     self.writer.write(dumped.encode() + b"\n")
                     await self.writer.drain()
+
+
+class _Lines(asyncio.Protocol):
+    """The agent's stdin, cut into lines as its bytes arrive and each handed to ``take`` right there.
+
+    No reader task in between: a call's task is started in the same turn of the event loop that
+    read its line. What ``take`` returns (a message for the library) is queued for :meth:`_Front._read`,
+    and stdin is not read further while more than ``LIBRARY_BACKLOG`` of them wait. A line over
+    ``LINE_LIMIT`` ends the input, as the end of the pipe does (a last line without a newline
+    is still taken).
+    """
+
+    def __init__(self, take: Callable[[bytes], Any]) -> None:
+        self.take = take
+        self.pending = b""
+        self.library: deque[Any] = deque()
+        self.more = asyncio.Event()
+        self.ended = False
+        self.paused = False
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.ended:
+            return
+        lines = (self.pending + data).split(b"\n") if self.pending else data.split(b"\n")
+        self.pending = lines.pop()
+        for line in lines:
+            if len(line) >= LINE_LIMIT:
+                self._end()
+                return
+            self._line(line + b"\n")
+        if len(self.pending) >= LINE_LIMIT:
+            self._end()
+
+    def eof_received(self) -> bool:
+        if not self.ended and self.pending:
+            self._line(self.pending)
+        self._end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _line(self, line: bytes) -> None:
+        try:
+            message = self.take(line)
+        except Exception:  # a bug in one line's handling loses that line, never the lines after it
+            logger.exception("the Recorder could not take a line from the agent")
+            return
+        if message is not None:
+            self.library.append(message)
+            self.more.set()
+            if len(self.library) > LIBRARY_BACKLOG and not self.paused:
+                self.paused = True
+                self.transport.pause_reading()
+
+    def _end(self) -> None:
+        self.ended, self.pending = True, b""
+        self.more.set()
+
+    def resume_if_drained(self, transport: Any) -> None:
+        if self.paused and len(self.library) <= LIBRARY_BACKLOG // 2 and not self.ended:
+            self.paused = False
+            transport.resume_reading()
 
 
 def _library_message(message: Any) -> SessionMessage | Exception:

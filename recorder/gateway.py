@@ -8,6 +8,7 @@ tokens are kept in the Run Record and stripped from what the agent receives.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -25,6 +26,7 @@ from pydantic import PrivateAttr, ValidationError
 from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
+from hatp_journal.recorder.call_body import call_wire, outcome
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
@@ -37,12 +39,14 @@ from hatp_journal.recorder.host_undo import (
 from hatp_journal.recorder.intake import Intake, bounded, take_in
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import CallFacts, Policy
+from hatp_journal.recorder.policy.classify import class_of_every_call
+from hatp_journal.recorder.policy.decide import Decision, same_for_every_call
 from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.written_bodies import CallRecord, HostUndoRecord, Outcome, RefusedRecord
+from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
 from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
@@ -96,6 +100,8 @@ class Recorder:
         self.forwards: dict[str, tuple[str, str]] = {}  # agent-facing name -> (server, tool)
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
+        self._decided: dict[tuple[str, str], Decision] = {}  # see _decide
+        self._decided_wire: dict[int, dict[str, Any]] = {}  # each of those decisions, as recorded
 
     async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools.
@@ -114,7 +120,10 @@ class Recorder:
                 forward = ForwardTool.for_downstream(self, downstream.name, tool)
                 self.mcp.add_tool(forward)
                 self.forwards[forward.name] = (downstream.name, tool.name)
-                self._facts_of[downstream.name, tool.name] = _tool_facts(downstream, tool.name)
+                facts = _tool_facts(downstream, tool.name)
+                # A class no argument can change is worked out here, once, not on every call.
+                fixed = class_of_every_call(self.policy, facts)
+                self._facts_of[downstream.name, tool.name] = replace(facts, reversibility=fixed)
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
@@ -204,16 +213,16 @@ class Recorder:
         downstream = self.downstreams[server]
         now: datetime = self.clock()
         facts = self._facts(downstream, tool, arguments, now, run)
-        call = CallRecord.model_construct(
-            agent=self.config.recorder.agent,
-            principal=self.config.recorder.principal,
-            server=server,
-            tool=tool,
-            arguments=arguments,
-            arguments_digest=checked.digest,
-            declared=facts.kind,
-            host=host,
-        )
+        call: dict[str, Any] = {  # CallRecord's members, written by call_wire (call_body.py)
+            "agent": self.config.recorder.agent,
+            "principal": self.config.recorder.principal,
+            "server": server,
+            "tool": tool,
+            "arguments": arguments,
+            "arguments_digest": checked.digest,
+            "declared": facts.kind,
+            "host": host,
+        }
         earlier = None
         unsettled = self.sessions.state(run).unsettled
         if unsettled:
@@ -233,17 +242,15 @@ class Recorder:
                 return await self._held(server, tool, arguments, host, run, earlier.entry.id, wait, progress)
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
-                entry = self.asks.settle(run, earlier, "refused", {**call.wire(), "code": code})
+                entry = self.asks.settle(run, earlier, "refused", {**call_wire(call), "code": code})
                 return _refusal(code, f"the call was not approved ({earlier.state})", entry.id)
             assert earlier.decision is not None
             approved_by = read_own(DecisionBody, earlier.decision).approval.by
-            call = call.model_copy(
-                update={"ask": earlier.entry.id, "decision": {"action": "approved", "by": approved_by}}
-            )
+            call = {**call, "ask": earlier.entry.id, "decision": {"action": "approved", "by": approved_by}}
             # A person approved it: its amount counts without another look at the caps.
             return await self._forward(run, downstream, facts, call, self.ledger.hold(facts))
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
-        decision, held = self.ledger.decide(self.policy, facts)
+        decision, held = self._decide(facts)
         snapshot = None
         compensation = self._compensation(downstream, tool)
         if compensation is not None and decision.action == "allow":
@@ -252,13 +259,13 @@ class Recorder:
             except HostReadFailed as error:
                 self.ledger.settle(held, moved=False)
                 decision, held = snapshot_asks(decision, error), None
-        call = call.model_copy(update={"decision": decision.wire()})
+        call = {**call, "decision": self._decided_wire.get(id(decision)) or decision.wire()}
         if decision.action != "allow":
             autonomy = self.policy.autonomy
             within = autonomy.decide_within_seconds
             entry = self.asks.open(
                 run,
-                call.wire(),
+                call_wire(call),
                 now=now,
                 approver=autonomy.approver or self.policy.undo_authority or "unassigned",
                 within=None if within is None else timedelta(seconds=within),
@@ -391,11 +398,11 @@ class Recorder:
         run: str,
         downstream: Downstream,
         facts: CallFacts,
-        call: CallRecord,
+        call: dict[str, Any],
         held: Hold | None,
         snapshot: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        tool, arguments = call.tool, call.arguments
+        tool, arguments = call["tool"], call["arguments"]
         compensation = self._compensation(downstream, tool)
         failed = None
         if compensation is not None and snapshot is None:  # approved by a person: snapshot now
@@ -407,7 +414,7 @@ class Recorder:
             result = await downstream.call_wire(tool, arguments)
         except DownstreamError as error:
             self.ledger.settle(held, moved=False)  # a failed call does not count
-            call = call.model_copy(update={"outcome": Outcome(status="failed", error=str(error))})
+            call = {**call, "outcome": outcome("failed", str(error))}
             entry = await self._append_linked(run, call)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
@@ -417,7 +424,7 @@ class Recorder:
             arguments=arguments,
             server_keys=downstream.keys,
             declared_kind=facts.kind,
-            arguments_digest=call.arguments_digest,
+            arguments_digest=call["arguments_digest"],
         )
         members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         host_undo = None
@@ -435,26 +442,33 @@ class Recorder:
                 key=self.store.key,
                 now=self.clock(),
             )
-        call = call.model_copy(
-            update={
-                **members,
-                "outcome": Outcome(status="error" if is_error else "ok"),
-                "host_undo": host_undo,
-            }
-        )
+        call = {**call, **members, "outcome": outcome("error" if is_error else "ok"), "host_undo": host_undo}
         self.ledger.settle(held, moved=not is_error)
         entry = await self._append_linked(run, call, tokens)
         return _for_agent(result, run, entry.id)
 
     async def _append_linked(
-        self, run: str, call: CallRecord, tokens: list[tuple[str, str, str]] | None = None
+        self, run: str, call: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
     ) -> Entry:
         """Append a ``call`` entry linked to the run's earlier calls, and one later calls may link to."""
         links = self.sessions.state(run).links
-        body = call.model_copy(update={"links": links.links(call.wire())}).wire()
+        body = call_wire(call)
+        body = call_wire({**call, "links": links.links(body)})
         entry = await self._append(run, "call", body, tokens)
         links.add(entry.id, body)
         return entry
+
+    def _decide(self, facts: CallFacts) -> tuple[Decision, Hold | None]:
+        """The ledger's decision (and hold) for the call; the same one for every call of a tool whose
+        decision nothing in the call can change (``same_for_every_call``), decided once."""
+        if not same_for_every_call(self.policy, facts):
+            return self.ledger.decide(self.policy, facts)
+        decision = self._decided.get((facts.server, facts.tool))
+        if decision is None:
+            decision, _ = self.ledger.decide(self.policy, facts)  # no amount: nothing held
+            self._decided[facts.server, facts.tool] = decision
+            self._decided_wire[id(decision)] = decision.wire()  # never changed: entries share it
+        return decision, None
 
     def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
         """How the host undoes ``tool`` (host_undo.py); never for a journal-aware server, which
@@ -618,6 +632,8 @@ def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, 
 
 def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:
     """What an entry keeps of a journal object (bounded at intake) over ``limit`` canonical bytes."""
+    if _surely_within(journal, limit):
+        return None
     data = canonical_bytes(journal)
     if len(data) <= limit:
         return None
@@ -626,6 +642,28 @@ def _oversize(journal: Any, limit: int) -> dict[str, Any] | None:
         "bytes": len(data),
         "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
     }
+
+
+_ascii_json = json.JSONEncoder(separators=(",", ":")).encode
+"""The C encoder's ASCII form: never shorter than the canonical form but for a float's exponent."""
+
+EXPONENT_SLACK = 20
+"""Most bytes a float's canonical form adds to Python's (``1e+20``: ``100000000000000000000``)."""
+
+
+def _surely_within(journal: Any, limit: int) -> bool:
+    """Whether ``journal``'s canonical form is surely at most ``limit`` bytes, told without writing it.
+
+    Its ASCII JSON is never shorter (a non-ASCII character is six bytes there, at most four in
+    UTF-8; the rest is written alike), but for a float in exponent form, which canonical JSON may
+    write longer: every "e" gets ``EXPONENT_SLACK`` bytes. The C encoder costs a fraction of
+    canonical JSON's walk; only a journal near or over the limit is measured exactly.
+    """
+    try:
+        text = _ascii_json(journal)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return len(text) + EXPONENT_SLACK * text.count("e") <= limit
 
 
 def _kept(raw: Any) -> Any:

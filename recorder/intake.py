@@ -55,28 +55,56 @@ def bounded(value: Any) -> str | None:
             return f"more than {MAX_NODES} values"
         if depth > MAX_DEPTH:
             return f"nested deeper than {MAX_DEPTH}"
-        if isinstance(item, Mapping):
+        kind = type(item)
+        # What parsed JSON holds is told apart by its exact type first: no ABC check for a dict.
+        if kind is dict:
             for key, child in item.items():
-                if not isinstance(key, str) or len(key) > MAX_STRING or not _unicode(key):
+                if not isinstance(key, str) or len(key) > MAX_STRING or not (key.isascii() or _unicode(key)):
                     return "a key that is not a short string"
                 stack.append((child, depth + 1))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-        elif isinstance(item, str):
+        elif kind is str:
             if len(item) > MAX_STRING:
                 return f"a string longer than {MAX_STRING}"
-            if not _unicode(item):
+            if not (item.isascii() or _unicode(item)):  # most are ASCII: no call for them
                 return "a string with a lone surrogate"
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                return "a number that is not finite"
-        elif isinstance(item, bool) or item is None:
-            continue
-        elif isinstance(item, int):
+        elif kind is list:
+            stack.extend((child, depth + 1) for child in item)
+        elif kind is int:
             if abs(item) > SAFE_INTEGER:
                 return "an integer beyond 2^53 - 1"
+        elif kind is bool or item is None:
+            continue
         else:
-            return f"a value of type {type(item).__name__}"
+            problem = _other(item, depth, stack)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _other(item: Any, depth: int, stack: list[tuple[Any, int]]) -> str | None:
+    """:func:`bounded`'s step for any value not of a plain JSON type (a float, a subclass, a Mapping)."""
+    if isinstance(item, Mapping):
+        for key, child in item.items():
+            if not isinstance(key, str) or len(key) > MAX_STRING or not _unicode(key):
+                return "a key that is not a short string"
+            stack.append((child, depth + 1))
+    elif isinstance(item, list):
+        stack.extend((child, depth + 1) for child in item)
+    elif isinstance(item, str):
+        if len(item) > MAX_STRING:
+            return f"a string longer than {MAX_STRING}"
+        if not _unicode(item):
+            return "a string with a lone surrogate"
+    elif isinstance(item, float):
+        if item != item or item in (float("inf"), float("-inf")):
+            return "a number that is not finite"
+    elif isinstance(item, bool) or item is None:
+        return None
+    elif isinstance(item, int):
+        if abs(item) > SAFE_INTEGER:
+            return "an integer beyond 2^53 - 1"
+    else:
+        return f"a value of type {type(item).__name__}"
     return None
 
 

@@ -108,7 +108,8 @@ class ChildLink:
                 # Straight to anyio's own asyncio stream: its send() adds a turn of the event loop
                 # after every write (a checkpoint), which a call's request does not need.
                 stream.write(data)
-                await stream.drain()
+                if stream.transport.get_write_buffer_size():  # else drain() would return at once
+                    await stream.drain()
             else:
                 await self.process.stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError) as error:
@@ -124,7 +125,9 @@ class ChildLink:
                 buffer = lines.pop()
                 for line in lines:
                     if line.strip():
-                        await self._route(line)
+                        message = self._answer(line)
+                        if message is not None:
+                            await self._route(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
             self._closed = error
         finally:
@@ -135,18 +138,27 @@ class ChildLink:
             if self._to_session is not None:
                 self._to_session.close()
 
-    async def _route(self, line: bytes) -> None:
-        parsed: SessionMessage | Exception
+    def _answer(self, line: bytes) -> Any:
+        """Hand a data-plane answer to its waiter right here; anything else is returned for the session
+        (parsed JSON, or the error that parsing it raised)."""
         try:
             message: Any = json.loads(line)
         except ValueError as error:
-            message, parsed = None, error
+            return error
         if isinstance(message, dict):
-            answer = self._pending.get(message.get("id"))  # type: ignore[arg-type]
+            request_id = message.get("id")
+            answer = self._pending.get(request_id) if isinstance(request_id, str) else None
             if answer is not None:
                 if not answer.done():
                     answer.set_result(message)
-                return
+                return None
+        return message
+
+    async def _route(self, message: Any) -> None:
+        """Pass a line that answers none of the data plane's requests on to the session, if one is open."""
+        parsed: SessionMessage | Exception
+        if isinstance(message, ValueError):
+            message, parsed = None, message
         if self._to_session is None:
             return  # nobody asked: a stray line before the session opened, or a late answer
         if message is not None:

@@ -21,6 +21,15 @@ def classify_call(policy: Policy, facts: CallFacts) -> ClassVerdict:
     return overridden(base, found[-1]) if found else base  # the one written last wins
 
 
+def class_of_every_call(policy: Policy, facts: CallFacts) -> ClassVerdict | None:
+    """The class of every call of ``facts``' tool, when no argument can change it (the registry has
+    no argument rule for it), for the gateway to work out once at connect; else None (per call)."""
+    record = policy.host_registry().record_for(facts.server)
+    if record is not None and record.reads_arguments(facts.tool):
+        return None
+    return classify_call(policy, facts)
+
+
 def overridden(base: ClassVerdict, override: ClassOverride) -> ClassVerdict:
     """``base`` moved by ``override``; a disclosure it would lower stays as it is, saying so."""
     evidence = {

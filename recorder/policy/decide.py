@@ -89,3 +89,19 @@ def decide(policy: Policy, facts: CallFacts, spent: MoneySpent) -> Decision:
         policy_digest=policy.digest(),
         reversibility=facts.reversibility,
     )
+
+
+def same_for_every_call(policy: Policy, facts: CallFacts) -> bool:
+    """Whether :func:`decide` gives every call of ``facts``' tool one decision, whatever its time,
+    run and arguments, so that the gateway may decide a tool's calls once.
+
+    True when the call states no amount (nothing is spent or held), its class is known already
+    (worked out once at connect) and neither an override naming the tool nor attestations (the
+    only rules that read the time) apply.
+    """
+    return (
+        facts.amount is None
+        and facts.reversibility is not None
+        and policy.autonomy.attestations is None
+        and not any(o.server == facts.server and o.tool == facts.tool for o in policy.overrides)
+    )

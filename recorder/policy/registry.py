@@ -114,6 +114,11 @@ class Record:
     source: str
     digest: str
 
+    def reads_arguments(self, tool: str) -> bool:
+        """Whether a call's arguments can change the class of ``tool`` (it has argument rules)."""
+        entry = self.file.tools.get(tool)
+        return entry is not None and bool(entry.rules)
+
     def judge(self, tool: str, arguments: Mapping[str, Any]) -> ClassVerdict | None:
         """The class of a call of ``tool`` with ``arguments``; None when the file does not list it."""
         entry = self.file.tools.get(tool)

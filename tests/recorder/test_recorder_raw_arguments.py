@@ -124,7 +124,16 @@ def test_nan_infinity_bigints_and_oversize_over_stdio_are_journaled_and_refused_
     big = agent.call("plain_shout", '{"text":"hi","times":123456789012345678901234567890}')
     oversize = agent.call("plain_shout", json.dumps({"text": "x" * MAX_ARGUMENTS_BYTES}))
     surrogate = agent.call("plain_shout", '{"text":"\\ud800"}')
-    after = agent.call("plain_shout", '{"text":"bye"}')
+    unhashable = f'{{"name":["plain_shout"],"arguments":{{}},"_meta":{json.dumps(META)}}}'
+    agent.stdin.write(
+        f'{{"jsonrpc":"2.0","id":"odd","method":"tools/call","params":{unhashable}}}\n'.encode()
+    )
+    agent.stdin.write(b"[" * 100_000 + b"\n")  # nested past what Python's json parses
+    agent.stdin.flush()  # the library answers those (or not); the front reads on
+    sent = agent.send("plain_shout", '{"text":"bye"}')
+    while (message := agent.answer())["id"] != sent:
+        assert message["id"] == "odd"
+    after = message["result"]
     assert process.stdin is not None
     process.stdin.close()  # the agent leaves: the Recorder closes and signs the run
     exit_code = process.wait()

@@ -1,0 +1,96 @@
+"""The stdio front cuts the agent's stdin into lines as they arrive, over a real pipe."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from hatp_journal.recorder import front
+from hatp_journal.recorder.front import LIBRARY_BACKLOG, _Lines
+
+pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def agent_pipe(lines: _Lines) -> AsyncIterator[Any]:
+    """A pipe whose read end ``lines`` reads, and its write end for the test to write to."""
+    read_fd, write_fd = os.pipe()
+    reading = os.fdopen(read_fd, "rb", buffering=0)
+    writing = os.fdopen(write_fd, "wb", buffering=0)
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(lambda: lines, reading)
+    try:
+        yield writing
+    finally:
+        writing.close()
+        transport.close()
+
+
+async def until_ended(lines: _Lines) -> None:
+    while not lines.ended:
+        await lines.more.wait()
+        lines.more.clear()
+
+
+async def test_lines_split_across_writes_are_taken_whole_in_order_and_a_last_line_needs_no_newline() -> None:
+    taken: list[bytes] = []
+    lines = _Lines(lambda line: taken.append(line))
+    async with agent_pipe(lines) as agent:
+        for chunk in (b'{"a":', b'1}\n{"b"', b":2}\n\n", b'{"c":3}'):
+            agent.write(chunk)
+        agent.close()
+        await until_ended(lines)
+    assert taken == [b'{"a":1}\n', b'{"b":2}\n', b"\n", b'{"c":3}']
+
+
+async def test_a_line_over_the_limit_ends_the_input_and_nothing_after_it_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(front, "LINE_LIMIT", 64)
+    taken: list[bytes] = []
+    lines = _Lines(lambda line: taken.append(line))
+    async with agent_pipe(lines) as agent:
+        agent.write(b'{"first":1}\n' + b"x" * 100 + b'\n{"after":2}\n')
+        await until_ended(lines)
+    assert taken == [b'{"first":1}\n']
+
+
+async def test_stdin_is_not_read_while_the_library_has_a_backlog_and_is_read_again_once_it_drains() -> None:
+    lines = _Lines(lambda line: line)  # every line is a message for the library
+    count = 4 * LIBRARY_BACKLOG
+    async with agent_pipe(lines) as agent:
+        for n in range(count):
+            agent.write(b'{"n":%d}\n' % n)
+        agent.close()
+        taken: list[bytes] = []
+        paused = False
+        while not (lines.ended and not lines.library):
+            await lines.more.wait()
+            lines.more.clear()
+            paused = paused or lines.paused
+            while lines.library:
+                taken.append(lines.library.popleft())
+                assert lines.transport is not None
+                lines.resume_if_drained(lines.transport)
+    assert paused
+    assert taken == [b'{"n":%d}\n' % n for n in range(count)]
+
+
+async def test_a_line_whose_handling_fails_is_lost_alone_and_the_lines_after_it_are_taken() -> None:
+    taken: list[bytes] = []
+
+    def take(line: bytes) -> None:
+        if b"boom" in line:
+            raise RuntimeError("a bug in one line's handling")
+        taken.append(line)
+
+    lines = _Lines(take)
+    async with agent_pipe(lines) as agent:
+        agent.write(b'{"a":1}\n{"boom":2}\n{"c":3}\n')
+        agent.close()
+        await until_ended(lines)
+    assert taken == [b'{"a":1}\n', b'{"c":3}\n']
