@@ -42,6 +42,7 @@ from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
+from hatp_journal.toolkit.extras import require_extra
 from hatp_journal.toolkit.signing import SigningKey
 
 
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             return verify_command(args)
         config = load_config(args.config)
         if args.command == "serve":
+            require_extra("serve")  # before any server is spawned, not once they run
             config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
             return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
         if args.command == "explain":
