@@ -19,12 +19,12 @@ MISSING_EXTRA: Final = "MISSING_EXTRA"
 """Printed (as the code) by a command whose extra is not installed."""
 
 EXTRA_MODULES: Final = {
-    "serve": ("fastmcp", "mcp", "mcp_types"),
+    "serve": ("fastmcp", "mcp"),
     "servers": ("aiosmtpd", "icalendar"),
     "web": ("jinja2",),
     "browser": ("playwright",),
     "postgresql": ("psycopg",),
-    "demo": ("fastmcp", "mcp", "mcp_types", "aiosmtpd", "icalendar", "jinja2"),
+    "demo": ("fastmcp", "mcp", "aiosmtpd", "icalendar", "jinja2"),
 }
 """The top-level modules each extra brings that the toolkit does not (``demo`` is servers and web,
 ``servers`` brings ``serve``)."""
