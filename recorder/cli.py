@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         "--head", type=Path, help="the latest signed head, held outside the Recorder (from `head`)"
     )
     args = parser.parse_args(argv)
+    if args.command == "serve":  # its tool servers are spawned before the rest is imported
+        from hatp_journal.recorder.serve_start import serve as serve_command
+
+        return serve_command(args)
     # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
     from hatp_journal.recorder.commands import run
 

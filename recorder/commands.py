@@ -11,23 +11,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
 from hatp_journal.recorder.asks import Asks
-from hatp_journal.recorder.boot import spawn_stdio_servers
 from hatp_journal.recorder.columns import aligned
-from hatp_journal.recorder.config import RUN_KEY_ENV, ConfigError, RecorderConfig, load_config, with_run_key
+from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
+from hatp_journal.recorder.downstream_errors import DownstreamError
 from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
@@ -42,7 +41,6 @@ from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
-from hatp_journal.toolkit.extras import require_extra
 from hatp_journal.toolkit.signing import SigningKey
 
 
@@ -52,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
         if args.command == "verify":
             return verify_command(args)
         config = load_config(args.config)
-        if args.command == "serve":
-            require_extra("serve")  # before any server is spawned, not once they run
-            config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
-            return _with_tool_servers(lambda: anyio.run(_serve, config, args.transport, args.host, args.port))
+        if args.command == "serve":  # hatp-recorder itself goes there without importing this module
+            from hatp_journal.recorder.serve_start import serve
+
+            return serve(args)
         if args.command == "explain":
-            return _with_tool_servers(lambda: _explain(config, args))
+            return _explain(config, args)
         if args.command in ("web", "web-link"):
             from hatp_journal.recorder.web import commands as web_commands
 
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             from hatp_journal.recorder.undo import commands as undo_commands
 
             if undo_commands.handles(args, store):
-                return _with_tool_servers(lambda: anyio.run(undo_commands.run_command, args, config, store))
+                return int(anyio.run(undo_commands.run_command, args, config, store) or 0)
         if args.command == "runs":
             for run in store.runs():
                 print(f"{run.id}\t{run.agent}\t{run.principal}")
@@ -93,35 +91,29 @@ def run(args: argparse.Namespace) -> int:
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)
-    except StoreError as error:  # a bad URL, an unreachable database, a schema of a later version
-        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-        return 2
-    except (ConfigError, PolicyFileError, KeyFileError, DirectoryError, KeyError) as error:
-        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
-        print(f"hatp-recorder: error: {said}", file=sys.stderr)
-        return 2
-    except UndoError as error:
-        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-        return 2
-    except OwnBodyUnreadable as error:  # an entry of the Recorder's own, edited in the store
-        print(f"hatp-recorder: {error.code}: {error}", file=sys.stderr)
-        return 2
-    except UnknownRun as error:  # show, export, approve/deny of an ask in a run that does not exist
-        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
+    except Exception as error:
+        if not said_as_bad_input(error):
+            raise
         return 2
     return 0
 
 
-def _with_tool_servers(work: Callable[[], int | None]) -> int:
-    """Run ``work``, which talks to tool servers; DownstreamError (a tool server that won't start,
-    answers garbage, or changed key) is exit status 2 with its code."""
-    from hatp_journal.recorder.downstream_errors import DownstreamError  # not the client: not yet
-
-    try:
-        return int(work() or 0)
-    except DownstreamError as error:
+def said_as_bad_input(error: Exception) -> bool:
+    """Print ``error`` as the command line says bad input (exit status 2), if it is such an error."""
+    if isinstance(error, StoreError | UndoError | DownstreamError):
+        # A bad URL, an unreachable database, a schema of a later version; a refused undo; a tool
+        # server that won't start, answers garbage or changed its key.
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-        return 2
+    elif isinstance(error, ConfigError | PolicyFileError | KeyFileError | DirectoryError | KeyError):
+        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
+        print(f"hatp-recorder: error: {said}", file=sys.stderr)
+    elif isinstance(error, OwnBodyUnreadable):  # an entry of the Recorder's own, edited in the store
+        print(f"hatp-recorder: {error.code}: {error}", file=sys.stderr)
+    elif isinstance(error, UnknownRun):  # show, export, approve/deny of an ask in a run that does not exist
+        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
+    else:
+        return False
+    return True
 
 
 def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
@@ -234,39 +226,43 @@ def _ticked(entry: Entry) -> list[str]:
     return [f"{entry.run}/{entry.id}", entry.kind, about, after, to]
 
 
-async def _serve(config: RecorderConfig, transport: str, host: str, port: int) -> None:
-    async with AsyncExitStack() as stack:
-        # The tool servers first: they import the MCP stack while this process imports the gateway.
-        spawned = await spawn_stdio_servers(config, stack)
-        from hatp_journal.recorder.front import serve_stdio
-        from hatp_journal.recorder.front_http import serve_http
-        from hatp_journal.recorder.gateway import Recorder
+async def serve_spawned(
+    config: RecorderConfig,
+    transport: str,
+    host: str,
+    port: int,
+    stack: AsyncExitStack,
+    spawned: dict[str, Any],
+) -> None:
+    """Serve the agent until stdin closes or a signal comes, the tool servers ``spawned`` already
+    (``recorder/serve_start.py``), each stopped when ``stack`` closes if its link has not."""
+    from hatp_journal.recorder.front import serve_stdio
+    from hatp_journal.recorder.front_http import serve_http
+    from hatp_journal.recorder.gateway import Recorder
 
-        policy = load_policy(Path(config.recorder.policy))
-        store = RunStore(
-            config.recorder.store,
-            SigningKey.load_or_create(config.recorder.key),
-            checkpoint_every=config.recorder.checkpoint_every,
-        )
-        recorder = Recorder(config, store=store, policy=policy)
-        mcp = await recorder.start(stack, spawned)
-        try:
-            async with anyio.create_task_group() as tasks:
-                # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
-                if transport == "stdio":
-                    tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
-                    await serve_stdio(recorder, mcp)
-                else:
-                    with _signals_cancel(tasks.cancel_scope):
-                        await serve_http(recorder, mcp, host, port)
-                tasks.cancel_scope.cancel()
-        finally:
-            if recorder.close():
-                print(
-                    f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True
-                )
-            else:  # callers may come back to it with its run key
-                print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)
+    policy = load_policy(Path(config.recorder.policy))
+    store = RunStore(
+        config.recorder.store,
+        SigningKey.load_or_create(config.recorder.key),
+        checkpoint_every=config.recorder.checkpoint_every,
+    )
+    recorder = Recorder(config, store=store, policy=policy)
+    mcp = await recorder.start(stack, spawned)
+    try:
+        async with anyio.create_task_group() as tasks:
+            # A stdio client ends its server with SIGTERM; the run must still be closed and signed.
+            if transport == "stdio":
+                tasks.start_soon(_cancel_on_signal, tasks.cancel_scope)
+                await serve_stdio(recorder, mcp)
+            else:
+                with _signals_cancel(tasks.cancel_scope):
+                    await serve_http(recorder, mcp, host, port)
+            tasks.cancel_scope.cancel()
+    finally:
+        if recorder.close():
+            print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
+        else:  # callers may come back to it with its run key
+            print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)
 
 
 async def _cancel_on_signal(scope: anyio.CancelScope) -> None:

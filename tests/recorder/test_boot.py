@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
 import sys
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +52,37 @@ async def test_a_server_that_cannot_be_spawned_is_left_to_its_downstream_to_repo
         spawned = await spawn_stdio_servers(config, stack)
 
     assert spawned == {}
+
+
+# A stand-in server that notes which of the SQLAlchemy and mcp libraries its parent, the Recorder,
+# has loaded when it starts (the kernel's map of the parent's memory), then exits at once.
+NOTES_THE_PARENT = """
+import os, sys
+maps = open(f"/proc/{os.getppid()}/maps").read()
+loaded = sorted(name for name in ("sqlalchemy", "mcp_types", "fastmcp") if f"/{name}/" in maps)
+open(sys.argv[1], "w").write(" ".join(loaded) or "none")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the parent's map in /proc")
+def test_serve_spawns_its_servers_before_it_loads_the_store_and_the_mcp_libraries(tmp_path: Path) -> None:
+    noted = tmp_path / "noted.txt"
+    (tmp_path / "policy.json").write_text('{"autonomy": {"unknown": "allow"}}', encoding="utf-8")
+    (tmp_path / "recorder.toml").write_text(
+        '[recorder]\nstore = "recorder.db"\nkey = "recorder.key"\npolicy = "policy.json"\n'
+        f"[servers.early]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps(['-c', NOTES_THE_PARENT, str(noted)])}\n",
+        encoding="utf-8",
+    )
+    served = subprocess.run(
+        [sys.executable, "-m", "hatp_journal.recorder.cli", "serve"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert noted.read_text() == "none"
+    # The stand-in answered nothing: the Recorder says so and stops, as for any broken server.
+    assert (served.returncode, served.stderr.split(": ")[1]) == (2, "DOWNSTREAM_FAILED"), served.stderr
