@@ -10,11 +10,8 @@ runs two ``hatp-recorder serve --transport http`` processes on one store.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,7 +27,8 @@ import uvicorn
 from fastmcp import Client
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
-from support.ports import free_port, wait_listening
+from support.http_recorder import start_http_recorder
+from support.ports import wait_listening
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
@@ -428,22 +426,14 @@ async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_onc
 ) -> None:
     config = configure(tmp_path)
     SigningKey.generate().save(tmp_path / "recorder.key")  # made once: two Recorders starting must not race
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
     started = []
     for _ in range(2):
-        port = free_port()
-        process = subprocess.Popen(
-            [*command, "--transport", "http", "--port", str(port)],
-            cwd=tmp_path,
-            env=dict(os.environ),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        started.append((process, f"http://127.0.0.1:{port}/mcp"))
+        process, port = start_http_recorder(config, tmp_path)
+        started.append((process, port, f"http://127.0.0.1:{port}/mcp"))
     try:
-        for process, url in started:
-            wait_listening(int(url.rsplit(":", 1)[1].split("/")[0]), process, "a Recorder")
-        (_, one), (_, another) = started
+        for process, port, _ in started:
+            wait_listening(port, process, "a Recorder")
+        (_, _, one), (_, _, another) = started
         async with mcp.Client(one) as agent:
             held = await agent.call_tool("plain_shout", {"text": "hi"})
             run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
@@ -458,9 +448,9 @@ async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_onc
                 headers=headers_for("plain_shout", origin="http://attacker.example"),
             )
     finally:
-        for process, _ in started:
+        for process, _, _ in started:
             process.send_signal(signal.SIGTERM)
-        errors = [process.communicate(timeout=30)[1].decode() for process, _ in started]
+        errors = [process.communicate(timeout=30)[1].decode() for process, _, _ in started]
 
     assert held.structured_content is not None
     assert held.structured_content["status"] == "pending_approval"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client
+from support.http_recorder import start_http_recorder
 from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
@@ -32,15 +33,7 @@ async def test_an_agent_over_http_reaches_the_downstream_tools_and_sigterm_close
     (tmp_path / "recorder.toml").write_text(
         f"[servers.plain]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(PLAIN))}]\n"
     )
-    port = free_port()
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"]
-    process = subprocess.Popen(
-        [*command, "--transport", "http", "--port", str(port)],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process, port = start_http_recorder("recorder.toml", tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         wait_listening(port, process, "the Recorder")

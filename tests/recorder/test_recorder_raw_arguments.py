@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from support.ports import free_port, wait_listening
+from support.http_recorder import start_http_recorder
+from support.ports import wait_listening
 
 from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.record import RunStore, verify_record
@@ -187,15 +188,7 @@ async def test_lone_surrogates_posted_over_http_are_journaled_refused_and_never_
     tmp_path: Path,
 ) -> None:
     write_config(tmp_path)
-    port = free_port()
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"]
-    process = subprocess.Popen(
-        [*command, "--transport", "http", "--port", str(port)],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process, port = start_http_recorder("recorder.toml", tmp_path)
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         wait_listening(port, process, "the Recorder")

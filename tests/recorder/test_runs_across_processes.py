@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
-from support.ports import free_port, wait_listening
+from support.http_recorder import start_http_recorder
+from support.ports import wait_listening
 
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.record import RunStore
@@ -130,15 +130,7 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
     tmp_path: Path,
 ) -> None:
     config = configure(tmp_path, "max_wait_seconds = 60")
-    port = free_port()
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
-    process = subprocess.Popen(
-        [*command, "--transport", "http", "--port", str(port)],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process, port = start_http_recorder(config, tmp_path)
     events: list[str] = []
     waiting = anyio.Event()
 
