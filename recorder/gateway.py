@@ -100,8 +100,7 @@ class Recorder:
         self.forwards: dict[str, tuple[str, str]] = {}  # agent-facing name -> (server, tool)
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
-        self._decided: dict[tuple[str, str], Decision] = {}  # see _decide
-        self._decided_wire: dict[int, dict[str, Any]] = {}  # each of those decisions, as recorded
+        self._decided: dict[tuple[str, str], tuple[Decision, dict[str, Any]]] = {}  # see _decide
 
     async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools.
@@ -250,7 +249,7 @@ class Recorder:
             # A person approved it: its amount counts without another look at the caps.
             return await self._forward(run, downstream, facts, call, self.ledger.hold(facts))
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
-        decision, held = self._decide(facts)
+        decision, held, recorded = self._decide(facts)
         snapshot = None
         compensation = self._compensation(downstream, tool)
         if compensation is not None and decision.action == "allow":
@@ -258,8 +257,8 @@ class Recorder:
                 snapshot = await take_snapshot(compensation, arguments, downstream.call)
             except HostReadFailed as error:
                 self.ledger.settle(held, moved=False)
-                decision, held = snapshot_asks(decision, error), None
-        call = {**call, "decision": self._decided_wire.get(id(decision)) or decision.wire()}
+                decision, held, recorded = snapshot_asks(decision, error), None, None
+        call = {**call, "decision": recorded or decision.wire()}
         if decision.action != "allow":
             autonomy = self.policy.autonomy
             within = autonomy.decide_within_seconds
@@ -458,17 +457,18 @@ class Recorder:
         links.add(entry.id, body)
         return entry
 
-    def _decide(self, facts: CallFacts) -> tuple[Decision, Hold | None]:
-        """The ledger's decision (and hold) for the call; the same one for every call of a tool whose
-        decision nothing in the call can change (``same_for_every_call``), decided once."""
+    def _decide(self, facts: CallFacts) -> tuple[Decision, Hold | None, dict[str, Any] | None]:
+        """The ledger's decision (and hold) for the call, and the decision as recorded if it was made
+        once: the same for every call of a tool whose decision nothing in the call can change
+        (``same_for_every_call``). Entries share that recorded form; nothing changes it."""
         if not same_for_every_call(self.policy, facts):
-            return self.ledger.decide(self.policy, facts)
-        decision = self._decided.get((facts.server, facts.tool))
-        if decision is None:
+            decision, held = self.ledger.decide(self.policy, facts)
+            return decision, held, None
+        decided = self._decided.get((facts.server, facts.tool))
+        if decided is None:
             decision, _ = self.ledger.decide(self.policy, facts)  # no amount: nothing held
-            self._decided[facts.server, facts.tool] = decision
-            self._decided_wire[id(decision)] = decision.wire()  # never changed: entries share it
-        return decision, None
+            decided = self._decided[facts.server, facts.tool] = (decision, decision.wire())
+        return decided[0], None, decided[1]
 
     def _compensation(self, downstream: Downstream, tool: str) -> Compensation | None:
         """How the host undoes ``tool`` (host_undo.py); never for a journal-aware server, which
