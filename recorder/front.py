@@ -189,7 +189,8 @@ class _Lines(asyncio.Protocol):
 
     def __init__(self, take: Callable[[bytes], Any]) -> None:
         self.take = take
-        self.pending = b""
+        self.pending: list[bytes] = []  # the pieces of a line not yet ended
+        self.pending_size = 0
         self.library: deque[Any] = deque()
         self.more = asyncio.Event()
         self.ended = False
@@ -202,19 +203,28 @@ class _Lines(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.ended:
             return
-        lines = (self.pending + data).split(b"\n") if self.pending else data.split(b"\n")
-        self.pending = lines.pop()
+        if b"\n" not in data:  # a long line arriving in pieces: kept, joined once it is whole
+            self.pending.append(data)
+            self.pending_size += len(data)
+            if self.pending_size >= LINE_LIMIT:
+                self._end()
+            return
+        lines = data.split(b"\n")
+        if self.pending:
+            lines[0] = b"".join([*self.pending, lines[0]])
+        last = lines.pop()
+        self.pending, self.pending_size = ([last], len(last)) if last else ([], 0)
         for line in lines:
             if len(line) >= LINE_LIMIT:
                 self._end()
                 return
             self._line(line + b"\n")
-        if len(self.pending) >= LINE_LIMIT:
+        if self.pending_size >= LINE_LIMIT:
             self._end()
 
     def eof_received(self) -> bool:
         if not self.ended and self.pending:
-            self._line(self.pending)
+            self._line(b"".join(self.pending))
         self._end()
         return False
 
@@ -235,7 +245,7 @@ class _Lines(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def _end(self) -> None:
-        self.ended, self.pending = True, b""
+        self.ended, self.pending, self.pending_size = True, [], 0
         self.more.set()
 
     def resume_if_drained(self, transport: Any) -> None:

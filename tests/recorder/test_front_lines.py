@@ -94,3 +94,30 @@ async def test_a_line_whose_handling_fails_is_lost_alone_and_the_lines_after_it_
         agent.close()
         await until_ended(lines)
     assert taken == [b'{"a":1}\n', b'{"c":3}\n']
+
+
+class _Transport:
+    def pause_reading(self) -> None: ...
+
+
+def test_a_line_arriving_in_many_pieces_without_a_newline_is_taken_whole_once_it_ends() -> None:
+    taken: list[bytes] = []
+    lines = _Lines(lambda line: taken.append(line))
+    lines.connection_made(_Transport())
+    for piece in (b'{"text":"', b"a" * 1000, b"b" * 1000, b'"}'):
+        lines.data_received(piece)
+    assert taken == []
+    lines.data_received(b'\n{"next":')
+    lines.eof_received()
+    assert taken == [b'{"text":"' + b"a" * 1000 + b"b" * 1000 + b'"}\n', b'{"next":']
+
+
+def test_a_line_growing_past_the_limit_in_pieces_ends_the_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(front, "LINE_LIMIT", 64)
+    taken: list[bytes] = []
+    lines = _Lines(lambda line: taken.append(line))
+    lines.connection_made(_Transport())
+    for piece in (b'{"first":1}\n', b"x" * 40, b"x" * 40, b'\n{"after":2}\n'):
+        lines.data_received(piece)
+    assert taken == [b'{"first":1}\n']
+    assert lines.ended
