@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal, TypeVar, get_type_hints
+from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel
 
@@ -94,8 +94,10 @@ def spec_of(function: Callable[..., Any]) -> AnySpec | None:
 
 
 def undoable(
+    function: Callable[..., Any] | None = None,
+    /,
     *,
-    window: str | int | timedelta,
+    window: str | int | timedelta | None = None,
     via: Via = "api",
     side_effects: Iterable[str] = (),
     cost: Money | Mapping[str, str] | None = None,
@@ -111,6 +113,11 @@ def undoable(
         @undoable(window="P7D")
         def update_deal(deal_id: str, stage: str, tx: Tx) -> Effect: ...
     """
+    if function is not None or window is None:
+        target = f" above {_name(function)}" if function is not None else ""
+        raise DeclarationError(
+            f'@undoable needs the window its undo stays possible: write @undoable(window="P7D"){target}'
+        )
     try:
         parsed = parse_window(window)
     except ValueError as error:
@@ -137,8 +144,10 @@ def undoable(
 
 
 def irreversible(
+    function: Callable[..., Any] | None = None,
+    /,
     *,
-    reason: str,
+    reason: str | None = None,
     remedy: str | None = None,
     charges: bool = False,
     read: bool = False,
@@ -152,11 +161,13 @@ def irreversible(
     ``via="ui"`` says the tool acts through an app's user interface, which the policy may gate
     (protocol.md §6, §7) whether or not the action can be undone.
     """
-    if not isinstance(reason, str) or not reason.strip():
+    if function is not None or not isinstance(reason, str) or not reason.strip():
+        target = f" above {_name(function)}" if function is not None else ""
         raise DeclarationError(
             "@irreversible needs a reason a person can read, "
-            'e.g. @irreversible(reason="delivered to external recipients")'
+            f'e.g. @irreversible(reason="delivered to external recipients"){target}'
         )
+    said: str = reason
 
     def attach(function: F) -> F:
         spec = OperationSpec(
@@ -165,7 +176,7 @@ def irreversible(
             kind="none",
             read=read,
             via=via,
-            reason=reason,
+            reason=said,
             remedy=remedy,
             charges=charges,
             open_world=open_world,
@@ -176,8 +187,19 @@ def irreversible(
     return attach
 
 
-def read_only(*, name: str | None = None, open_world: bool = False) -> Callable[[F], F]:
-    """Declare a tool that only reads and changes nothing."""
+@overload
+def read_only(function: F, /) -> F: ...
+
+
+@overload
+def read_only(*, name: str | None = None, open_world: bool = False) -> Callable[[F], F]: ...
+
+
+def read_only(
+    function: F | None = None, /, *, name: str | None = None, open_world: bool = False
+) -> F | Callable[[F], F]:
+    """Declare a tool that only reads and changes nothing; ``@read_only`` and ``@read_only()`` alike
+    (as FastMCP's ``@tool``)."""
 
     def attach(function: F) -> F:
         spec = OperationSpec(
@@ -191,7 +213,7 @@ def read_only(*, name: str | None = None, open_world: bool = False) -> Callable[
         )
         return _attach(function, spec, "@read_only")
 
-    return attach
+    return attach if function is None else attach(function)
 
 
 def compensates(operation: Callable[..., Any], *, state: Callable[..., Any]) -> Callable[[F], F]:

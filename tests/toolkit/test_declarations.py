@@ -224,3 +224,34 @@ def test_a_journal_registers_its_tools_once(tmp_path: Any) -> None:
 
     with pytest.raises(DeclarationError, match="register\\(\\) was already called"):
         journal.register(FastMCP("x"), peek)
+
+
+def test_read_only_works_bare_and_called_as_fastmcp_tool_does() -> None:
+    @read_only
+    def bare(deal_id: str) -> str:
+        return deal_id
+
+    @read_only()
+    def called(deal_id: str) -> str:
+        return deal_id
+
+    for function in (bare, called):
+        spec = spec_of(function)
+        assert isinstance(spec, OperationSpec)
+        assert spec.read
+        assert spec.kind is None
+    assert bare("D-1") == "D-1"
+
+
+def test_bare_undoable_and_irreversible_are_refused_with_what_to_write() -> None:
+    def update_deal() -> None: ...
+
+    with pytest.raises(DeclarationError, match=r'@undoable\(window="P7D"\) above update_deal'):
+        undoable(update_deal)
+    with pytest.raises(DeclarationError, match=r"@undoable\(window="):
+        undoable()
+    with pytest.raises(DeclarationError, match=r"@irreversible\(reason=.*above update_deal"):
+        irreversible(update_deal)
+    with pytest.raises(DeclarationError, match="reason"):
+        irreversible()
+    assert spec_of(update_deal) is None
