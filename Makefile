@@ -15,9 +15,13 @@ setup: $(STAMP) $(THIRD) postgresql
 # Everything (toolkit, every extra, dev tools) exactly as locked; a download whose hash differs fails.
 # The wheels are kept in $(WHEELS), from which tests/test_toolkit_only_install.py installs offline.
 $(STAMP): requirements.lock pyproject.toml
+	@echo "setup 1/4: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "setup 2/4: downloading the locked packages, hashes checked (about a minute on a fresh machine)"
 	$(PY) -m pip download --quiet --require-hashes --dest $(WHEELS) -r requirements.lock
+	@echo "setup 3/4: installing them"
 	$(PY) -m pip install --quiet --require-hashes --no-index --find-links $(WHEELS) -r requirements.lock
+	@echo "setup 4/4: installing hatp-journal itself (editable)"
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

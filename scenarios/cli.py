@@ -1,6 +1,6 @@
 """``hatp-demo``: run the project's stories against the real demo servers.
 
-    hatp-demo d881 [--eve [--override]] [--browser] [--workdir DIR]
+    hatp-demo d881 [--eve [--override]] [--browser [--host H] [--port P]] [--workdir DIR]
     hatp-demo friday [--workdir DIR]
 
 Exits 0 when the story ran to its end; otherwise prints one line on stderr and exits 1.
@@ -29,14 +29,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "friday":
             with tempfile.TemporaryDirectory(prefix="hatp-friday-") as scratch:
                 asyncio.run(friday.run(args.workdir or Path(scratch) / "friday"))
-        elif args.workdir is not None:
-            asyncio.run(d881.run(args.workdir, eve=args.eve, override=args.override, browser=args.browser))
         else:
-            with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
-                workdir = Path(scratch) / "d881"
-                asyncio.run(
-                    d881.run(workdir, eve=args.eve, override=args.override, browser=args.browser, kept=False)
-                )
+            story = {"eve": args.eve, "override": args.override, "browser": args.browser}
+            served = {"host": args.host, "port": args.port}
+            if args.workdir is not None:
+                asyncio.run(d881.run(args.workdir, **story, **served))
+            else:
+                with tempfile.TemporaryDirectory(prefix="hatp-d881-") as scratch:
+                    asyncio.run(d881.run(Path(scratch) / "d881", **story, **served, kept=False))
     except Exception as error:  # noqa: BLE001 -- any failure of the story: one clear line, exit 1
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"hatp-demo {args.command}: {message}", file=sys.stderr)
@@ -56,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
         "--browser",
         action="store_true",
         help="serve the approver's pages, print Lee's sign-in link, and wait for the decision made there",
+    )
+    story.add_argument(
+        "--host", default="127.0.0.1", help="with --browser: the address the pages are served on (127.0.0.1)"
+    )
+    story.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="with --browser: the port the pages are served on (0: any free one)",
     )
     story.add_argument(
         "--workdir",

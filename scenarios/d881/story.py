@@ -102,19 +102,28 @@ async def run(
     wait_seconds: float = 600.0,
     kept: bool = True,
     in_process: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 0,
 ) -> Told:
     """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
     ``kept`` is False when ``workdir`` is removed afterwards (then no path in it is printed);
-    ``in_process`` runs the mail sink and the people's commands here (see :mod:`.world`)."""
+    ``in_process`` runs the mail sink and the people's commands here (see :mod:`.world`);
+    ``host``/``port``: where the approver's pages are served with ``browser`` (0: any free port)."""
+    # Absolute at once: the Recorder and the people's commands run in the work folder itself,
+    # so a relative path would mean another folder to each of them.
+    workdir = workdir.resolve()
     if workdir.exists() and any(workdir.iterdir()):
-        raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
+        raise ScenarioError(
+            f"{workdir} is not empty (an earlier run's stores and mail?): "
+            "remove it or pass an empty --workdir"
+        )
     if override and not eve:
         raise ScenarioError("--override only makes sense with --eve (there is nothing to override otherwise)")
     workdir.mkdir(parents=True, exist_ok=True)
     sink = start_mail_sink(workdir / "mail", in_process=in_process)
     try:
         world = build_world(workdir, sink.port, kept=kept, in_process=in_process)
-        decide = _on_the_page(world, wait_seconds) if browser else None
+        decide = _on_the_page(world, wait_seconds, host, port) if browser else None
         return await _play(world, out or sys.stdout, eve=eve, override=override, decide=decide)
     finally:
         sink.stop()
@@ -155,6 +164,7 @@ async def _play(world: World, out: TextIO, *, eve: bool, override: bool, decide:
         say("  deal D-881: Won → Negotiation (by eve@acme.com)")
 
     section("Dana asks to undo the run from step 1; the Recorder checks each step and plans")
+    say("  (the Recorder starts the three servers and asks each to check its step: 10-30 s on 2 cores)")
     planned = world.command(*config, "plan", run_id, "--from", "1", "--by", DANA)
     plan_text, _, waiting = planned.rstrip("\n").partition("\n\nPlan ")
     say(plan_text)
@@ -215,7 +225,7 @@ def _summary(meta: dict[str, Any] | None) -> str:
     return f"{effect.get('summary', '')}   ({until})"
 
 
-def _on_the_page(world: World, wait_seconds: float) -> Decide:
+def _on_the_page(world: World, wait_seconds: float, host: str, port: int) -> Decide:
     """Serve the approver, print Lee's sign-in link and the plan's page, and wait for the decision."""
 
     def decide(plan_ref: str, say: Callable[[str], None]) -> str:
@@ -223,7 +233,7 @@ def _on_the_page(world: World, wait_seconds: float) -> Decide:
             config.write('\n[web]\nkeys = "."\n')  # the demo's keys lie beside recorder.toml
         approver = WebApprover(load_config(world.config))
         try:
-            with serving(approver.app) as url:
+            with serving(approver.app, host, port) as url:
                 approver.config.web.base_url = url
                 say(f"  Sign in as Lee: {approver.link(LEE)}")
                 say(f"  then open the plan: {url}/plans/{plan_ref}")

@@ -61,8 +61,12 @@ class Told:
 async def run(workdir: Path, out: TextIO | None = None, *, in_process: bool = False) -> Told:
     """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
     ``in_process`` runs the mail sink and the people's commands here (see :mod:`..d881.world`)."""
+    workdir = workdir.resolve()  # the servers and commands run in it: a relative path would move
     if workdir.exists() and any(workdir.iterdir()):
-        raise ScenarioError(f"{workdir} is not empty; pass an empty --workdir")
+        raise ScenarioError(
+            f"{workdir} is not empty (an earlier run's stores and mail?): "
+            "remove it or pass an empty --workdir"
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     sink = start_mail_sink(workdir / "mail", in_process=in_process)
     try:

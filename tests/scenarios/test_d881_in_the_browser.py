@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import socket
 import threading
 from pathlib import Path
 
@@ -21,6 +22,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # The README's screenshot, rewritten only when asked (`make screenshots`): test runs leave the tree clean.
 README_SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "reversal-plan.png"
 WAIT_SECONDS = 120
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class Lines:
@@ -53,11 +60,17 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
 ) -> None:
     out = Lines()
     told: list[Told] = []
+    port = free_port()
     story = threading.Thread(
         target=lambda: told.append(
             anyio.run(
                 lambda: d881.run(
-                    tmp_path / "d881", out, browser=True, wait_seconds=WAIT_SECONDS, in_process=True
+                    tmp_path / "d881",
+                    out,
+                    browser=True,
+                    wait_seconds=WAIT_SECONDS,
+                    in_process=True,
+                    port=port,
                 )
             )
         ),
@@ -66,6 +79,7 @@ def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(
     story.start()
     link = out.until(r"Sign in as Lee: (\S+)")
     plan = out.until(r"then open the plan: (\S+)")
+    assert plan.startswith(f"http://127.0.0.1:{port}/")  # --port: served where it was asked to be
     browser_page.set_default_timeout(WAIT_SECONDS * 1000)
 
     browser_page.goto(link)

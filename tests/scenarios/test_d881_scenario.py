@@ -38,25 +38,27 @@ def kickoff_day(today: date) -> str:
 
 
 def test_the_d881_story_prints_the_spec_plan_and_takes_back_the_deal_and_the_meeting(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     today = utc_now().date()
-    out = play(tmp_path, capsys)
+    monkeypatch.chdir(tmp_path)  # `hatp-demo d881 --workdir out`: a folder relative to where it is run
+    out = play(Path("out"), capsys)
+    workdir = tmp_path / "out"
 
     assert spec_plan(kickoff_day(today)) in out or spec_plan(kickoff_day(utc_now().date())) in out, out
     assert d881_story.kickoff(today).date() > today  # the kickoff is booked after the day of the run
     assert re.findall(r"^== (\d+)\. ", out, flags=re.MULTILINE) == ["1", "2", "3", "4"]
     assert "Starting MCP server" not in out
     assert "`verify` checks" in out  # the signed head's line is explained
-    assert deal_stage(tmp_path) == "Proposal"
-    delivered = read_maildir(tmp_path / "mail")
+    assert deal_stage(workdir) == "Proposal"
+    delivered = read_maildir(workdir / "mail")
     assert_one_cancel_per_attendee(delivered)
     [welcome] = [m for m in delivered if m.calendar_method is None]
     assert welcome.envelope_to == ("buyer@globex.com",)
-    assert reversal_of(tmp_path) == {"step 3": "notReversible", "step 2": "reversed", "step 1": "reversed"}
+    assert reversal_of(workdir) == {"step 3": "notReversible", "step 2": "reversed", "step 1": "reversed"}
     assert "suggested remedy: send a correction email (not performed)" in out
     assert "verify says ok" in out
-    calendar = create_store_engine(tmp_path / "calendar.db")
+    calendar = create_store_engine(workdir / "calendar.db")
     try:
         with Session(calendar) as session:
             assert [event.status for event in all_events(session)] == ["CANCELLED"]
