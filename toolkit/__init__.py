@@ -31,7 +31,14 @@ if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Invocation, Journal
     from hatp_journal.toolkit.samples import outside_edit_for, sample_for
     from hatp_journal.toolkit.signing import SigningKey, VerifyKey, verify_answer, verify_call
-    from hatp_journal.toolkit.spec import compensates, irreversible, previews, read_only, undoable
+    from hatp_journal.toolkit.spec import (
+        after_commit_action,
+        compensates,
+        irreversible,
+        previews,
+        read_only,
+        undoable,
+    )
     from hatp_journal.toolkit.store import create_store_engine
     from hatp_journal.toolkit.versions import Revision, Versioned, field_changes, next_revision, summarize
     from hatp_journal.toolkit.wire import (
@@ -74,7 +81,14 @@ else:  # imported on first use, so that a command's --help stays quick (toolkit/
             "hatp_journal.toolkit.journal": ["Invocation", "Journal"],
             "hatp_journal.toolkit.samples": ["outside_edit_for", "sample_for"],
             "hatp_journal.toolkit.signing": ["SigningKey", "VerifyKey", "verify_answer", "verify_call"],
-            "hatp_journal.toolkit.spec": ["compensates", "irreversible", "previews", "read_only", "undoable"],
+            "hatp_journal.toolkit.spec": [
+                "after_commit_action",
+                "compensates",
+                "irreversible",
+                "previews",
+                "read_only",
+                "undoable",
+            ],
             "hatp_journal.toolkit.store": ["create_store_engine"],
             "hatp_journal.toolkit.versions": [
                 "Revision",
@@ -132,6 +146,7 @@ __all__ = [
     "Use",
     "VerifyKey",
     "Versioned",
+    "after_commit_action",
     "canonical_bytes",
     "compensates",
     "content_etag",

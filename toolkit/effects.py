@@ -16,8 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from hatp_journal.toolkit.errors import JournalError
+from hatp_journal.toolkit.after_commit import ActionSpec, log_failed_closure, new_row
+from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.errors import DeclarationError, JournalError
 from hatp_journal.toolkit.wire import EffectChange, Money, Override, Use
+
+SPEC_ATTR = "__hatp_journal__"
+"""Where a decorator keeps the declaration it attached to a function."""
 
 
 @dataclass
@@ -38,9 +43,35 @@ class Tx:
     override: Override | None = None
     _after_commit: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _after_rollback: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    recorded_actions: list[str] = field(default_factory=list, repr=False)
+    """Ids of the durable after-commit actions this transaction recorded (run by the journal)."""
 
-    def after_commit(self, action: Callable[[], None]) -> None:
-        """Run ``action`` once the transaction has committed (never if it rolls back)."""
+    def after_commit(
+        self, action: Callable[..., None], data: BaseModel | Mapping[str, Any] | None = None
+    ) -> None:
+        """Run ``action`` once the transaction has committed (never if it rolls back).
+
+        An action decorated :func:`~hatp_journal.toolkit.after_commit_action` is recorded in this
+        transaction with ``data`` (plain data: a pydantic model or a JSON mapping, never a row of
+        the session) and called with it after the commit, retried with backoff until it succeeds
+        or a person drops it (:mod:`hatp_journal.toolkit.after_commit`). A plain callable runs
+        once, after the commit in this process; if it raises, the error is logged and lost.
+        """
+        spec = getattr(action, SPEC_ATTR, None)
+        if isinstance(spec, ActionSpec):
+            if data is None:
+                raise DeclarationError(
+                    f"tx.after_commit({spec.name}, data): a recorded action needs the plain data it runs with"
+                )
+            row = new_row(spec, data, server=self.server, tool=self.tool, now=wire_time(self.now))
+            self.session.add(row)
+            self.recorded_actions.append(row.id)
+            return
+        if data is not None:
+            raise DeclarationError(
+                f"tx.after_commit({getattr(action, '__name__', action)!r}, data): decorate the action with "
+                "@after_commit_action to have it recorded and retried with its data"
+            )
         self._after_commit.append(action)
 
     def after_rollback(self, action: Callable[[], None]) -> None:
@@ -54,21 +85,25 @@ class Tx:
         Returns the errors of the actions that raised.
         """
         actions, self._after_commit, self._after_rollback = self._after_commit, [], []
-        return _run_all(actions)
+        errors = _run_all(actions)
+        for action, error in errors:
+            log_failed_closure(self.server, self.tool, action, error)
+        return [error for _, error in errors]
 
     def run_after_rollback(self) -> list[str]:
         """The work was dropped: run the ``after_rollback`` actions in order and forget the others."""
         actions, self._after_commit, self._after_rollback = self._after_rollback, [], []
-        return _run_all(actions)
+        self.recorded_actions = []  # rolled back with the transaction: nothing to run
+        return [error for _, error in _run_all(actions)]
 
 
-def _run_all(actions: list[Callable[[], None]]) -> list[str]:
-    errors: list[str] = []
+def _run_all(actions: list[Callable[[], None]]) -> list[tuple[Callable[[], None], str]]:
+    errors: list[tuple[Callable[[], None], str]] = []
     for action in actions:
         try:
             action()
         except Exception as error:  # noqa: BLE001 - author code; the commit or rollback already stands
-            errors.append(f"{type(error).__name__}: {error}")
+            errors.append((action, f"{type(error).__name__}: {error}"))
     return errors
 
 

@@ -19,6 +19,7 @@ from pydantic_core import to_jsonable_python
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from hatp_journal.toolkit.after_commit import ActionRunner, ActionSpec
 from hatp_journal.toolkit.arguments import arguments_model, validate_arguments
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now, wire_time
@@ -95,6 +96,7 @@ class Journal:
         self._argument_models: dict[str, type[BaseModel]] = {}
         self._undo = UndoEngine(self)
         self._published = False
+        self._actions = ActionRunner(self.engine, server, self.now)
 
     # -- registration -------------------------------------------------------
 
@@ -107,7 +109,7 @@ class Journal:
                 raise DeclarationError(
                     f"{getattr(function, '__name__', function)!r} has no journal declaration; "
                     "decorate it with @undoable, @irreversible, @read_only, @compensates, @previews, "
-                    "@sample_for or @outside_edit_for"
+                    "@sample_for, @outside_edit_for or @after_commit_action"
                 )
             if isinstance(spec, OperationSpec):
                 if spec.name in self.operations:
@@ -121,6 +123,12 @@ class Journal:
                 self._add_companion(spec)
             elif isinstance(spec, SampleSpec | OutsideEditSpec):
                 self._add_testing_hook(spec)
+            elif isinstance(spec, ActionSpec):
+                if spec.name in self._actions.actions:
+                    raise DeclarationError(
+                        f"two after-commit actions are named {spec.name!r}; pass name=... to one"
+                    )
+                self._actions.actions[spec.name] = spec
         for operation in operations:
             if operation.kind == "compensate" and operation.name not in self.compensations:
                 raise DeclarationError(
@@ -235,10 +243,21 @@ class Journal:
                 session.rollback()
                 tx.run_after_rollback()
                 raise
-        tx.run_after_commit()
+        self.after_commit(tx)
         receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))
         result = returned.result if isinstance(returned, Effect) else returned
         return Invocation(result, journal.model_copy(update={"receipt": receipt}))
+
+    def after_commit(self, tx: Tx) -> None:
+        """``tx`` committed: run its after-commit work, then any earlier action whose retry is due."""
+        tx.run_after_commit()
+        self._actions.run(tx.recorded_actions)
+        self._actions.retry_due()
+
+    def retry_pending(self) -> int:
+        """Try again every recorded after-commit action whose retry is due (e.g. when the server
+        starts); returns how many were tried. Failures are logged and kept, never raised."""
+        return self._actions.retry_due()
 
     def preview(self, tool: str, arguments: Mapping[str, Any] | None) -> EffectInfo:
         """Dry-run a tool through its registered preview; nothing is committed."""

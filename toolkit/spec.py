@@ -15,14 +15,13 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel
 
+from hatp_journal.toolkit.after_commit import ActionSpec
 from hatp_journal.toolkit.durations import parse_window
-from hatp_journal.toolkit.effects import Tx
+from hatp_journal.toolkit.effects import SPEC_ATTR, Tx
 from hatp_journal.toolkit.errors import DeclarationError
 from hatp_journal.toolkit.wire import Money, Via
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-SPEC_ATTR = "__hatp_journal__"
 
 
 @dataclass(frozen=True)
@@ -83,13 +82,13 @@ class OutsideEditSpec:
     tx_param: str | None
 
 
-AnySpec = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec
+AnySpec = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec | ActionSpec
 
 
 def spec_of(function: Callable[..., Any]) -> AnySpec | None:
     """The spec a decorator attached to ``function``, if any."""
     found = getattr(function, SPEC_ATTR, None)
-    kinds = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec
+    kinds = OperationSpec | CompensationSpec | PreviewSpec | SampleSpec | OutsideEditSpec | ActionSpec
     return found if isinstance(found, kinds) else None
 
 
@@ -216,6 +215,33 @@ def read_only(
     return attach if function is None else attach(function)
 
 
+@overload
+def after_commit_action(function: F, /) -> F: ...
+
+
+@overload
+def after_commit_action(*, name: str | None = None) -> Callable[[F], F]: ...
+
+
+def after_commit_action(function: F | None = None, /, *, name: str | None = None) -> F | Callable[[F], F]:
+    """Declare work that runs after a call's commit and must not be lost (e.g. a mail).
+
+    ``tx.after_commit(action, data)`` then records it in the call's transaction; it is called as
+    ``action(data)`` after the commit and retried with backoff until it succeeds or a person
+    drops it. ``data`` reaches it as the pydantic model its parameter names, or as a dict.
+    ``name`` (default: the function's name) is what the store keeps: keep it stable.
+    """
+
+    def attach(action: F) -> F:
+        _check_arity(action, 1, f"after-commit action {_name(action)}", "def action(data: MyData) -> None")
+        hint = _hints(action).get(next(iter(inspect.signature(action).parameters)))
+        data_type = hint if isinstance(hint, type) and issubclass(hint, BaseModel) else None
+        spec = ActionSpec(name or action.__name__, action, data_type)
+        return _attach(action, spec, "@after_commit_action")
+
+    return attach if function is None else attach(function)
+
+
 def compensates(operation: Callable[..., Any], *, state: Callable[..., Any]) -> Callable[[F], F]:
     """Register the decorated function as the undo of ``operation``.
 
@@ -304,6 +330,8 @@ def _decorator_of(spec: AnySpec) -> str:
         return "@sample_for"
     if isinstance(spec, OutsideEditSpec):
         return "@outside_edit_for"
+    if isinstance(spec, ActionSpec):
+        return "@after_commit_action"
     if spec.read and spec.kind is None:
         return "@read_only"
     return "@undoable" if spec.kind == "compensate" else "@irreversible"

@@ -9,16 +9,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event, make_url
+from sqlalchemy import Connection, Engine, event, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
 
+from hatp_journal.toolkit.after_commit import PendingAction
 from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.extras import install_hint, missing_extra
 from hatp_journal.toolkit.signing import token_digest
-from hatp_journal.toolkit.store_schema import ensure_schema
+from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
 
 class UndoRecord(SQLModel, table=True):
@@ -70,8 +71,16 @@ def hash_token(token: str) -> str:
     return token_digest(token)
 
 
-UNDO_SCHEMA = 1
-"""The version of the undo store's tables (``hatp_schema`` part ``undo``)."""
+UNDO_SCHEMA = 2
+"""The version of the undo store's tables (``hatp_schema`` part ``undo``); 2 added the recorded
+after-commit actions (``hatp_after_commit``)."""
+
+
+def _add_after_commit_table(connection: Connection) -> None:
+    PendingAction.__table__.create(connection, checkfirst=True)  # type: ignore[attr-defined]
+
+
+MIGRATIONS[("undo", 1)] = _add_after_commit_table
 
 _POOL_OPTIONS = ("pool_size", "max_overflow")
 """Engine options a store URL may carry in its query string (taken out before the driver sees it)."""

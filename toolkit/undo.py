@@ -126,7 +126,7 @@ class UndoEngine:
                     done_tx.run_after_rollback()
                 raise
         if done_tx is not None:
-            done_tx.run_after_commit()
+            self.journal.after_commit(done_tx)
         return answer
 
     def _attempt(
