@@ -155,8 +155,10 @@ def undo_label(summary: str, changes: Sequence[EffectChange] | None = None) -> s
 
     With ``effect.changes`` every field is turned round: ``Item X available: 10 → 6; reserved:
     0 → 4`` becomes ``Item X available: 6 → 10; reserved: 4 → 0``. Without them only a summary
-    with a single change can be turned round (``A → B`` becomes ``B → A``); ``Create X`` becomes
-    ``Cancel X``; anything else, several changes included, reads ``Undo: <summary>``.
+    with a single change can be turned round (``A → B`` becomes ``B → A``); a summary that starts
+    with one of :data:`UNDO_VERBS` takes its opposite (``Create X`` becomes ``Cancel X``, ``Add X``
+    ``Remove X``, ``Delete X`` ``Restore X``); anything else, several changes included, reads
+    ``Undo: <summary>``.
     """
     if changes:
         return _undo_of_changes(summary, changes)
@@ -164,9 +166,22 @@ def undo_label(summary: str, changes: Sequence[EffectChange] | None = None) -> s
         head, _, tail = summary.partition(" → ")
         prefix, colon, old = head.rpartition(": ")
         return f"{prefix}: {tail} → {old}" if colon else f"{tail} → {head}"
-    if summary.startswith("Create "):
-        return "Cancel " + summary.removeprefix("Create ")
+    for verb, opposite in UNDO_VERBS.items():
+        if summary.startswith(verb + " "):
+            return opposite + summary.removeprefix(verb)
     return f"Undo: {summary}"
+
+
+UNDO_VERBS = {
+    "Create": "Cancel",  # a booking, an order, an invitation: what people call taking it back
+    "Book": "Cancel",
+    "Add": "Remove",  # a record that is simply gone again
+    "Insert": "Remove",
+    "Delete": "Restore",
+    "Remove": "Restore",
+    "Archive": "Unarchive",
+}
+"""The first word of a summary, and the word that says undoing it (docs/binding.md)."""
 
 
 def _undo_of_changes(summary: str, changes: Sequence[EffectChange]) -> str:

@@ -21,6 +21,10 @@ def test_undoing_a_change_swaps_its_sides_and_a_creation_becomes_a_cancellation(
     assert undo_label("Deal D-881 stage: Proposal → Won") == "Deal D-881 stage: Won → Proposal"
     assert undo_label('Create "Kickoff with Globex" on Nov 4') == 'Cancel "Kickoff with Globex" on Nov 4'
     assert undo_label("Publish a") == "Undo: Publish a"
+    assert undo_label("Add task 3") == "Remove task 3"
+    assert undo_label("Delete task 3") == "Restore task 3"
+    assert undo_label("Remove task 3 from the board") == "Restore task 3 from the board"
+    assert undo_label("Address book updated") == "Undo: Address book updated"  # a word, not a prefix
 
 
 def test_the_d881_plan_reads_exactly_as_spec_section_0() -> None:
