@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         undoable,
     )
     from hatp_journal.toolkit.store import create_store_engine
+    from hatp_journal.toolkit.tombstones import delete_versioned, restore_versioned, versioned_state
     from hatp_journal.toolkit.versions import Revision, Versioned, field_changes, next_revision, summarize
     from hatp_journal.toolkit.wire import (
         META_KEY,
@@ -90,6 +91,7 @@ else:  # imported on first use, so that a command's --help stays quick (toolkit/
                 "undoable",
             ],
             "hatp_journal.toolkit.store": ["create_store_engine"],
+            "hatp_journal.toolkit.tombstones": ["delete_versioned", "restore_versioned", "versioned_state"],
             "hatp_journal.toolkit.versions": [
                 "Revision",
                 "Versioned",
@@ -151,6 +153,7 @@ __all__ = [
     "compensates",
     "content_etag",
     "create_store_engine",
+    "delete_versioned",
     "field_changes",
     "format_window",
     "irreversible",
@@ -162,6 +165,7 @@ __all__ = [
     "read_only",
     "read_record",
     "record_fingerprint",
+    "restore_versioned",
     "sample_for",
     "sha256_digest",
     "summarize",
@@ -169,5 +173,6 @@ __all__ = [
     "utc_now",
     "verify_answer",
     "verify_call",
+    "versioned_state",
     "wire_time",
 ]

@@ -20,6 +20,7 @@ from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.extras import install_hint, missing_extra
 from hatp_journal.toolkit.signing import token_digest
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
+from hatp_journal.toolkit.tombstones import Tombstone
 
 
 class UndoRecord(SQLModel, table=True):
@@ -73,14 +74,15 @@ def hash_token(token: str) -> str:
 
 UNDO_SCHEMA = 2
 """The version of the undo store's tables (``hatp_schema`` part ``undo``); 2 added the recorded
-after-commit actions (``hatp_after_commit``)."""
+after-commit actions (``hatp_after_commit``) and the deleted rows' tombstones (``hatp_tombstone``)."""
 
 
-def _add_after_commit_table(connection: Connection) -> None:
-    PendingAction.__table__.create(connection, checkfirst=True)  # type: ignore[attr-defined]
+def _add_version_2_tables(connection: Connection) -> None:
+    for model in (PendingAction, Tombstone):
+        model.__table__.create(connection, checkfirst=True)  # type: ignore[union-attr]
 
 
-MIGRATIONS[("undo", 1)] = _add_after_commit_table
+MIGRATIONS[("undo", 1)] = _add_version_2_tables
 
 _POOL_OPTIONS = ("pool_size", "max_overflow")
 """Engine options a store URL may carry in its query string (taken out before the driver sees it)."""

@@ -61,6 +61,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "compensates",
             "content_etag",
             "create_store_engine",
+            "delete_versioned",
             "field_changes",
             "format_window",
             "irreversible",
@@ -72,6 +73,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "read_only",
             "read_record",
             "record_fingerprint",
+            "restore_versioned",
             "sample_for",
             "sha256_digest",
             "summarize",
@@ -79,6 +81,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "utc_now",
             "verify_answer",
             "verify_call",
+            "versioned_state",
             "wire_time",
         ]
     )
