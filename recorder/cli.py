@@ -22,6 +22,22 @@ def main(argv: list[str] | None = None) -> int:
         "--run-key",
         help="name the run: every process and connection with this key shares it (else $HATP_RUN_KEY)",
     )
+    install = commands.add_parser(
+        "install", help="print (or write into a host's file) the entry that starts this Recorder"
+    )
+    install.add_argument("client", choices=("claude-desktop", "cursor", "vscode", "claude-code"))
+    install.add_argument("--name", default="hatp", help="the server's name in the host (hatp)")
+    install.add_argument(
+        "--write",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="merge the entry into the host's file (its usual place, or FILE) instead of printing it",
+    )
+    install.add_argument("--force", action="store_true", help="with --write: replace a different entry")
+    install.add_argument(
+        "--run-key", help="every process the host starts for the entry continues this run ($HATP_RUN_KEY)"
+    )
     web = commands.add_parser("web", help="serve the approver's pages in a browser (127.0.0.1)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8766)
@@ -100,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         from hatp_journal.recorder.serve_start import serve as serve_command
 
         return serve_command(args)
+    if args.command == "install":  # the config alone: quick, and no MCP stack needed
+        from hatp_journal.recorder.install import install as install_command
+
+        return install_command(args)
     # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
     from hatp_journal.recorder.commands import run
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
 import tomllib
 from pathlib import Path
 
@@ -172,7 +175,7 @@ def load_config(path: Path) -> RecorderConfig:
         line = _line_of(text, location)
         where = f"{path}:{line}" if line else str(path)
         raise ConfigError(f"{where}: {'.'.join(location)}: {first['msg']}") from None
-    base = path.parent
+    base = path.resolve().parent  # never the working folder: hosts start the Recorder anywhere
     section = config.recorder
     section.store = _resolve(base, section.store)
     section.key = _resolve(base, section.key)
@@ -181,7 +184,61 @@ def load_config(path: Path) -> RecorderConfig:
         section.directory = _resolve(base, section.directory)
     config.web.keys = _resolve(base, config.web.keys)
     config.web.secret = _resolve(base, config.web.secret)
+    for server in config.servers.values():
+        if server.command is not None:
+            # A stdio server starts in the config's folder unless cwd says otherwise, so a relative
+            # --db in its args is the same file whichever folder the host started the Recorder in.
+            server.cwd = _resolve(base, server.cwd) if server.cwd else str(base)
+            server.command = resolve_command(base, server.command)
     return config
+
+
+def resolve_command(base: Path, command: str) -> str:
+    """A server's command as an absolute path where one can be found: a bare name beside the
+    Recorder's own Python first (the environment hatp-recorder was installed in), then on PATH; a
+    relative path from the config's folder. Unfound, it is kept as written (:func:`missing_commands`)."""
+    if Path(command).is_absolute():
+        return command
+    if "/" in command or "\\" in command:
+        return str((base / command).resolve())
+    beside = Path(sys.executable).parent / command
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(command)
+    return str(Path(found).resolve()) if found else command
+
+
+def missing_commands(config: RecorderConfig, path: Path) -> list[str]:
+    """One line per stdio server whose command can't be run (``path:line: servers.NAME.command: …``)."""
+    problems = []
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    for name, server in config.servers.items():
+        command = server.command
+        if command is None or Path(command).is_absolute():
+            continue  # found, or written absolute: starting it says what is wrong (DOWNSTREAM_FAILED)
+        line = _server_line(text, name)
+        where = f"{path}:{line}" if line else str(path)
+        problems.append(
+            f"{where}: servers.{name}.command: {command!r} is neither beside hatp-recorder "
+            f"({Path(sys.executable).parent}) nor on PATH ({os.environ.get('PATH', '')}); "
+            "give its absolute path (`hatp-recorder install` prints a config that works in any host)"
+        )
+    return problems
+
+
+def _server_line(text: str, name: str) -> int | None:
+    """The line of the ``command`` key inside ``[servers.NAME]``, else of that table's header."""
+    header = re.compile(rf"^\s*\[\s*servers\.{re.escape(name)}\s*\]")
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if header.search(line):
+            for offset, later in enumerate(lines[number:], start=number + 1):
+                if later.lstrip().startswith("["):
+                    break
+                if re.match(r"^\s*command\s*=", later):
+                    return offset
+            return number
+    return None
 
 
 def with_run_key(config: RecorderConfig, key: str | None) -> RecorderConfig:

@@ -16,7 +16,14 @@ from contextlib import AsyncExitStack
 import anyio
 
 from hatp_journal.recorder.boot import spawn_stdio_servers
-from hatp_journal.recorder.config import RUN_KEY_ENV, RecorderConfig, load_config, with_run_key
+from hatp_journal.recorder.config import (
+    RUN_KEY_ENV,
+    ConfigError,
+    RecorderConfig,
+    load_config,
+    missing_commands,
+    with_run_key,
+)
 from hatp_journal.toolkit.extras import require_extra
 
 
@@ -24,6 +31,9 @@ def serve(args: argparse.Namespace) -> int:
     """Run ``serve``; 2 for bad input (a config, policy, store or key, a tool server that won't do)."""
     try:
         config = load_config(args.config)
+        unfound = missing_commands(config, args.config)
+        if unfound:
+            raise ConfigError("\n".join(unfound))
         require_extra("serve")  # before any server is spawned, not once they run
         config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
         anyio.run(_spawn_then_serve, config, args)

@@ -183,7 +183,7 @@ def test_deciding_an_ask_that_does_not_exist_is_refused_and_records_nothing(
 
 DEEP = 100_000  # deeper than any parser can recurse
 
-CONFIG_SERVERS = b'[servers.crm]\ncommand = "hatp-crm"\n'
+CONFIG_SERVERS = b'[servers.crm]\ncommand = "/bin/true"\n'  # a server that starts and says nothing
 
 
 def told_error(capsys: pytest.CaptureFixture[str], path: Path, line: int | None) -> None:
