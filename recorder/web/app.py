@@ -63,6 +63,7 @@ from hatp_journal.recorder.web.views import (
     side_effects_of,
     status_words,
     time_left,
+    timeline,
     undo_steps,
 )
 from hatp_journal.toolkit.clock import utc_now
@@ -122,6 +123,7 @@ class WebApprover:
             Route("/runs", self._page(self._runs)),
             Route("/runs/{run}", self._page(self._review), methods=["GET"]),
             Route("/runs/{run}/plan", self._page(self._ask_for_plan), methods=["POST"]),
+            Route("/runs/{run}/timeline", self._page(self._timeline), methods=["GET"]),
         ]
         self.app = Starlette(routes=routes, lifespan=self._lifespan)
         self.undos = UndoRunner(config, clock)
@@ -465,6 +467,14 @@ class WebApprover:
             others=others,
             csrf=session.csrf,
             form=session.new_form(),
+        )
+
+    async def _timeline(self, request: Request) -> Response:
+        session = self._session(request)
+        run = self.store.run(request.path_params["run"])
+        steps = timeline(self.store.entries(run.id), self.clock())
+        return self._render(
+            request, "timeline.html", run=run, steps=steps, csrf=session.csrf, form=session.new_form()
         )
 
     async def _ask_for_plan(self, request: Request) -> Response:

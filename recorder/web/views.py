@@ -14,6 +14,7 @@ from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
     OutcomeAsSent,
+    ReversalBody,
     Unreadable,
     read_as,
     read_journal,
@@ -148,6 +149,95 @@ def review(entries: list[Entry], now: datetime) -> tuple[list[ReviewLine], list[
             others.append(replace(line, rclass=_class_of(step.entry)))
     windows.sort(key=lambda line: (line.undo_by or "9999", line.number))
     return windows, others
+
+
+CLASS_WORDS = {
+    "R0": "no effect",
+    "R1": "restorable",
+    "R2": "undone at a known cost, or noticed by others",
+    "R3": "hard to recover",
+    "R4": "cannot be undone",
+}
+"""A reversibility class in words (docs/policy.md has the rules that give each)."""
+
+
+@dataclass(frozen=True)
+class TimelineLine:
+    """One step of a run, in the order it happened, with where it stands now."""
+
+    number: int
+    entry: str
+    at: str
+    call: str
+    summary: str
+    rclass: str
+    class_words: str
+    undo_by: str | None
+    left: str
+    state: str  # open, expired, undone, conflicted, failed, not reversible, read, unresolved, …
+    can_plan: bool  # an undo from this step can be planned now (its window is open)
+
+
+def timeline(entries: list[Entry], now: datetime) -> list[TimelineLine]:
+    """Every step of a run in order: class, summary, undo deadline and state, as the record says now.
+
+    A step's state is what the latest Reversal Record said of it (undone, conflicted, failed…);
+    otherwise an undoable step is open until its window closes (then expired), and the rest say
+    what they are (not reversible, read, unresolved).
+    """
+    said = _last_reversal_status(entries)
+    lines = []
+    for step in steps_of(entries):
+        rclass = _class_of(step.entry)
+        left = time_left(step.undo_by, now) if step.kind == "compensate" else ""
+        status = said.get(step.id)
+        if status is not None:
+            state = TIMELINE_STATES.get(status, status)
+        elif step.kind == "compensate":
+            state = "expired" if left == "closed" else "open"
+        else:
+            state = TIMELINE_STATES.get(step.kind, step.kind)
+        lines.append(
+            TimelineLine(
+                number=step.number,
+                entry=step.id,
+                at=step.entry.time,
+                call=f"{step.server}.{step.tool}",
+                summary=step.summary,
+                rclass=rclass,
+                class_words=CLASS_WORDS.get(rclass, ""),
+                undo_by=step.undo_by if step.kind == "compensate" else None,
+                left=left,
+                state=state,
+                can_plan=state in ("open", "conflicted", "failed") and left not in ("closed", ""),
+            )
+        )
+    return lines
+
+
+TIMELINE_STATES = {
+    "reversed": "undone",
+    "conflict": "conflicted",
+    "notReversible": "not reversible",
+    "none": "not reversible",
+    "unknown": "not reversible",
+    "read": "read",
+    "no-effect": "changed nothing",
+    "unresolved": "unresolved",
+    "blocked": "kept: a later step relies on it",
+}
+"""What a Reversal Record's status or a step's kind reads as on the timeline."""
+
+
+def _last_reversal_status(entries: list[Entry]) -> dict[str, str]:
+    """Each step's status in the latest Reversal Record that names it."""
+    said: dict[str, str] = {}
+    for entry in entries:
+        if entry.kind == "reversal":
+            body = read_as(ReversalBody, entry)
+            if isinstance(body, ReversalBody):
+                said.update({line.entry: line.status for line in body.steps})
+    return said
 
 
 def _class_of(entry: Entry) -> str:
