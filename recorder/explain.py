@@ -8,10 +8,14 @@ from contextlib import AsyncExitStack
 from datetime import datetime
 from typing import Any
 
+from hatp_journal.recorder.call_facts import for_call, tool_facts
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream
-from hatp_journal.recorder.gateway import _declaration
-from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
+
+EXPLAINED_RUN = "explain"
+"""The run an explained call is decided in: a run of its own, with nothing spent (a per-run cap
+then judges the call's own amount, as the gateway does for a run's first call)."""
 
 
 class ExplainError(ValueError):
@@ -57,20 +61,13 @@ async def explain(
 def decide_listed(
     downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
 ) -> Decision:
-    """What the policy would decide for a call of ``tool`` of a connected ``downstream`` (nothing spent)."""
+    """What the policy would decide for a call of ``tool`` of a connected ``downstream``: the
+    gateway's facts and decision (:mod:`.call_facts`), in a run that has spent nothing yet."""
     server = downstream.name
     listed = downstream.tools.get(tool)
     if listed is None or tool not in {found.name for found in downstream.agent_tools()}:
         raise ExplainError("UNKNOWN_TOOL", f"{server} lists no tool {tool!r}")
-    facts = CallFacts.from_declaration(
-        _declaration(downstream, tool),
-        server=server,
-        tool=tool,
-        at=at,
-        annotations=listed.annotations,
-        arguments=arguments,
-        trusted=downstream.config.trusted,
-    )
+    facts = for_call(tool_facts(downstream, tool), arguments, at, EXPLAINED_RUN)
     return decide(policy, facts, MoneyLedger())
 
 

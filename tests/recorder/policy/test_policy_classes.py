@@ -36,9 +36,11 @@ def call(
     tool: str = "act",
     hints: dict[str, Any] | None = None,
     trusted: bool = False,
+    keyed: bool = False,
     arguments: dict[str, Any] | None = None,
     amount: Money | None = None,
 ) -> CallFacts:
+    """A call of a server the host trusts (``trusted``) and whose keys it pinned (``keyed``)."""
     return CallFacts.from_declaration(
         declaration,
         server=server,
@@ -49,7 +51,13 @@ def call(
         arguments=arguments,
         amount=amount,
         run="run-1",
+        server_keys=frozenset({"kid-1"}) if keyed else frozenset(),
+        journal_aware=keyed,
     )
+
+
+TRUSTED: dict[str, Any] = {"trusted": True, "keyed": True}
+"""A journal-aware server with pinned keys that recorder.toml trusts: its declarations count."""
 
 
 def decided(facts: CallFacts, on: Policy | None = None) -> Decision:
@@ -85,7 +93,7 @@ def class_of(facts: CallFacts, on: Policy | None = None) -> tuple[str, str]:
 def test_a_declaration_gives_the_class_of_the_documented_table(
     declaration: dict[str, Any], expected: tuple[str, str]
 ) -> None:
-    assert class_of(call(declared(**declaration))) == expected
+    assert class_of(call(declared(**declaration), **TRUSTED)) == expected
 
 
 def test_a_tool_nothing_classifies_is_r4_unknown_and_never_autonomous() -> None:
@@ -132,7 +140,7 @@ def test_a_registry_argument_rule_makes_a_single_select_r0_and_anything_else_sta
 def test_an_existing_kind_policy_keeps_deciding_by_kind_and_still_records_the_class() -> None:
     kinds = parse_policy('{"autonomy": {"read": "allow", "unknown": "ask"}}')
 
-    read = decided(call(declared(read=True)), kinds)
+    read = decided(call(declared(read=True), **TRUSTED), kinds)
     unknown = decided(call(), kinds)
 
     assert (read.action, unknown.action) == ("allow", "ask")
@@ -142,7 +150,7 @@ def test_an_existing_kind_policy_keeps_deciding_by_kind_and_still_records_the_cl
 
 
 def test_r1_is_allowed_and_flagged_for_notice() -> None:
-    decision = decided(call(declared(undo={"kind": "compensate"})))
+    decision = decided(call(declared(undo={"kind": "compensate"}), **TRUSTED))
 
     assert decision.action == "allow"
     assert [(reason.code, reason.data["class"]) for reason in decision.reasons] == [("NOTIFY", "R1")]
@@ -152,8 +160,8 @@ def test_r2_is_allowed_within_a_money_budget_and_asks_without_one() -> None:
     charge = declared(undo={"kind": "compensate", "sideEffects": ["a refund shows"]}, charges=True)
     budget = policy(money={"perRun": {"amount": "100", "currency": "USD"}})
 
-    within = decided(call(charge, amount=Money(amount="40", currency="USD")), budget)
-    unbudgeted = decided(call(declared(undo={"kind": "compensate", "via": "ui"})))
+    within = decided(call(charge, amount=Money(amount="40", currency="USD"), **TRUSTED), budget)
+    unbudgeted = decided(call(declared(undo={"kind": "compensate", "via": "ui"}), **TRUSTED))
 
     assert within.action == "allow"
     assert [reason.code for reason in within.reasons] == ["WITHIN_BUDGET"]

@@ -1,0 +1,253 @@
+"""The host decides a call's class, never the server: a server that lies about itself through the
+real Recorder, over stdio, under each row of docs/policy.md's precedence table, and ``explain``
+(CLI and ``hatp_explain``) says what the gateway did."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from lying_server import build
+
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.explain import decide_listed, explain, explanation
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import Decision, Policy, parse_policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.testing import EMBEDDED_URL
+from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.signing import SigningKey
+
+pytestmark = pytest.mark.anyio
+
+LYING = Path(__file__).parent / "lying_server.py"
+DELETING = ("purge_notes", "wipe_notes", "drop_notes")
+TOOLS = ("count_notes", "share_notes", *DELETING)
+THREE_NOTES = ["buy milk", "call Eve", "send the invoice"]
+CLASS_POLICY = {
+    "autonomy": {
+        "classes": {
+            "R0": "allow",
+            "R1": "allow-notify",
+            "R2": "ask-or-budget",
+            "R3": "ask",
+            "R4": "never-autonomous",
+        }
+    }
+}
+KIND_POLICY = {"autonomy": {"read": "allow", "compensate": "allow", "unknown": "ask", "none": "ask"}}
+EVIDENCE = {"version": "1", "source": "tests/recorder/lying_server.py"}
+REGISTRY = {
+    "format": "hatp-registry/1",
+    "server": {"id": "lying-notes", "package": "test:lying_server", "version": "1"},
+    "status": "reviewed",
+    "reviewedBy": "the tests",
+    "tools": {
+        "count_notes": {"class": "R0", "rationale": "counts notes", "evidence": EVIDENCE},
+        # Wrong on purpose: the server says it discloses, and a server's word can raise a class.
+        "share_notes": {"class": "R1", "rationale": "thought harmless", "evidence": EVIDENCE},
+        **{
+            tool: {"class": "R4", "rationale": "deletes every note", "evidence": EVIDENCE}
+            for tool in DELETING
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the host says about the lying server: recorder.toml's ``trusted``, whether the server
+    is journal-aware with keys the Recorder pins (``keys``), a registry entry, and the policy."""
+
+    trusted: bool = False
+    keys: bool = False
+    registry: bool = False
+    policy: dict[str, Any] = field(default_factory=lambda: CLASS_POLICY)
+
+
+@dataclass
+class Lab:
+    recorder: Recorder
+    agent: Client[Any]
+    store: RunStore
+    config: RecorderConfig
+    policy: Policy
+    notes: Path
+
+    async def call(self, tool: str) -> tuple[Entry, bool]:
+        """Call ``tool`` as the agent, on three notes: its entry, and whether the notes went."""
+        self.notes.write_text(json.dumps(THREE_NOTES))
+        answer = await self.agent.call_tool_mcp(f"notes_{tool}", {})
+        entry_id = answer.structured_content.get("ask") or answer.meta["hatp/recorder"]["entry"]
+        assert self.recorder.run_id is not None
+        (entry,) = [e for e in self.store.entries(self.recorder.run_id) if e.id == entry_id]
+        return entry, json.loads(self.notes.read_text()) != THREE_NOTES
+
+    async def explained(self, tool: str) -> dict[str, Any]:
+        """The decision ``hatp_explain`` gives the agent for a call of ``tool``."""
+        answer = await self.agent.call_tool_mcp("hatp_explain", {"server": "notes", "tool": tool})
+        decision: dict[str, Any] = answer.structured_content["decision"]
+        return decision
+
+
+@asynccontextmanager
+async def lab(folder: Path, setup: Setup, *, stdio: bool = True) -> AsyncIterator[Lab]:
+    """A Recorder in this process with the lying server behind it: a stdio process, or (not
+    ``stdio``) embedded in this process."""
+    policy_body: dict[str, Any] = dict(setup.policy)
+    if setup.registry:
+        (folder / "notes-registry.json").write_text(json.dumps(REGISTRY))
+        policy_body["registry"] = {"files": ["notes-registry.json"], "servers": {"notes": "lying-notes"}}
+    policy = parse_policy(json.dumps(policy_body), base=folder)
+    notes = folder / "notes.json"
+    args = [str(LYING), str(notes), *(["--keys"] if setup.keys else [])]
+    target: dict[str, Any] = {"command": sys.executable, "args": args} if stdio else {"url": EMBEDDED_URL}
+    config = RecorderConfig(
+        recorder=RecorderSection(agent="bot", principal="human://acme.com/dana"),
+        servers={"notes": ServerConfig(**target, trusted=setup.trusted)},
+    )
+    store = RunStore(folder / "recorder.db", SigningKey.generate())
+    embedded = None if stdio else {"notes": build(notes, setup.keys)}
+    recorder = Recorder(config, store=store, policy=policy, embedded=embedded)
+    async with AsyncExitStack() as stack:
+        try:
+            mcp = await recorder.start(stack)
+            agent = await stack.enter_async_context(Client(mcp))
+            yield Lab(recorder, agent, store, config, policy, notes)
+        finally:
+            recorder.close()
+            store.dispose()
+
+
+def verdict_of(decision: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(action, class, rule, source) of a decision as journaled or explained."""
+    found = decision["reversibility"]
+    return decision["action"], found["class"], found["rule"], found["source"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "stdio"),
+    [
+        (Setup(), True),
+        (Setup(registry=True), True),
+        (Setup(policy=KIND_POLICY), False),
+        (Setup(registry=True, policy=KIND_POLICY), False),
+    ],
+    ids=["default", "registry-r4", "default-kind-policy", "registry-r4-kind-policy"],
+)
+async def test_a_keyless_server_that_lies_about_deleting_tools_is_asked_before_each_deleting_call(
+    tmp_path: Path, setup: Setup, stdio: bool
+) -> None:
+    async with lab(tmp_path, setup, stdio=stdio) as world:
+        journaled = {}
+        for tool in DELETING:
+            entry, deleted = await world.call(tool)
+            journaled[tool] = entry.body["decision"]
+
+            assert (entry.kind, entry.body["decision"]["action"], deleted) == ("ask", "ask", False), tool
+        explained = {tool: await world.explained(tool) for tool in DELETING}
+        if stdio and not setup.registry:  # hatp-recorder explain, with a session of its own to the server
+            told = await explain(world.config, world.policy, "notes", "purge_notes", {}, utc_now())
+            assert told.wire()["reversibility"] == journaled["purge_notes"]["reversibility"]
+            assert same_reasons(told, journaled["purge_notes"])
+
+    for tool in DELETING:
+        assert explained[tool]["reversibility"] == journaled[tool]["reversibility"], tool
+        assert explained[tool]["action"] == "ask", tool
+    if setup.registry:  # the lie is kept in the evidence, with why it did not count
+        evidence = journaled["purge_notes"]["reversibility"]["evidence"]
+        assert (evidence["serverDeclared"], evidence["serverRule"]) == ("R0", "declaration-read")
+        assert "a host registry entry outranks" in journaled["purge_notes"]["reversibility"]["rationale"]
+
+
+# One setup per way the host can stand to the server; each tool is one row of the precedence table
+# of docs/policy.md: (action, class, rule, source) under the class policy.
+ROWS: dict[str, tuple[Setup, dict[str, tuple[str, str, str, str]]]] = {
+    "untrusted: the server's word only raises, nothing classifies: R4": (
+        Setup(),
+        {
+            "count_notes": ("ask", "R4", "unknown", "host-default"),
+            "share_notes": ("ask", "R4", "declaration-none", "server-declaration"),
+            "purge_notes": ("ask", "R4", "unknown", "host-default"),
+            "wipe_notes": ("ask", "R4", "unknown", "host-default"),
+            "drop_notes": ("ask", "R4", "unknown", "host-default"),
+        },
+    ),
+    "a registry entry outranks the server, which can only raise it": (
+        Setup(registry=True),
+        {
+            "count_notes": ("allow", "R0", "registry", "host-registry"),
+            "share_notes": ("ask", "R4", "declaration-none", "server-declaration"),
+            "purge_notes": ("ask", "R4", "registry", "host-registry"),
+            "wipe_notes": ("ask", "R4", "registry", "host-registry"),
+            "drop_notes": ("ask", "R4", "registry", "host-registry"),
+        },
+    ),
+    "trusted but keyless: hints count, declarations do not": (
+        Setup(trusted=True),
+        {
+            "count_notes": ("allow", "R0", "mcp-hint-read-only", "server-hints"),
+            "share_notes": ("ask", "R4", "declaration-none", "server-declaration"),
+            "purge_notes": ("ask", "R4", "unknown", "host-default"),
+            "wipe_notes": ("allow", "R0", "mcp-hint-read-only", "server-hints"),
+            "drop_notes": ("ask", "R4", "unknown", "host-default"),
+        },
+    ),
+    "trusted with pinned keys: the server's declarations decide": (
+        Setup(trusted=True, keys=True),
+        {
+            "count_notes": ("allow", "R0", "mcp-hint-read-only", "server-hints"),
+            "share_notes": ("ask", "R4", "declaration-none", "server-declaration"),
+            "purge_notes": ("allow", "R0", "declaration-read", "server-declaration"),
+            "wipe_notes": ("allow", "R0", "mcp-hint-read-only", "server-hints"),
+            "drop_notes": ("allow", "R1", "declaration-compensate", "server-declaration"),
+        },
+    ),
+    "trusted with pinned keys: a registry entry still outranks it": (
+        Setup(trusted=True, keys=True, registry=True),
+        {
+            "count_notes": ("allow", "R0", "registry", "host-registry"),
+            "share_notes": ("ask", "R4", "declaration-none", "server-declaration"),
+            "purge_notes": ("ask", "R4", "registry", "host-registry"),
+            "wipe_notes": ("ask", "R4", "registry", "host-registry"),
+            "drop_notes": ("ask", "R4", "registry", "host-registry"),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+async def test_each_row_of_the_precedence_table_decides_as_documented_and_explain_agrees(
+    tmp_path: Path, row: str
+) -> None:
+    setup, expected = ROWS[row]
+    async with lab(tmp_path, setup, stdio=False) as world:
+        journaled = {}
+        for tool in TOOLS:
+            entry, deleted = await world.call(tool)
+            journaled[tool] = entry.body["decision"]
+            # An allowed deleting call really ran; an asked one did not.
+            assert deleted == (tool in DELETING and journaled[tool]["action"] == "allow"), tool
+        explained = {tool: await world.explained(tool) for tool in TOOLS}
+        downstream = world.recorder.downstreams["notes"]
+        cli = {tool: decide_listed(downstream, world.policy, tool, {}, utc_now()) for tool in TOOLS}
+
+    assert {tool: verdict_of(decision) for tool, decision in journaled.items()} == expected
+    for tool in TOOLS:
+        assert verdict_of(explained[tool]) == expected[tool], tool
+        assert verdict_of(cli[tool].wire()) == expected[tool], tool
+        assert same_reasons(cli[tool], journaled[tool]), tool
+        action, rclass, rule, _ = expected[tool]
+        assert f"notes/{tool}: {rclass} ({rule})" in explanation("notes", tool, cli[tool])
+        assert f"policy: {action}" in explanation("notes", tool, cli[tool])
+
+
+def same_reasons(explained: Decision, journaled: dict[str, Any]) -> bool:
+    return [r.code for r in explained.reasons] == [r["code"] for r in journaled.get("reasons", [])]
