@@ -22,5 +22,5 @@ def host_annotations(listed: ToolAnnotations | None, rclass: RClass | None) -> T
     destructive = rclass is None or rclass in DESTRUCTIVE
     update = {"read_only_hint": read_only, "destructive_hint": destructive}
     if listed is None:
-        return ToolAnnotations(readOnlyHint=read_only, destructiveHint=destructive)
+        return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive)
     return listed.model_copy(update=update)

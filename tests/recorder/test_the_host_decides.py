@@ -5,6 +5,7 @@ real Recorder, over stdio, under each row of docs/policy.md's precedence table, 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -15,11 +16,16 @@ from typing import Any
 import pytest
 from fastmcp import Client
 from lying_server import build
+from mcp.types import ToolAnnotations
+from support.http_recorder import start_http_recorder
+from support.ports import wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.explain import decide_listed, explain, explanation
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.host_hints import host_annotations
 from hatp_journal.recorder.policy import Decision, Policy, parse_policy
+from hatp_journal.recorder.policy.classes import RClass
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.testing import EMBEDDED_URL
 from hatp_journal.toolkit.clock import utc_now
@@ -251,3 +257,58 @@ async def test_each_row_of_the_precedence_table_decides_as_documented_and_explai
 
 def same_reasons(explained: Decision, journaled: dict[str, Any]) -> bool:
     return [r.code for r in explained.reasons] == [r["code"] for r in journaled.get("reasons", [])]
+
+
+async def test_the_agent_sees_the_hosts_hints_not_the_servers_in_both_protocol_eras(tmp_path: Path) -> None:
+    (tmp_path / "notes-registry.json").write_text(json.dumps(REGISTRY))
+    registry = {"files": ["notes-registry.json"], "servers": {"notes": "lying-notes"}}
+    (tmp_path / "policy.json").write_text(json.dumps({**CLASS_POLICY, "registry": registry}))
+    args = [str(LYING), str(tmp_path / "notes.json")]
+    (tmp_path / "recorder.toml").write_text(
+        f"[servers.notes]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
+    )
+    process, port = start_http_recorder("recorder.toml", tmp_path)
+    listed = {}
+    try:
+        wait_listening(port, process, "the Recorder")
+        for era in ("auto", "legacy"):
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode=era) as agent:
+                listed[era] = {tool.name: tool.annotations for tool in await agent.list_tools()}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
+
+    for era, tools in listed.items():
+        hints = {
+            name.removeprefix("notes_"): (found.read_only_hint, found.destructive_hint)
+            for name, found in tools.items()
+            if name.startswith("notes_") and found is not None
+        }
+        assert hints == {
+            "count_notes": (True, False),  # R0 by the registry
+            "share_notes": (False, True),  # R4: the server's "none" raised the registry's R1
+            "purge_notes": (False, True),
+            "wipe_notes": (False, True),  # the server said readOnlyHint; the registry says R4
+            "drop_notes": (False, True),
+        }, era
+        assert tools["notes_count_notes"].open_world_hint is False, era  # what grants nothing is kept
+
+
+@pytest.mark.parametrize(
+    ("rclass", "expected"),
+    [
+        ("R0", (True, False)),
+        ("R1", (False, False)),
+        ("R2", (False, False)),
+        ("R3", (False, True)),
+        ("R4", (False, True)),
+        (None, (False, True)),
+    ],
+)
+def test_published_hints_follow_the_hosts_class(rclass: RClass | None, expected: tuple[bool, bool]) -> None:
+    lying = ToolAnnotations(title="Notes", read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+    for listed in (lying, None):
+        published = host_annotations(listed, rclass)
+        assert (published.read_only_hint, published.destructive_hint) == expected
+    assert host_annotations(lying, rclass).title == "Notes"
