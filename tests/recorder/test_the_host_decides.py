@@ -36,6 +36,8 @@ pytestmark = pytest.mark.anyio
 LYING = Path(__file__).parent / "lying_server.py"
 DELETING = ("purge_notes", "wipe_notes", "drop_notes")
 TOOLS = ("count_notes", "share_notes", *DELETING)
+PEOPLE = Path(__file__).parents[2] / "docs" / "examples" / "directory-classes.json"
+OLIVIA = "human://acme.com/person/olivia"  # holds the data owner's role there
 THREE_NOTES = ["buy milk", "call Eve", "send the invoice"]
 CLASS_POLICY = {
     "autonomy": {
@@ -76,6 +78,7 @@ class Setup:
     keys: bool = False
     registry: bool = False
     policy: dict[str, Any] = field(default_factory=lambda: CLASS_POLICY)
+    overrides: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass
@@ -111,7 +114,10 @@ async def lab(folder: Path, setup: Setup, *, stdio: bool = True) -> AsyncIterato
     if setup.registry:
         (folder / "notes-registry.json").write_text(json.dumps(REGISTRY))
         policy_body["registry"] = {"files": ["notes-registry.json"], "servers": {"notes": "lying-notes"}}
-    policy = parse_policy(json.dumps(policy_body), base=folder)
+    if setup.overrides:
+        policy_body["classOverrides"] = list(setup.overrides)
+        policy_body["classAuthority"] = "human://acme.com/role/data-owner"
+    policy = parse_policy(json.dumps(policy_body), base=folder, directory=PEOPLE)
     notes = folder / "notes.json"
     args = [str(LYING), str(notes), *(["--keys"] if setup.keys else [])]
     target: dict[str, Any] = {"command": sys.executable, "args": args} if stdio else {"url": EMBEDDED_URL}
@@ -216,6 +222,23 @@ ROWS: dict[str, tuple[Setup, dict[str, tuple[str, str, str, str]]]] = {
             "drop_notes": ("allow", "R1", "declaration-compensate", "server-declaration"),
         },
     ),
+    "a class override by a person outranks everything but a disclosure; a lowering is reported": (
+        Setup(
+            registry=True,
+            overrides=(
+                {"server": "notes", "tool": "wipe_notes", "class": "R1", "by": OLIVIA, "reason": "backed up"},
+                {"server": "notes", "tool": "share_notes", "class": "R1", "by": OLIVIA, "reason": "fine"},
+                {"server": "notes", "tool": "count_notes", "class": "R3", "by": "ops", "reason": "audited"},
+            ),
+        ),
+        {
+            "count_notes": ("ask", "R3", "override", "host-override"),
+            "share_notes": ("ask", "R4", "override-refused", "host-override"),
+            "purge_notes": ("ask", "R4", "registry", "host-registry"),
+            "wipe_notes": ("allow", "R1", "override", "host-override"),
+            "drop_notes": ("ask", "R4", "registry", "host-registry"),
+        },
+    ),
     "trusted with pinned keys: a registry entry still outranks it": (
         Setup(trusted=True, keys=True, registry=True),
         {
@@ -246,6 +269,10 @@ async def test_each_row_of_the_precedence_table_decides_as_documented_and_explai
         cli = {tool: decide_listed(downstream, world.policy, tool, {}, utc_now()) for tool in TOOLS}
 
     assert {tool: verdict_of(decision) for tool, decision in journaled.items()} == expected
+    for tool, decision in journaled.items():  # a lowered class that let a call through is reported
+        lowered = decision["reversibility"]["rule"] == "override" and decision["action"] == "allow"
+        reported = [r["data"].get("by") for r in decision.get("reasons", []) if r["code"] == "NOTIFY"]
+        assert (OLIVIA in reported) == lowered, tool
     for tool in TOOLS:
         assert verdict_of(explained[tool]) == expected[tool], tool
         assert verdict_of(cli[tool].wire()) == expected[tool], tool

@@ -16,13 +16,21 @@ from hatp_journal.recorder.policy.registry import sql_identifier, sql_single_sel
 from hatp_journal.toolkit.wire import Declaration, Money
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+EXAMPLES = Path(__file__).parents[3] / "docs" / "examples"
+PEOPLE = EXAMPLES / "directory-classes.json"
+OLIVIA = "human://acme.com/person/olivia"  # holds the data owner's role, the example's classAuthority
 CLASSES = {"R0": "allow", "R1": "allow-notify", "R2": "ask-or-budget", "R3": "ask", "R4": "never-autonomous"}
 SQLITE = {"db": "mcp-server-sqlite"}
 
 
 def policy(money: dict[str, Any] | None = None, **more: Any) -> Policy:
     autonomy = {"classes": CLASSES, **({"money": money} if money else {})}
-    return parse_policy(json.dumps({"autonomy": autonomy, "registry": {"servers": SQLITE}, **more}))
+    body = {
+        "autonomy": autonomy,
+        "registry": {"servers": SQLITE},
+        "classAuthority": "human://acme.com/role/data-owner",
+    }
+    return parse_policy(json.dumps({**body, **more}), directory=PEOPLE)
 
 
 def declared(**fields: Any) -> Declaration:
@@ -196,7 +204,7 @@ def test_a_class_override_moves_a_class_with_its_reason_on_the_decision() -> Non
                 "server": "db",
                 "tool": "write_query",
                 "class": "R3",
-                "by": "ops",
+                "by": OLIVIA,
                 "reason": "nightly snapshots",
             },
             {"server": "db", "tool": "list_tables", "class": "R2", "by": "ops", "reason": "we count reads"},
@@ -216,7 +224,7 @@ def test_a_class_override_moves_a_class_with_its_reason_on_the_decision() -> Non
 
 def test_a_class_override_cannot_lower_a_declared_disclosure() -> None:
     lowered = policy(
-        classOverrides=[{"server": "crm", "tool": "export", "class": "R1", "by": "o", "reason": "r"}]
+        classOverrides=[{"server": "crm", "tool": "export", "class": "R1", "by": OLIVIA, "reason": "r"}]
     )
     export = declared(read=True, undo={"kind": "none"}, reason="discloses data outside the organisation")
 
@@ -270,7 +278,7 @@ def test_facts_with_a_class_that_is_none_of_r0_to_r4_ask_unclassified() -> None:
 
 
 def test_the_documented_class_policy_loads_and_decides_as_docs_policy_md_says() -> None:
-    example = load_policy(Path(__file__).parents[3] / "docs" / "examples" / "policy-classes.json")
+    example = load_policy(EXAMPLES / "policy-classes.json", directory=PEOPLE)
 
     read = decided(call(server="files", tool="read_text_file", arguments={"path": "a.txt"}), example)
     write = decided(call(server="db", tool="write_query", arguments={"query": "DELETE FROM t"}), example)
