@@ -122,14 +122,14 @@ def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
     policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     try:
         arguments = parse_arguments(args.args)
-        decision = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
+        explained = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
     except ExplainError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(decision.wire(), indent=2, ensure_ascii=False))
+        print(json.dumps(explained.decision.wire(), indent=2, ensure_ascii=False))
     else:
-        print(explanation(args.server, args.tool, decision))
+        print(explanation(explained, policy))
     return 0
 
 

@@ -22,6 +22,15 @@ CLASSES: tuple[RClass, ...] = ("R0", "R1", "R2", "R3", "R4")
 
 Evidence = dict[str, str | int | bool | None]
 
+CLASS_MEANINGS: dict[RClass, str] = {
+    "R0": "no effect: nothing changes outside the agent's working context",
+    "R1": "restorable: fully restorable with ordinary effort, and nobody outside saw it",
+    "R2": "compensable: it can't be restored, but a known fix exists at a bounded cost",
+    "R3": "hard to recover: it needs a person or out-of-band recovery (access, credentials, availability)",
+    "R4": "irreversible: a disclosure, unrecoverable destruction, or a consequence that can't be recalled",
+}
+"""Each class in words (docs/policy.md, "Reversibility classes")."""
+
 
 class ClassSource:
     """Stable names of the rules that give a class; the Run Record and tests match these."""

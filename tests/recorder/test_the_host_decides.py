@@ -21,7 +21,7 @@ from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.explain import decide_listed, explain, explanation
+from hatp_journal.recorder.explain import AGENT_VISIBLE, explain, explain_listed, explanation
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.host_hints import host_annotations
 from hatp_journal.recorder.policy import Decision, Policy, parse_policy
@@ -39,17 +39,9 @@ TOOLS = ("count_notes", "share_notes", *DELETING)
 PEOPLE = Path(__file__).parents[2] / "docs" / "examples" / "directory-classes.json"
 OLIVIA = "human://acme.com/person/olivia"  # holds the data owner's role there
 THREE_NOTES = ["buy milk", "call Eve", "send the invoice"]
-CLASS_POLICY = {
-    "autonomy": {
-        "classes": {
-            "R0": "allow",
-            "R1": "allow-notify",
-            "R2": "ask-or-budget",
-            "R3": "ask",
-            "R4": "never-autonomous",
-        }
-    }
-}
+CLASSES = {"R0": "allow", "R1": "allow-notify", "R2": "ask-or-budget", "R3": "ask", "R4": "never-autonomous"}
+CLASS_POLICY = {"autonomy": {"classes": CLASSES}}
+LEAD = "human://acme.com/role/team-lead"
 KIND_POLICY = {"autonomy": {"read": "allow", "compensate": "allow", "unknown": "ask", "none": "ask"}}
 EVIDENCE = {"version": "1", "source": "tests/recorder/lying_server.py"}
 REGISTRY = {
@@ -99,11 +91,12 @@ class Lab:
         (entry,) = [e for e in self.store.entries(self.recorder.run_id) if e.id == entry_id]
         return entry, json.loads(self.notes.read_text()) != THREE_NOTES
 
-    async def explained(self, tool: str) -> dict[str, Any]:
-        """The decision ``hatp_explain`` gives the agent for a call of ``tool``."""
-        answer = await self.agent.call_tool_mcp("hatp_explain", {"server": "notes", "tool": tool})
-        decision: dict[str, Any] = answer.structured_content["decision"]
-        return decision
+    async def explained(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What ``hatp_explain`` tells the agent about a call of ``tool``."""
+        asked = {"server": "notes", "tool": tool, **({"arguments": arguments} if arguments else {})}
+        answer = await self.agent.call_tool_mcp("hatp_explain", asked)
+        told: dict[str, Any] = answer.structured_content
+        return told
 
 
 @asynccontextmanager
@@ -166,13 +159,13 @@ async def test_a_keyless_server_that_lies_about_deleting_tools_is_asked_before_e
             assert (entry.kind, entry.body["decision"]["action"], deleted) == ("ask", "ask", False), tool
         explained = {tool: await world.explained(tool) for tool in DELETING}
         if stdio and not setup.registry:  # hatp-recorder explain, with a session of its own to the server
-            told = await explain(world.config, world.policy, "notes", "purge_notes", {}, utc_now())
+            told = (await explain(world.config, world.policy, "notes", "purge_notes", {}, utc_now())).decision
             assert told.wire()["reversibility"] == journaled["purge_notes"]["reversibility"]
             assert same_reasons(told, journaled["purge_notes"])
 
     for tool in DELETING:
-        assert explained[tool]["reversibility"] == journaled[tool]["reversibility"], tool
-        assert explained[tool]["action"] == "ask", tool
+        said = (explained[tool]["action"], explained[tool]["class"])
+        assert said == ("ask", journaled[tool]["reversibility"]["class"]), tool
     if setup.registry:  # the lie is kept in the evidence, with why it did not count
         evidence = journaled["purge_notes"]["reversibility"]["evidence"]
         assert (evidence["serverDeclared"], evidence["serverRule"]) == ("R0", "declaration-read")
@@ -266,7 +259,7 @@ async def test_each_row_of_the_precedence_table_decides_as_documented_and_explai
             assert deleted == (tool in DELETING and journaled[tool]["action"] == "allow"), tool
         explained = {tool: await world.explained(tool) for tool in TOOLS}
         downstream = world.recorder.downstreams["notes"]
-        cli = {tool: decide_listed(downstream, world.policy, tool, {}, utc_now()) for tool in TOOLS}
+        cli = {tool: explain_listed(downstream, world.policy, tool, {}, utc_now()) for tool in TOOLS}
 
     assert {tool: verdict_of(decision) for tool, decision in journaled.items()} == expected
     for tool, decision in journaled.items():  # a lowered class that let a call through is reported
@@ -274,12 +267,14 @@ async def test_each_row_of_the_precedence_table_decides_as_documented_and_explai
         reported = [r["data"].get("by") for r in decision.get("reasons", []) if r["code"] == "NOTIFY"]
         assert (OLIVIA in reported) == lowered, tool
     for tool in TOOLS:
-        assert verdict_of(explained[tool]) == expected[tool], tool
-        assert verdict_of(cli[tool].wire()) == expected[tool], tool
-        assert same_reasons(cli[tool], journaled[tool]), tool
-        action, rclass, rule, _ = expected[tool]
-        assert f"notes/{tool}: {rclass} ({rule})" in explanation("notes", tool, cli[tool])
-        assert f"policy: {action}" in explanation("notes", tool, cli[tool])
+        action, rclass, rule, source = expected[tool]
+        assert (explained[tool]["action"], explained[tool]["class"]) == (action, rclass), tool
+        assert verdict_of(cli[tool].decision.wire()) == expected[tool], tool
+        assert same_reasons(cli[tool].decision, journaled[tool]), tool
+        text = explanation(cli[tool], world.policy)
+        assert f"notes/{tool}: {rclass} ({rule})" in text
+        assert f"policy: {action}" in text
+        assert f"  decided by: {source}" in text
 
 
 def same_reasons(explained: Decision, journaled: dict[str, Any]) -> bool:
@@ -317,6 +312,7 @@ async def test_the_agent_sees_the_hosts_hints_not_the_servers_in_both_protocol_e
             "purge_notes": (False, True),
             "wipe_notes": (False, True),  # the server said readOnlyHint; the registry says R4
             "drop_notes": (False, True),
+            "charge_card": (False, True),  # nothing classifies it: R4
         }, era
         assert tools["notes_count_notes"].open_world_hint is False, era  # what grants nothing is kept
 
@@ -339,3 +335,92 @@ def test_published_hints_follow_the_hosts_class(rclass: RClass | None, expected:
         published = host_annotations(listed, rclass)
         assert (published.read_only_hint, published.destructive_hint) == expected
     assert host_annotations(lying, rclass).title == "Notes"
+
+
+async def test_explain_counts_a_charges_amount_as_the_gateway_does(tmp_path: Path) -> None:
+    money = {"perRun": {"amount": "100", "currency": "USD"}}
+    setup = Setup(trusted=True, keys=True, policy={"autonomy": {"classes": CLASSES, "money": money}})
+    card = {"amount": "40", "currency": "USD"}
+    async with lab(tmp_path, setup, stdio=False) as world:
+        downstream = world.recorder.downstreams["notes"]
+        explained = explain_listed(downstream, world.policy, "charge_card", card, utc_now()).decision
+        told = await world.explained("charge_card", card)
+        answer = await world.agent.call_tool_mcp("notes_charge_card", card)
+        [entry] = [
+            e
+            for e in world.store.entries(str(world.recorder.run_id))
+            if e.id == answer.meta["hatp/recorder"]["entry"]
+        ]
+
+    journaled = entry.body["decision"]
+    assert verdict_of(journaled) == (
+        "allow",
+        "R2",
+        "declaration-compensate-side-effects",
+        "server-declaration",
+    )
+    assert [r["code"] for r in journaled["reasons"]] == ["WITHIN_BUDGET"]
+    assert explained.wire()["reversibility"] == journaled["reversibility"]
+    assert same_reasons(explained, journaled)
+    assert (told["action"], told["class"]) == ("allow", "R2")
+
+
+async def test_the_agent_learns_only_whether_a_call_runs_its_class_and_its_undo_never_the_policy(
+    tmp_path: Path,
+) -> None:
+    lowered = {
+        "server": "notes",
+        "tool": "wipe_notes",
+        "class": "R1",
+        "by": OLIVIA,
+        "reason": "nightly backup",
+    }
+    policy = {
+        "autonomy": {
+            "classes": CLASSES,
+            "approver": "human://acme.com/role/team-lead",
+            "money": {"perRun": {"amount": "100", "currency": "USD"}},
+        },
+        "undoAuthority": "human://acme.com/role/team-lead",
+    }
+    async with lab(tmp_path, Setup(registry=True, policy=policy, overrides=(lowered,)), stdio=False) as world:
+        answers = {
+            tool: await world.agent.call_tool_mcp("hatp_explain", {"server": "notes", "tool": tool})
+            for tool in ("wipe_notes", "purge_notes")
+        }
+        digest = world.policy.digest()
+
+    for tool, answer in answers.items():
+        told = answer.structured_content
+        assert set(told) == {*AGENT_VISIBLE, "text", "entry"}, tool
+        everything = json.dumps(told) + " ".join(part.text for part in answer.content)
+        for secret in ("olivia", "nightly backup", "team-lead", "100", digest, "registry", "override"):
+            assert secret not in everything, (tool, secret)
+    assert answers["wipe_notes"].structured_content["action"] == "allow"
+    assert "would wait for a person's approval" in answers["purge_notes"].content[0].text
+    assert "irreversible" in answers["purge_notes"].structured_content["meaning"]
+
+
+async def test_human_explain_says_the_class_in_words_what_undo_exists_and_how_to_change_it(
+    tmp_path: Path,
+) -> None:
+    async with lab(tmp_path, Setup(registry=True), stdio=False) as world:
+        downstream = world.recorder.downstreams["notes"]
+        purge = explanation(
+            explain_listed(downstream, world.policy, "purge_notes", {}, utc_now()), world.policy
+        )
+        share = explanation(
+            explain_listed(downstream, world.policy, "share_notes", {}, utc_now()), world.policy
+        )
+        count = explanation(
+            explain_listed(downstream, world.policy, "count_notes", {}, utc_now()), world.policy
+        )
+
+    assert "  class: R4, irreversible: a disclosure, unrecoverable destruction" in purge
+    assert "undo: none known: the Recorder cannot undo this call" in purge
+    assert "to change: a person holding an approver approves this one call" in purge
+    assert "a class override in the policy (lowering needs a person holding classAuthority)" in purge
+    assert "undo: none: it cannot be taken back (posts the notes publicly)" in share
+    assert share.endswith("a disclosure is never lowered")
+    assert "undo: nothing to undo: the call changes nothing" in count
+    assert "to change: a class override raising the class" in count
