@@ -388,14 +388,16 @@ async def test_the_agent_learns_only_whether_a_call_runs_its_class_and_its_undo_
             tool: await world.agent.call_tool_mcp("hatp_explain", {"server": "notes", "tool": tool})
             for tool in ("wipe_notes", "purge_notes")
         }
+        held = await world.agent.call_tool_mcp("notes_purge_notes", {})  # asks
         digest = world.policy.digest()
 
     for tool, answer in answers.items():
-        told = answer.structured_content
-        assert set(told) == {*AGENT_VISIBLE, "text", "entry"}, tool
-        everything = json.dumps(told) + " ".join(part.text for part in answer.content)
+        assert set(answer.structured_content) == {*AGENT_VISIBLE, "text", "entry"}, tool
+    for answer in (*answers.values(), held):
+        everything = json.dumps(answer.structured_content) + json.dumps(answer.meta)
+        everything += " ".join(part.text for part in answer.content)
         for secret in ("olivia", "nightly backup", "team-lead", "100", digest, "registry", "override"):
-            assert secret not in everything, (tool, secret)
+            assert secret not in everything.lower(), secret
     assert answers["wipe_notes"].structured_content["action"] == "allow"
     assert "would wait for a person's approval" in answers["purge_notes"].content[0].text
     assert "irreversible" in answers["purge_notes"].structured_content["meaning"]
