@@ -18,7 +18,7 @@ from pydantic import Field
 
 from hatp_journal.recorder.arguments import check_arguments
 from hatp_journal.recorder.config import ConfigError
-from hatp_journal.recorder.explain import ExplainError, decide_listed, explanation
+from hatp_journal.recorder.explain import ExplainError, explain_listed, for_agent
 from hatp_journal.recorder.gateway import _answer, _tool_result
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as, reversed_entries
@@ -178,14 +178,12 @@ class AgentTools:
             known = ", ".join(sorted(self.recorder.downstreams))
             raise AgentToolError("UNKNOWN_SERVER", f"no server {server!r} (known: {known})")
         try:
-            decision = decide_listed(downstream, self.recorder.policy, tool, arguments, self.recorder.clock())
+            explained = explain_listed(
+                downstream, self.recorder.policy, tool, arguments, self.recorder.clock()
+            )
         except ExplainError as error:
             raise AgentToolError(error.code, error.message) from None
-        answer: dict[str, Any] = {"decision": decision.wire(), "text": explanation(server, tool, decision)}
-        if decision.action != "allow":
-            autonomy = self.recorder.policy.autonomy
-            answer["approver"] = autonomy.approver or self.recorder.policy.undo_authority or "unassigned"
-        return answer
+        return for_agent(explained)  # only what the agent may learn of the policy (docs/policy.md)
 
     def _undo_request(self, from_step: int | None, checkpoint: str | None, steps: list[int] | None) -> Any:
         async def plan() -> dict[str, Any]:

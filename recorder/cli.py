@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     look.add_argument("--as", dest="person", required=True, help="your id in the directory")
     look.add_argument("--now", help="act as if it were this UTC time, for demos")
     why = commands.add_parser(
-        "explain", help="a tool's reversibility class, its rule and evidence, and the policy's decision"
+        "explain",
+        help="a tool's class in words, its rule and evidence, the policy's decision, what undo exists "
+        "and how to change the verdict",
     )
     why.add_argument("server")
     why.add_argument("tool")

@@ -119,17 +119,17 @@ def said_as_bad_input(error: Exception) -> bool:
 def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
     from hatp_journal.recorder.explain import ExplainError, explain, explanation, parse_arguments
 
-    policy = load_policy(Path(config.recorder.policy))
+    policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     try:
         arguments = parse_arguments(args.args)
-        decision = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
+        explained = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
     except ExplainError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(decision.wire(), indent=2, ensure_ascii=False))
+        print(json.dumps(explained.decision.wire(), indent=2, ensure_ascii=False))
     else:
-        print(explanation(args.server, args.tool, decision))
+        print(explanation(explained, policy))
     return 0
 
 
@@ -195,7 +195,7 @@ def _review(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -
 
 def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     now = _now(at)
-    policy = load_policy(Path(config.recorder.policy))
+    policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     directory = load_directory(config)
     from hatp_journal.recorder.runs import RunKeys
 
@@ -240,7 +240,7 @@ async def serve_spawned(
     from hatp_journal.recorder.front_http import serve_http
     from hatp_journal.recorder.gateway import Recorder
 
-    policy = load_policy(Path(config.recorder.policy))
+    policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     store = RunStore(
         config.recorder.store,
         SigningKey.load_or_create(config.recorder.key),

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hatp_journal.recorder.call_facts import for_call, tool_facts
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream
-from hatp_journal.recorder.gateway import _declaration
-from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
+from hatp_journal.recorder.policy.classes import CLASS_MEANINGS, ClassOrigin
+
+EXPLAINED_RUN = "explain"
+"""The run an explained call is decided in: a run of its own, with nothing spent (a per-run cap
+then judges the call's own amount, as the gateway does for a run's first call)."""
 
 
 class ExplainError(ValueError):
@@ -36,9 +42,20 @@ def parse_arguments(text: str | None) -> dict[str, Any]:
     return value
 
 
+@dataclass(frozen=True)
+class Explained:
+    """What explain says about a call: the decision the gateway would make, and what undo exists
+    for it, in words."""
+
+    server: str
+    tool: str
+    decision: Decision
+    undo: str
+
+
 async def explain(
     config: RecorderConfig, policy: Policy, server: str, tool: str, arguments: dict[str, Any], at: datetime
-) -> Decision:
+) -> Explained:
     """Start ``server`` as the Recorder would, read its tool list and decide a call of ``tool``.
 
     Nothing is called but ``tools/list`` (and a journal-aware server's keys), nothing is pinned,
@@ -51,38 +68,117 @@ async def explain(
     downstream = Downstream(server, settings)
     async with AsyncExitStack() as stack:
         await downstream.connect(stack)
-    return decide_listed(downstream, policy, tool, arguments, at)
+    return explain_listed(downstream, policy, tool, arguments, at)
+
+
+def explain_listed(
+    downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
+) -> Explained:
+    """:func:`decide_listed`, with what undo exists for the call."""
+    decision = decide_listed(downstream, policy, tool, arguments, at)
+    return Explained(downstream.name, tool, decision, undo_words(downstream, policy, tool, decision))
 
 
 def decide_listed(
     downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
 ) -> Decision:
-    """What the policy would decide for a call of ``tool`` of a connected ``downstream`` (nothing spent)."""
+    """What the policy would decide for a call of ``tool`` of a connected ``downstream``: the
+    gateway's facts and decision (:mod:`.call_facts`), in a run that has spent nothing yet."""
     server = downstream.name
     listed = downstream.tools.get(tool)
     if listed is None or tool not in {found.name for found in downstream.agent_tools()}:
         raise ExplainError("UNKNOWN_TOOL", f"{server} lists no tool {tool!r}")
-    facts = CallFacts.from_declaration(
-        _declaration(downstream, tool),
-        server=server,
-        tool=tool,
-        at=at,
-        annotations=listed.annotations,
-        arguments=arguments,
-        trusted=downstream.config.trusted,
-    )
+    facts = for_call(tool_facts(downstream, tool), arguments, at, EXPLAINED_RUN)
     return decide(policy, facts, MoneyLedger())
 
 
-def explanation(server: str, tool: str, decision: Decision) -> str:
-    """The decision as lines for a person: class and rule, why, evidence, the policy's action."""
+def undo_words(downstream: Downstream, policy: Policy, tool: str, decision: Decision) -> str:
+    """What undo exists for a call of ``tool``, as the Recorder would plan it."""
+    found = decision.reversibility
+    assert found is not None, "decide() always classifies"
+    if found.disclosure:
+        said = found.evidence.get("reason")
+        return "none: it cannot be taken back" + (f" ({said})" if said else "")
+    if found.rclass == "R0":
+        return "nothing to undo: the call changes nothing"
+    facts = tool_facts(downstream, tool)
+    if downstream.journal_aware and downstream.keys and facts.kind == "compensate":
+        window = f", for {facts.window_seconds} s" if facts.window_seconds is not None else ""
+        return f"the server undoes it (compensate via {facts.via}{window}) once a person approves a plan"
+    compensation = (
+        None if downstream.journal_aware else policy.host_registry().compensation(downstream.name, tool)
+    )
+    if compensation is not None:
+        inverse = compensation.inverse.tool
+        return f"the host undoes it with {inverse} (registry compensation) once a person approves a plan"
+    return "none known: the Recorder cannot undo this call"
+
+
+def explanation(explained: Explained, policy: Policy) -> str:
+    """The decision as lines for a person: the class in words, the rule, why, the evidence, the
+    policy's action with its reasons, what undo exists and how the verdict could change."""
+    decision, server, tool = explained.decision, explained.server, explained.tool
     found = decision.reversibility
     assert found is not None, "decide() always classifies"
     lines = [f"{server}/{tool}: {found.rclass} ({found.rule}){' disclosure' if found.disclosure else ''}"]
+    lines.append(f"  class: {found.rclass}, {CLASS_MEANINGS[found.rclass]}")
+    lines.append(f"  decided by: {found.source}")
     lines.append(f"  why: {found.rationale}")
     for key, value in found.evidence.items():
         if value is not None:
             lines.append(f"  {key}: {value}")
     lines.append(f"policy: {decision.action}")
     lines.extend(f"  {reason.code}: {reason.detail}" for reason in decision.reasons)
+    lines.append(f"undo: {explained.undo}")
+    lines.append(f"to change: {how_to_change(decision, policy)}")
     return "\n".join(lines)
+
+
+def how_to_change(decision: Decision, policy: Policy) -> str:
+    """One sentence: who or what can change the verdict (docs/policy.md, "Precedence")."""
+    found = decision.reversibility
+    assert found is not None, "decide() always classifies"
+    if decision.action == "ask":
+        approver = policy.autonomy.approver or policy.undo_authority or "an approver"
+        first = f"a person holding {approver} approves this one call (hatp-recorder asks, then approve)"
+    else:
+        first = "a class override raising the class, or the policy's action for it, makes it ask"
+    if found.disclosure:
+        return f"{first}; a disclosure is never lowered"
+    by_source = {
+        ClassOrigin.HOST_DEFAULT: "a registry entry for the tool, a class override by a person holding "
+        "classAuthority, or trusted = true in recorder.toml if you trust the server",
+        ClassOrigin.SERVER_DECLARATION: "a registry entry or a class override outranks what the server "
+        "declares; trusted = false makes its word count only to raise the class",
+        ClassOrigin.SERVER_HINTS: "a registry entry or a class override outranks the server's hints; "
+        "trusted = false stops them counting",
+        ClassOrigin.HOST_REGISTRY: "a class override in the policy "
+        "(lowering needs a person holding classAuthority)",
+        ClassOrigin.HOST_OVERRIDE: "the class override in the policy",
+    }
+    return f"{first}; for every call: {by_source.get(found.source, by_source[ClassOrigin.HOST_DEFAULT])}"
+
+
+AGENT_VISIBLE = ("server", "tool", "action", "class", "meaning", "undo")
+"""What the agent learns of a decision (docs/policy.md, "What the agent learns"): whether the call
+would run or wait, its class and what that means, and what undo exists. Never the reasons, the
+rule or evidence, who approves, overrides and their authors, caps, windows or the policy digest."""
+
+
+def for_agent(explained: Explained) -> dict[str, Any]:
+    """``hatp_explain``'s answer: the :data:`AGENT_VISIBLE` members, and a sentence of them."""
+    decision = explained.decision
+    found = decision.reversibility
+    assert found is not None, "decide() always classifies"
+    runs = "would run now" if decision.action == "allow" else "would wait for a person's approval"
+    answer = {
+        "server": explained.server,
+        "tool": explained.tool,
+        "action": decision.action,
+        "class": found.rclass,
+        "meaning": CLASS_MEANINGS[found.rclass],
+        "undo": explained.undo,
+    }
+    named = f"{explained.server}/{explained.tool}"
+    said = f"{named} {runs}. {found.rclass}, {answer['meaning']}. Undo: {explained.undo}."
+    return {**answer, "text": said}

@@ -19,17 +19,19 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import Tool, ToolResult
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ToolAnnotations
 from mcp.types import Tool as McpTool
-from pydantic import PrivateAttr, ValidationError
+from pydantic import PrivateAttr
 
 from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.call_body import call_wire, outcome
+from hatp_journal.recorder.call_facts import for_call, tool_facts
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.downstream import Downstream, DownstreamError
+from hatp_journal.recorder.host_hints import host_annotations
 from hatp_journal.recorder.host_undo import (
     HostReadFailed,
     host_member,
@@ -52,7 +54,7 @@ from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
-from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
+from hatp_journal.toolkit.wire import META_KEY
 
 HOST_META_KEY = "hatp/host"
 HOST_META_BYTES = 65_536
@@ -116,13 +118,14 @@ class Recorder:
         for downstream in self.downstreams.values():
             await downstream.connect(stack)
             for tool in downstream.agent_tools():
-                forward = ForwardTool.for_downstream(self, downstream.name, tool)
-                self.mcp.add_tool(forward)
-                self.forwards[forward.name] = (downstream.name, tool.name)
-                facts = _tool_facts(downstream, tool.name)
+                facts = tool_facts(downstream, tool.name)
                 # A class no argument can change is worked out here, once, not on every call.
                 fixed = class_of_every_call(self.policy, facts)
                 self._facts_of[downstream.name, tool.name] = replace(facts, reversibility=fixed)
+                hints = host_annotations(tool.annotations, fixed.rclass if fixed else None)
+                forward = ForwardTool.for_downstream(self, downstream.name, tool, hints)
+                self.mcp.add_tool(forward)
+                self.forwards[forward.name] = (downstream.name, tool.name)
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
@@ -493,25 +496,8 @@ class Recorder:
     ) -> CallFacts:
         facts = self._facts_of.get((downstream.name, tool))
         if facts is None:  # a tool not published at start (only a direct handle() call)
-            facts = _tool_facts(downstream, tool)
-        amount = _amount(arguments) if facts.charges else None
-        return replace(facts, at=now, amount=amount, run=run, arguments=arguments)
-
-
-def _tool_facts(downstream: Downstream, tool: str) -> CallFacts:
-    """What the tool's declaration says about every call of it, read once at connect.
-
-    Keys are pinned before the tools are published and never change while the session lasts.
-    """
-    return CallFacts.from_declaration(
-        _declaration(downstream, tool),
-        server=downstream.name,
-        tool=tool,
-        at=datetime.min,  # each call sets its own time, amount and run
-        server_keys=frozenset(downstream.keys),  # what requireVerified's attestations must name
-        annotations=downstream.tools[tool].annotations,  # for the reversibility class
-        trusted=downstream.config.trusted,
-    )
+            facts = tool_facts(downstream, tool)
+        return for_call(facts, arguments, now, run)
 
 
 class ForwardTool(Tool):
@@ -523,22 +509,26 @@ class ForwardTool(Tool):
     _published: McpTool | None = PrivateAttr(default=None)
 
     @classmethod
-    def for_downstream(cls, recorder: Recorder, server: str, tool: Any) -> ForwardTool:
-        """Mirror ``tool`` of ``server`` as ``{server}_{tool}`` with its schema, hints and meta."""
+    def for_downstream(
+        cls, recorder: Recorder, server: str, tool: Any, annotations: ToolAnnotations
+    ) -> ForwardTool:
+        """Mirror ``tool`` of ``server`` as ``{server}_{tool}`` with its schema and meta, and the
+        host's ``annotations`` (``host_hints.py``), not the server's."""
         forward = cls(
             name=f"{server}_{tool.name}",
             title=tool.title,
             description=tool.description,
             parameters=tool.input_schema,
-            annotations=tool.annotations,
+            annotations=annotations,
             meta=tool.meta,
         )
         forward._recorder, forward._server, forward._tool = recorder, server, tool.name
-        forward._published = tool
+        forward._published = tool.model_copy(update={"annotations": annotations})
         return forward
 
     def to_mcp_tool(self, **overrides: Any) -> McpTool:
-        """The tool exactly as its server listed it (title, output schema, ``_meta``...), but for its name."""
+        """The tool as its server listed it (title, output schema, ``_meta``...), but for its name
+        and the hints, which are the host's."""
         assert self._published is not None
         meta = passthrough.published_meta(self._published.meta)
         return self._published.model_copy(update={"name": self.name, "meta": meta})
@@ -547,17 +537,6 @@ class ForwardTool(Tool):
         """Forward through the Recorder."""
         assert self._recorder is not None
         return await self._recorder.handle(self._server, self._tool, arguments)
-
-
-def _declaration(downstream: Downstream, tool: str) -> Declaration | None:
-    meta = downstream.tools[tool].meta or {}
-    raw = meta.get(META_KEY)
-    if raw is None or bounded(raw) is not None:
-        return None
-    try:
-        return Declaration.model_validate(raw)
-    except ValidationError:
-        return None  # an unreadable declaration is no declaration: unknown, fail closed
 
 
 def _request_meta() -> Any:
@@ -605,14 +584,6 @@ def _host_meta(meta: Any) -> dict[str, Any] | None:
     if problem is None and len(canonical_bytes(host)) > HOST_META_BYTES:
         problem = f"more than {HOST_META_BYTES} bytes"
     return host if problem is None else {"rejected": f"not kept: {problem}"}
-
-
-def _amount(arguments: dict[str, Any]) -> Money | None:
-    """The money a charging call says it moves (``amount`` and ``currency`` arguments)."""
-    try:
-        return Money(amount=str(arguments["amount"]), currency=str(arguments.get("currency", "USD")))
-    except (KeyError, ValidationError):
-        return None
 
 
 def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, Any], list[Kept]]:

@@ -149,7 +149,11 @@ class Org:
         config = load_config(self.config)
         config.recorder.agent = agent
         store = self.store()
-        recorder = Recorder(config, store=store, policy=load_policy(Path(config.recorder.policy)))
+        recorder = Recorder(
+            config,
+            store=store,
+            policy=load_policy(Path(config.recorder.policy), directory=config.recorder.directory),
+        )
         try:
             async with AsyncExitStack() as stack:
                 mcp = await recorder.start(stack)

@@ -2,8 +2,10 @@
 
 R0 no effect, R1 restorable, R2 compensable at a known bounded cost, R3 hard to recover (access,
 credentials, availability, physical state), R4 irreversible (a disclosure, unrecoverable
-destruction). A class comes from the first source that has one, in this order: the tool's HATP
-declaration, the host registry, the MCP annotations of a server the host trusts; nothing: R4.
+destruction). The host decides, never the server: a host registry entry outranks anything a server
+says about itself; a server's journal declaration sets the class only when the host trusts the
+server (``trusted = true``) and pinned its keys, its MCP hints only when the host trusts it; any
+other claim of a server can only raise the class; nothing: R4 (docs/policy.md, "Precedence").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from hatp_journal.toolkit.wire import Declaration, WireModel
 
@@ -19,6 +21,15 @@ RClass = Literal["R0", "R1", "R2", "R3", "R4"]
 CLASSES: tuple[RClass, ...] = ("R0", "R1", "R2", "R3", "R4")
 
 Evidence = dict[str, str | int | bool | None]
+
+CLASS_MEANINGS: dict[RClass, str] = {
+    "R0": "no effect: nothing changes outside the agent's working context",
+    "R1": "restorable: fully restorable with ordinary effort, and nobody outside saw it",
+    "R2": "compensable: it can't be restored, but a known fix exists at a bounded cost",
+    "R3": "hard to recover: it needs a person or out-of-band recovery (access, credentials, availability)",
+    "R4": "irreversible: a disclosure, unrecoverable destruction, or a consequence that can't be recalled",
+}
+"""Each class in words (docs/policy.md, "Reversibility classes")."""
 
 
 class ClassSource:
@@ -37,8 +48,35 @@ class ClassSource:
     OVERRIDE_REFUSED = "override-refused"
 
 
+class ClassOrigin:
+    """Who said what a class rests on: the server about itself, or the host (its registry, its
+    people's overrides, its default). Every class decision in the Run Record names one."""
+
+    SERVER_DECLARATION = "server-declaration"
+    SERVER_HINTS = "server-hints"
+    HOST_REGISTRY = "host-registry"
+    HOST_OVERRIDE = "host-override"
+    HOST_DEFAULT = "host-default"
+
+
+_ORIGIN_OF_RULE: dict[str, str] = {
+    ClassSource.DECLARED_READ: ClassOrigin.SERVER_DECLARATION,
+    ClassSource.DECLARED_COMPENSATE: ClassOrigin.SERVER_DECLARATION,
+    ClassSource.DECLARED_SIDE_EFFECTS: ClassOrigin.SERVER_DECLARATION,
+    ClassSource.DECLARED_VIA_UI: ClassOrigin.SERVER_DECLARATION,
+    ClassSource.DECLARED_NONE: ClassOrigin.SERVER_DECLARATION,
+    ClassSource.REGISTRY: ClassOrigin.HOST_REGISTRY,
+    ClassSource.REGISTRY_ARGUMENTS: ClassOrigin.HOST_REGISTRY,
+    ClassSource.HINT_READ_ONLY: ClassOrigin.SERVER_HINTS,
+    ClassSource.UNKNOWN: ClassOrigin.HOST_DEFAULT,
+    ClassSource.OVERRIDE: ClassOrigin.HOST_OVERRIDE,
+    ClassSource.OVERRIDE_REFUSED: ClassOrigin.HOST_OVERRIDE,
+}
+
+
 class ClassVerdict(WireModel):
-    """A call's class, the rule that produced it, a sentence why, and what it was checked against.
+    """A call's class, the rule that produced it, who said it (``source``, a :class:`ClassOrigin`),
+    a sentence why, and what it was checked against.
 
     ``disclosure``: the call discloses something (or the server says it cannot be taken back);
     no override lowers it.
@@ -46,9 +84,17 @@ class ClassVerdict(WireModel):
 
     rclass: RClass = Field(alias="class")
     rule: str
+    source: str = ""
     rationale: str
     evidence: Evidence = Field(default_factory=dict)
     disclosure: bool = False
+
+    @model_validator(mode="after")
+    def _source_of_rule(self) -> ClassVerdict:
+        # Entries journaled before sources were named read back with the source their rule implies.
+        if not self.source:
+            object.__setattr__(self, "source", _ORIGIN_OF_RULE.get(self.rule, ClassOrigin.HOST_DEFAULT))
+        return self
 
 
 def rank(cls: RClass) -> int:
@@ -164,13 +210,71 @@ def unknown_class(hints: Hints | None, trusted: bool) -> ClassVerdict:
     return verdict("R4", ClassSource.UNKNOWN, said, trusted=trusted, **(hints.wire() if hints else {}))
 
 
+@dataclass(frozen=True)
+class ServerTrust:
+    """How far the host believes what a server says about itself (recorder.toml and the pins).
+
+    ``trusted``: ``trusted = true`` in recorder.toml; ``keyed``: the server is journal-aware and
+    its receipt keys are pinned. A journal declaration counts only with both; MCP hints with
+    ``trusted``.
+    """
+
+    trusted: bool = False
+    keyed: bool = False
+
+    @property
+    def declaration_counts(self) -> bool:
+        """Whether the server's journal declaration may set (and so lower) the class."""
+        return self.trusted and self.keyed
+
+    def why_not(self) -> str:
+        """Why a declaration does not count, in words."""
+        if not self.trusted:
+            return "the host does not trust this server (trusted = false in recorder.toml)"
+        return "the server has no pinned keys (it is not journal-aware)"
+
+
 def classify(
     declared: ClassVerdict | None,
     registered: ClassVerdict | None,
     hints: Hints | None,
-    trusted: bool,
+    trust: ServerTrust,
 ) -> ClassVerdict:
-    """The class of one call from its sources, first that has one: the declaration's class
-    (:func:`declared_class`), the registry's (already judged on the call's arguments, see
-    :mod:`.registry`), trusted hints, else R4."""
-    return declared or registered or hinted_class(hints, trusted) or unknown_class(hints, trusted)
+    """The class of one call from its sources, in the precedence order of docs/policy.md.
+
+    1. A host registry entry (already judged on the call's arguments, see :mod:`.registry`).
+    2. Else the server's declaration (:func:`declared_class`), if the host trusts the server and
+       pinned its keys.
+    3. Else the hints of a trusted server (R0 for a closed-world read), else R4 (``unknown``).
+
+    A declaration that did not decide can still raise the class (a server that says a tool is
+    worse than the host thought is believed), never lower it; the verdict's evidence says so.
+    """
+    if registered is not None:
+        base = registered
+        why_not = "a host registry entry outranks what the server says"
+    elif declared is not None and trust.declaration_counts:
+        return declared
+    else:
+        base = hinted_class(hints, trust.trusted) or unknown_class(hints, trust.trusted)
+        why_not = trust.why_not()
+    return raised(base, declared, why_not)
+
+
+def raised(base: ClassVerdict, declared: ClassVerdict | None, why_not: str) -> ClassVerdict:
+    """``base``, raised to what the server ``declared`` if that is worse; a lower declaration is
+    kept in the evidence with ``why_not`` it did not count."""
+    if declared is None:
+        return base
+    worse = rank(declared.rclass) > rank(base.rclass)
+    if worse or (declared.rclass == base.rclass and declared.disclosure and not base.disclosure):
+        said = (
+            f"{declared.rationale}; the server's own word can raise the class ({base.rclass} by {base.rule})"
+        )
+        evidence = {**declared.evidence, "baseClass": base.rclass, "baseRule": base.rule}
+        return declared.model_copy(update={"rationale": said, "evidence": evidence})
+    if declared.rclass == base.rclass:
+        return base
+    said = f"{base.rationale}; the server declares {declared.rclass}, which does not count: {why_not}"
+    evidence = {**base.evidence, "serverDeclared": declared.rclass, "serverRule": declared.rule}
+    return base.model_copy(update={"rationale": said, "evidence": evidence})

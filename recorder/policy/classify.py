@@ -3,7 +3,14 @@ class overrides, which move a class up or down but never lower a disclosure."""
 
 from __future__ import annotations
 
-from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, classify, rank, verdict
+from hatp_journal.recorder.policy.classes import (
+    ClassSource,
+    ClassVerdict,
+    ServerTrust,
+    classify,
+    rank,
+    verdict,
+)
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.recorder.policy.model import ClassOverride, Policy
 
@@ -12,7 +19,8 @@ def classify_call(policy: Policy, facts: CallFacts) -> ClassVerdict:
     """The class, the rule that gave it and the evidence, for ``facts`` under ``policy``."""
     record = policy.host_registry().record_for(facts.server)
     registered = record.judge(facts.tool, facts.arguments) if record is not None else None
-    base = classify(facts.declared_class, registered, facts.hints, facts.trusted)
+    trust = ServerTrust(trusted=facts.trusted, keyed=bool(facts.server_keys))
+    base = classify(facts.declared_class, registered, facts.hints, trust)
     found = [
         override
         for override in policy.class_overrides

@@ -22,6 +22,7 @@ from hatp_journal.recorder.policy.rules import (
     RequireVerified,
     Rule,
     UiRule,
+    lowered_notice,
 )
 from hatp_journal.toolkit.wire import WireModel
 
@@ -82,9 +83,11 @@ def decide(policy: Policy, facts: CallFacts, spent: MoneySpent) -> Decision:
     if facts.reversibility is None:
         facts = replace(facts, reversibility=classify_call(policy, facts))
     verdict = _rules_of(policy).evaluate(facts, spent)
+    # A call let through at a class a person lowered is at least reported.
+    lowered = lowered_notice(facts) if verdict.action == "allow" else ()
     return Decision(
         action=verdict.action,
-        reasons=verdict.reasons,
+        reasons=verdict.reasons + lowered,
         totals=verdict.totals,
         policy_digest=policy.digest(),
         reversibility=facts.reversibility,

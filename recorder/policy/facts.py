@@ -69,10 +69,14 @@ class CallFacts:
         annotations: Any = None,
         arguments: Mapping[str, Any] | None = None,
         trusted: bool = False,
+        journal_aware: bool = True,
     ) -> CallFacts:
         """Classify a call from its tool's declaration; no declaration (an unaware server) is ``unknown``.
 
         ``annotations`` are the tool's MCP annotations as listed (``ToolAnnotations`` or None).
+        ``journal_aware``: the server offers the journal binding (its keys are pinned); a
+        declaration from one that does not is only believed where it makes the call worse: its
+        kind is ``unknown`` unless it declares ``none``.
         """
         hints = Hints.of(annotations)
         given = dict(arguments) if isinstance(arguments, Mapping) else {}
@@ -92,6 +96,23 @@ class CallFacts:
         undo = declaration.undo
         # A read declared "none" (export_report) stays "none": a disclosure cannot be taken back.
         kind: Kind = undo.kind if undo is not None else "read" if declaration.read else "unknown"
+        if not journal_aware and kind != "none":
+            # A server without pinned keys can't be held to what it declares (no signed receipt,
+            # no binding to undo through): its word makes a call worse, never better.
+            return cls(
+                run=run,
+                server=server,
+                tool=tool,
+                kind="unknown",
+                at=at,
+                charges=declaration.charges,
+                amount=amount,
+                declaration_digest=declaration.digest(),
+                declared_class=declared_class(declaration),
+                hints=hints,
+                trusted=trusted,
+                arguments=given,
+            )
         return cls(
             run=run,
             server=server,

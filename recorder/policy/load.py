@@ -14,27 +14,32 @@ from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
 from hatp_journal.recorder.policy.model import Policy
+from hatp_journal.recorder.policy.override_people import override_problems
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
 from hatp_journal.toolkit.files import FileProblem, read_text
 
 
-def load_policy(path: str | Path) -> Policy:
+def load_policy(path: str | Path, *, directory: str | Path | None = None) -> Policy:
     """Load and validate the policy file at ``path``.
 
     Raises :class:`PolicyFileError` naming the line for unreadable, empty, too large, not UTF-8 or
     too deeply nested files, JSON syntax errors, duplicate keys, unknown keys, wrong types and
-    unknown actions.
+    unknown actions, and for a class override that lowers a class without a person of
+    ``directory`` (the people file, ``[recorder] directory``) holding the class authority.
     """
     try:
         text = read_text(path)
     except FileProblem as problem:
         raise PolicyFileError(path, [Problem(problem.line or 1, problem.column, problem.message)]) from None
-    return parse_policy(text, source=str(path), base=Path(path).parent)
+    return parse_policy(text, source=str(path), base=Path(path).parent, directory=directory)
 
 
-def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = None) -> Policy:
+def parse_policy(
+    text: str, *, source: str = "<policy>", base: Path | None = None, directory: str | Path | None = None
+) -> Policy:
     """Validate policy JSON given as text; ``source`` names it in errors. The attestation files it
-    names are read now, relative to ``base`` (default: the working directory)."""
+    names are read now, relative to ``base`` (default: the working directory); a lowering class
+    override is checked against ``directory`` (:mod:`.override_people`)."""
     try:
         keys = located(text, source)
     except LocateError as error:
@@ -57,6 +62,7 @@ def parse_policy(text: str, *, source: str = "<policy>", base: Path | None = Non
         position = keys.position_of(("registry", "files", error.index))
         raise PolicyFileError(source, [Problem(position.line, position.column, str(error))]) from None
     problems = _registry_problems(policy, registry, keys)
+    problems += override_problems(policy, registry, keys, directory)
     if problems:
         raise PolicyFileError(source, problems)
     return policy

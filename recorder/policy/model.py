@@ -67,7 +67,8 @@ class RegistryUse(WireModel):
 
 class ClassOverride(WireModel):
     """Moves one tool's class up or down for this deployment, with the reason logged on every
-    decision. It never lowers a disclosure."""
+    decision. It never lowers a disclosure; one that lowers names (``by``) a person in the
+    directory holding the policy's ``classAuthority`` (override_people.py)."""
 
     server: str = Field(min_length=1)
     tool: str = Field(min_length=1)
@@ -161,6 +162,9 @@ class Policy(WireModel):
 
     autonomy: Autonomy = Field(default_factory=Autonomy)
     undo_authority: str | None = Field(default=None, min_length=1)
+    class_authority: str | None = Field(
+        default=None, min_length=1, description="Role whose holders may lower a class (else undoAuthority)"
+    )
     overrides: tuple[PolicyOverride, ...] = ()
     review: ReviewRules = Field(default_factory=ReviewRules)
     registry: RegistryUse = Field(default_factory=RegistryUse)

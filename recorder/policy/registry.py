@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
+from hatp_journal.recorder.policy.classes import CLASSES as CLASS_RANK
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
@@ -118,6 +119,14 @@ class Record:
         """Whether a call's arguments can change the class of ``tool`` (it has argument rules)."""
         entry = self.file.tools.get(tool)
         return entry is not None and bool(entry.rules)
+
+    def worst_class(self, tool: str) -> RClass | None:
+        """The least recoverable class a call of ``tool`` can get from this file, whatever its
+        arguments; None when the file does not list it."""
+        entry = self.file.tools.get(tool)
+        if entry is None:
+            return None
+        return max((entry.rclass, *(rule.rclass for rule in entry.rules)), key=CLASS_RANK.index)
 
     def judge(self, tool: str, arguments: Mapping[str, Any]) -> ClassVerdict | None:
         """The class of a call of ``tool`` with ``arguments``; None when the file does not list it."""

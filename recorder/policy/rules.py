@@ -10,11 +10,11 @@ from datetime import datetime
 from typing import Protocol
 
 from hatp_journal.recorder.policy.attestations import AttestationProblem, Attestations, Judgement
-from hatp_journal.recorder.policy.classes import CLASSES
+from hatp_journal.recorder.policy.classes import CLASSES, ClassSource
 from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
 from hatp_journal.recorder.policy.model import Action, Autonomy, ClassActions, MoneyCaps, PolicyOverride
 from hatp_journal.recorder.policy.money import MoneySpent
-from hatp_journal.recorder.policy.reasons import ReasonCode, Totals, Verdict, reason
+from hatp_journal.recorder.policy.reasons import Reason, ReasonCode, Totals, Verdict, reason
 from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.wire import Money
 
@@ -268,3 +268,18 @@ class NeverAutonomous:
         return Verdict.ask(
             reason(ReasonCode.NEVER_AUTONOMOUS, said, **{"class": found.rclass, "rule": found.rule})
         )
+
+
+def lowered_notice(facts: CallFacts) -> tuple[Reason, ...]:
+    """``NOTIFY`` for a call allowed at a class an override lowered, naming the person who lowered
+    it (a lowering is a person's decision, docs/policy.md); nothing for any other call."""
+    found = facts.reversibility
+    base = found.evidence.get("baseClass") if found is not None else None
+    if found is None or found.rule != ClassSource.OVERRIDE or base not in CLASSES:
+        return ()
+    if CLASSES.index(found.rclass) >= CLASSES.index(str(base)):
+        return ()
+    by = found.evidence.get("by")
+    said = f"{found.rclass} only because {by} lowered it from {base}: {found.evidence.get('reason')}"
+    data = {"class": found.rclass, "rule": found.rule, "by": by, "from": base}
+    return (reason(ReasonCode.NOTIFY, said, **data),)

@@ -142,7 +142,9 @@ def authority_now(config: RecorderConfig) -> AuthorityNow:
     """The directory and policy of ``config``, read from their files again at every call."""
 
     def now() -> tuple[Directory, Policy]:
-        return load_directory(config), load_policy(Path(config.recorder.policy))
+        return load_directory(config), load_policy(
+            Path(config.recorder.policy), directory=config.recorder.directory
+        )
 
     return now
 

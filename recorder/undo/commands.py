@@ -42,7 +42,7 @@ from hatp_journal.toolkit.signing import SigningKey
 
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
     """Run one undo command; UndoError propagates to the CLI, which prints its code."""
-    policy = load_policy(Path(config.recorder.policy))
+    policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     directory = load_directory(config)
     async with AsyncExitStack() as stack:
         servers = UndoServers(config, store, stack)

@@ -228,7 +228,7 @@ class WebApprover:
             raise WebRefusal(WebCode.NO_KEY, f"the approver holds no signing key for {person}") from None
 
     def _policy(self) -> Policy:
-        return load_policy(Path(self.config.recorder.policy))
+        return load_policy(Path(self.config.recorder.policy), directory=self.config.recorder.directory)
 
     def _directory(self) -> Directory:
         return load_directory(self.config)

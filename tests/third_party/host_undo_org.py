@@ -75,7 +75,7 @@ class HostOrg:
 
     async def session(self, stack: AsyncExitStack) -> tuple[Recorder, Client[Any]]:
         """The Recorder started in ``stack`` and the agent connected to it."""
-        policy = load_policy(self.root / "policy.json")
+        policy = load_policy(self.root / "policy.json", directory=self.root / "directory.json")
         recorder = Recorder(self.config, store=self.store, policy=policy, embedded=self.embedded)
         mcp = await recorder.start(stack)
         client = await stack.enter_async_context(Client(mcp))
@@ -100,7 +100,7 @@ class HostOrg:
     ) -> tuple[dict[str, Any], Entry | None]:
         """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
         JSON and the Reversal Record (None when the approval did not count)."""
-        policy = load_policy(self.root / "policy.json")
+        policy = load_policy(self.root / "policy.json", directory=self.root / "directory.json")
         directory = Directory.load(self.root / "directory.json")
         ask = await ask_for_plan(self.store, policy, directory, servers, run, request, by=DANA, now=utc_now())
         counted, _, _ = await decide_on_plan(

@@ -128,10 +128,14 @@ def test_the_agent_sees_every_tool_as_published_with_output_schema_title_annotat
     assert len(through) == len(seen.published["tools"])
     for tool in seen.published["tools"]:
         mirrored = {**through[tool["name"]], "name": tool["name"]}
-        # The Recorder answers every call itself, so it offers no MCP tasks: ``execution`` is its own.
-        assert {k: v for k, v in mirrored.items() if k != "execution"} == {
-            k: v for k, v in tool.items() if k != "execution"
+        # The Recorder answers every call itself, so it offers no MCP tasks: ``execution`` is its own;
+        # the hints are the host's (docs/policy.md, "What the agent sees").
+        assert {k: v for k, v in mirrored.items() if k not in ("execution", "annotations")} == {
+            k: v for k, v in tool.items() if k not in ("execution", "annotations")
         }
+        # Nothing classifies an untrusted server's tools: R4, whatever the server hinted.
+        hints = {**tool.get("annotations", {}), "readOnlyHint": False, "destructiveHint": True}
+        assert mirrored["annotations"] == hints, tool["name"]
     structured = through["get-structured-content"]
     assert structured["outputSchema"]["required"] == ["temperature", "conditions", "humidity"]
     assert not any("fastmcp" in json.dumps(tool.get("_meta", {})) for tool in through.values())

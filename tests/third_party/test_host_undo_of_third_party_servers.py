@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from host_undo_org import LEAD, HostOrg, statuses
+from host_undo_org import LEE, HostOrg, statuses
 from third_party_servers import NODE_BIN, SQLITE_VENV, require
 
 from hatp_journal.recorder.config import ServerConfig
@@ -23,7 +23,7 @@ WRITES_KEPT = {
     "server": "files",
     "tool": "write_file",
     "class": "R1",
-    "by": LEAD,
+    "by": LEE,  # a person holding the undo authority: lowering a class is a person's decision
     "reason": "The host keeps the old content of every overwritten file and can put it back.",
 }
 

@@ -16,13 +16,21 @@ from hatp_journal.recorder.policy.registry import sql_identifier, sql_single_sel
 from hatp_journal.toolkit.wire import Declaration, Money
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+EXAMPLES = Path(__file__).parents[3] / "docs" / "examples"
+PEOPLE = EXAMPLES / "directory-classes.json"
+OLIVIA = "human://acme.com/person/olivia"  # holds the data owner's role, the example's classAuthority
 CLASSES = {"R0": "allow", "R1": "allow-notify", "R2": "ask-or-budget", "R3": "ask", "R4": "never-autonomous"}
 SQLITE = {"db": "mcp-server-sqlite"}
 
 
 def policy(money: dict[str, Any] | None = None, **more: Any) -> Policy:
     autonomy = {"classes": CLASSES, **({"money": money} if money else {})}
-    return parse_policy(json.dumps({"autonomy": autonomy, "registry": {"servers": SQLITE}, **more}))
+    body = {
+        "autonomy": autonomy,
+        "registry": {"servers": SQLITE},
+        "classAuthority": "human://acme.com/role/data-owner",
+    }
+    return parse_policy(json.dumps({**body, **more}), directory=PEOPLE)
 
 
 def declared(**fields: Any) -> Declaration:
@@ -36,9 +44,11 @@ def call(
     tool: str = "act",
     hints: dict[str, Any] | None = None,
     trusted: bool = False,
+    keyed: bool = False,
     arguments: dict[str, Any] | None = None,
     amount: Money | None = None,
 ) -> CallFacts:
+    """A call of a server the host trusts (``trusted``) and whose keys it pinned (``keyed``)."""
     return CallFacts.from_declaration(
         declaration,
         server=server,
@@ -49,7 +59,13 @@ def call(
         arguments=arguments,
         amount=amount,
         run="run-1",
+        server_keys=frozenset({"kid-1"}) if keyed else frozenset(),
+        journal_aware=keyed,
     )
+
+
+TRUSTED: dict[str, Any] = {"trusted": True, "keyed": True}
+"""A journal-aware server with pinned keys that recorder.toml trusts: its declarations count."""
 
 
 def decided(facts: CallFacts, on: Policy | None = None) -> Decision:
@@ -85,7 +101,7 @@ def class_of(facts: CallFacts, on: Policy | None = None) -> tuple[str, str]:
 def test_a_declaration_gives_the_class_of_the_documented_table(
     declaration: dict[str, Any], expected: tuple[str, str]
 ) -> None:
-    assert class_of(call(declared(**declaration))) == expected
+    assert class_of(call(declared(**declaration), **TRUSTED)) == expected
 
 
 def test_a_tool_nothing_classifies_is_r4_unknown_and_never_autonomous() -> None:
@@ -132,7 +148,7 @@ def test_a_registry_argument_rule_makes_a_single_select_r0_and_anything_else_sta
 def test_an_existing_kind_policy_keeps_deciding_by_kind_and_still_records_the_class() -> None:
     kinds = parse_policy('{"autonomy": {"read": "allow", "unknown": "ask"}}')
 
-    read = decided(call(declared(read=True)), kinds)
+    read = decided(call(declared(read=True), **TRUSTED), kinds)
     unknown = decided(call(), kinds)
 
     assert (read.action, unknown.action) == ("allow", "ask")
@@ -142,7 +158,7 @@ def test_an_existing_kind_policy_keeps_deciding_by_kind_and_still_records_the_cl
 
 
 def test_r1_is_allowed_and_flagged_for_notice() -> None:
-    decision = decided(call(declared(undo={"kind": "compensate"})))
+    decision = decided(call(declared(undo={"kind": "compensate"}), **TRUSTED))
 
     assert decision.action == "allow"
     assert [(reason.code, reason.data["class"]) for reason in decision.reasons] == [("NOTIFY", "R1")]
@@ -152,8 +168,8 @@ def test_r2_is_allowed_within_a_money_budget_and_asks_without_one() -> None:
     charge = declared(undo={"kind": "compensate", "sideEffects": ["a refund shows"]}, charges=True)
     budget = policy(money={"perRun": {"amount": "100", "currency": "USD"}})
 
-    within = decided(call(charge, amount=Money(amount="40", currency="USD")), budget)
-    unbudgeted = decided(call(declared(undo={"kind": "compensate", "via": "ui"})))
+    within = decided(call(charge, amount=Money(amount="40", currency="USD"), **TRUSTED), budget)
+    unbudgeted = decided(call(declared(undo={"kind": "compensate", "via": "ui"}), **TRUSTED))
 
     assert within.action == "allow"
     assert [reason.code for reason in within.reasons] == ["WITHIN_BUDGET"]
@@ -188,7 +204,7 @@ def test_a_class_override_moves_a_class_with_its_reason_on_the_decision() -> Non
                 "server": "db",
                 "tool": "write_query",
                 "class": "R3",
-                "by": "ops",
+                "by": OLIVIA,
                 "reason": "nightly snapshots",
             },
             {"server": "db", "tool": "list_tables", "class": "R2", "by": "ops", "reason": "we count reads"},
@@ -208,7 +224,7 @@ def test_a_class_override_moves_a_class_with_its_reason_on_the_decision() -> Non
 
 def test_a_class_override_cannot_lower_a_declared_disclosure() -> None:
     lowered = policy(
-        classOverrides=[{"server": "crm", "tool": "export", "class": "R1", "by": "o", "reason": "r"}]
+        classOverrides=[{"server": "crm", "tool": "export", "class": "R1", "by": OLIVIA, "reason": "r"}]
     )
     export = declared(read=True, undo={"kind": "none"}, reason="discloses data outside the organisation")
 
@@ -262,7 +278,7 @@ def test_facts_with_a_class_that_is_none_of_r0_to_r4_ask_unclassified() -> None:
 
 
 def test_the_documented_class_policy_loads_and_decides_as_docs_policy_md_says() -> None:
-    example = load_policy(Path(__file__).parents[3] / "docs" / "examples" / "policy-classes.json")
+    example = load_policy(EXAMPLES / "policy-classes.json", directory=PEOPLE)
 
     read = decided(call(server="files", tool="read_text_file", arguments={"path": "a.txt"}), example)
     write = decided(call(server="db", tool="write_query", arguments={"query": "DELETE FROM t"}), example)

@@ -17,7 +17,8 @@ from hatp_journal.toolkit.wire import META_KEY
 
 pytestmark = pytest.mark.anyio
 
-POLICY = parse_policy("""{"autonomy": {"compensate": "allow", "money": {
+# The shop has no keys: its declared undo is unknown to the host, but its "charges" still counts.
+POLICY = parse_policy("""{"autonomy": {"unknown": "allow", "money": {
     "perRun": {"amount": "100", "currency": "USD"}}}}""")
 CHARGES = {META_KEY: {"undo": {"kind": "compensate", "window": "P1D"}, "charges": True}}
 

@@ -92,9 +92,16 @@ def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: 
 
 
 def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Path) -> None:
-    fine = [{"server": "crm", "tool": "archive_deal", "class": "R0", "by": "ops", "reason": "nightly backup"}]
+    olivia = "human://acme.com/person/olivia"  # holds the data owner's role in the example directory
+    fine = [
+        {"server": "crm", "tool": "export_report", "class": "R4", "by": "ops", "reason": "say it twice"},
+        {"server": "crm", "tool": "archive_deal", "class": "R0", "by": olivia, "reason": "nightly backup"},
+    ]
+    path = written(tmp_path, CRM, classOverrides=fine, classAuthority="human://acme.com/role/data-owner")
 
-    assert load_policy(written(tmp_path, CRM, classOverrides=fine)).class_overrides[0].rclass == "R0"
+    loaded = load_policy(path, directory=ROOT / "docs" / "examples" / "directory-classes.json")
+
+    assert [override.rclass for override in loaded.class_overrides] == ["R4", "R0"]
 
 
 @pytest.mark.parametrize(

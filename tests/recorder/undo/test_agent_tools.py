@@ -77,9 +77,9 @@ def test_explain_tells_the_agent_what_hatp_recorder_explain_tells_a_person_and_u
 
     assert code == 0, err
     assert codes(results) == [None, "UNKNOWN_SERVER", "UNKNOWN_TOOL"]
-    decision, expected = told(results[0])["decision"], json.loads(out)
-    assert decision["action"] == expected["action"] == "allow"
-    assert decision["reversibility"] == expected["reversibility"]
+    agent, expected = told(results[0]), json.loads(out)
+    assert agent["action"] == expected["action"] == "allow"
+    assert agent["class"] == expected["reversibility"]["class"]
 
 
 def test_the_policy_can_turn_the_agent_tools_off_and_a_call_of_one_is_then_journaled_as_refused(
