@@ -29,6 +29,15 @@ from mcp.shared.message import SessionMessage
 
 from hatp_journal.recorder.fast_calls import FastCall, as_sent, fast_call
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.jsonrpc_lines import (
+    INVALID_REQUEST,
+    Deep,
+    Unreadable,
+    batch_answer,
+    problem,
+    read_line,
+    request_id,
+)
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
@@ -36,6 +45,13 @@ LINE_LIMIT = 64 * 1024 * 1024
 
 LIBRARY_BACKLOG = 64
 """Messages for the mcp library waiting to be taken before stdin is read no further."""
+
+EOF_GRACE_SECONDS = 30.0
+"""How long the mcp library may take, once stdin has closed, to answer the requests it was given
+(listings, ``initialize``: quick ones; tool calls are the data plane's and are always waited for).
+Any still unanswered then get an error."""
+
+INTERNAL_ERROR = -32603
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +93,9 @@ class _Front:
         self.writer = writer
         self.stamp = mcp._mcp_server.server_info_stamp
         self.calls: set[asyncio.Task[None]] = set()
+        self.library_pending: set[str | int] = set()  # ids of requests the library has yet to answer
+        self.library_idle = asyncio.Event()
+        self.library_idle.set()
 
     async def run(self) -> None:
         to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -91,11 +110,18 @@ class _Front:
             library.start_soon(self._answer_library, from_library)
             async with to_library:
                 await self._read(to_library)
-                if self.calls:  # stdin closed: answer the calls still in flight first
+                # Stdin closed: what was asked is still answered (the library ends its requests
+                # at the end of its input, so that end waits for their answers).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.library_idle.wait(), EOF_GRACE_SECONDS)
+                if self.calls:
                     await asyncio.wait(self.calls)
             # Stdin closed and every call answered: the agent is gone, so is the library's server.
-            await _drained(self.writer)
             library.cancel_scope.cancel()
+        for unanswered in sorted(self.library_pending, key=repr):
+            error = {"code": INTERNAL_ERROR, "message": "Internal error: not answered before stdin closed"}
+            self._write({"jsonrpc": "2.0", "id": unanswered, "error": error})
+        await _drained(self.writer)
 
     async def _read(self, to_library: Any) -> None:
         """Take each line from the agent until stdin closes; the library's messages go on in order."""
@@ -114,19 +140,61 @@ class _Front:
             transport.close()
 
     def _take(self, line: bytes) -> Any:
-        """Answer a data-plane call (in a task of its own); anything else is the library's: returned."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
-            return _library_message(line) if line.strip() else None
-        call = self._fast_call(message)
-        if call is None:
-            return _library_message(message)
-        # A plain task per call (an anyio task group costs more per task); _call never raises.
-        task = asyncio.create_task(self._call(message["id"], *call))
-        self.calls.add(task)
-        task.add_done_callback(self.calls.discard)
-        return None
+        """Answer a data-plane call (in a task of its own) or what is no message the library reads;
+        anything else is the library's: returned."""
+        message = read_line(line)
+        if message is None:  # a blank line
+            return None
+        if isinstance(message, Unreadable):
+            self._write(message.answer())
+            return None
+        deep = isinstance(message, Deep)
+        if deep:
+            message = message.message
+        if isinstance(message, list):
+            batch = batch_answer(message)
+            if batch is not None:
+                self._write(batch)
+            return None
+        refusal = problem(message)
+        if refusal is None:
+            call = self._fast_call(message)
+            if call is not None:
+                # A plain task per call (an anyio task group costs more per task); _call never raises.
+                task = asyncio.create_task(self._call(message["id"], *call))
+                self.calls.add(task)
+                task.add_done_callback(self.calls.discard)
+                return None
+            if deep:
+                refusal = Unreadable(
+                    INVALID_REQUEST, "Invalid Request: nested deeper than Python reads", request_id(message)
+                )
+        library = _library_message(message) if refusal is None else None
+        if isinstance(library, Exception):
+            refusal = Unreadable(INVALID_REQUEST, "Invalid Request: not an MCP message", request_id(message))
+        if refusal is not None:
+            if not _notification(message):  # a notification is never answered, even a wrong one
+                self._write(refusal.answer())
+            return None
+        self._library_takes(message)
+        return library
+
+    def _library_takes(self, message: dict[str, Any]) -> None:
+        """Count a request the library will answer; a cancelled one it never answers."""
+        if "method" not in message:
+            return
+        if "id" in message:
+            self.library_pending.add(message["id"])
+            self.library_idle.clear()
+        elif message["method"] == "notifications/cancelled":
+            params = message.get("params") or {}
+            self._library_answered(params.get("requestId"))
+
+    def _library_answered(self, answered: Any) -> None:
+        if isinstance(answered, str | int):
+            self.library_pending.discard(answered)
+        if not self.library_pending:
+            self.library_idle.set()
 
     def _fast_call(self, message: Any) -> FastCall | None:
         """(server, tool, arguments, request _meta) of a call the data plane answers, else None."""
@@ -171,7 +239,10 @@ class _Front:
     async def _answer_library(self, from_library: Any) -> None:
         async with from_library:
             async for session_message in from_library:
-                dumped = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                sent = session_message.message
+                if not hasattr(sent, "method"):  # an answer, not a request or notification of its own
+                    self._library_answered(sent.id)
+                dumped = sent.model_dump_json(by_alias=True, exclude_unset=True)
                 if not self.writer.is_closing():
                     self.writer.write(dumped.encode() + b"\n")
                     await self.writer.drain()
@@ -257,11 +328,13 @@ class _Lines(asyncio.Protocol):
 def _library_message(message: Any) -> SessionMessage | Exception:
     """A message for the mcp library, validated as its own stdio transport would."""
     try:
-        if isinstance(message, bytes):
-            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(message, by_name=False))
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False))
     except ValueError as error:
         return error
+
+
+def _notification(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("method"), str) and "id" not in message
 
 
 async def _drained(writer: asyncio.StreamWriter) -> None:
