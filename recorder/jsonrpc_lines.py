@@ -42,10 +42,12 @@ _DIGITS = 4000
 
 
 @dataclass(frozen=True)
-class Deep:
-    """A message nested past Python's recursion limit: only a tool call's refusal may read it."""
+class Unusual:
+    """A message only the Recorder's own reader reads (nested past Python's recursion limit, or with
+    an integer of more than 4,300 digits): a tool call is refused for it, anything else is invalid."""
 
     message: Any
+    why: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class Unreadable:
 
 
 def read_line(line: bytes) -> Any:
-    """The JSON value of ``line``, :class:`Deep` or :class:`Unreadable`; None for a blank line."""
+    """The JSON value of ``line``, :class:`Unusual` or :class:`Unreadable`; None for a blank line."""
     try:
         return json.loads(line)
     except RecursionError:
@@ -71,7 +73,7 @@ def read_line(line: bytes) -> Any:
         if not line.strip():
             return None
     try:  # only a line the fast road refused pays for this: an integer too long for Python?
-        return json.loads(line, parse_int=_integer)
+        return Unusual(json.loads(line, parse_int=_integer), "an integer of more than 4,300 digits")
     except RecursionError:
         return _read_deep(line)
     except ValueError:
@@ -143,7 +145,7 @@ def _read_deep(line: bytes) -> Any:
     if len(line) > DEEP_LINE_LIMIT:
         return Unreadable(PARSE_ERROR, f"Parse error: too deep to read in over {DEEP_LINE_LIMIT} bytes")
     try:
-        return Deep(parse_deep(line.decode("utf-8")))
+        return Unusual(parse_deep(line.decode("utf-8")), "nested deeper than Python reads")
     except (ValueError, IndexError):
         return Unreadable(PARSE_ERROR, "Parse error: the line is not JSON")
 
