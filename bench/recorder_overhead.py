@@ -625,13 +625,7 @@ async def bench(args: Any, workdir: Path) -> None:
                 variants.append(Variant(each.name, connected, prefix, protocol, base_of(each, names)))
             await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
             running = children()
-            pids = {
-                p.name: pid
-                for p in planned
-                if p.mark
-                for pid, line in running.items()
-                if p.mark in line
-            }
+            pids = {p.name: pid for p in planned if p.mark for pid, line in running.items() if p.mark in line}
             missing = [p.name for p in planned if p.mark and p.name not in pids]
             if missing:
                 raise SystemExit(f"no process found for {missing}")

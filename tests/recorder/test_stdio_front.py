@@ -242,7 +242,10 @@ def refusals(world: World) -> dict[str, str]:
     return {e.body["tool"]: e.body["code"] for e in world.world.entries() if e.kind == "refused"}
 
 
-HOSTILE_CALL = '{{"jsonrpc": "2.0", "id": {id}, "method": "tools/call", "params": {{"name": "{name}", "arguments": {arguments}, "_meta": {meta}}}}}'
+HOSTILE_CALL = (
+    '{{"jsonrpc": "2.0", "id": {id}, "method": "tools/call", '
+    '"params": {{"name": "{name}", "arguments": {arguments}, "_meta": {meta}}}}}'
+)
 
 
 async def test_every_hostile_line_gets_its_json_rpc_answer_and_hostile_arguments_their_journaled_refusal(
