@@ -19,7 +19,7 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import anyio
 import mcp_types
@@ -221,7 +221,7 @@ class _Front:
         era_2026 = modern(meta)
         progress = self._progress(meta)
         # The tool server's progress and log messages go on to the agent, as the library relays them.
-        passthrough.progress_relay.set(progress)
+        passthrough.progress_relay.set(cast(passthrough.ProgressRelay | None, progress))
         passthrough.log_relay.set(self._log_relay(meta, era_2026))
         try:
             result = await self.recorder.answer(server, tool, arguments, meta, progress)

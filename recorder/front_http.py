@@ -24,7 +24,7 @@ import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import anyio
 from fastmcp import FastMCP
@@ -42,7 +42,7 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hatp_journal.recorder import passthrough
-from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call
+from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.waiting import Progress
 
@@ -168,10 +168,10 @@ class FastCalls:
                 else None
             )
             if level in _LEVELS:
-                self._levels[session] = level
+                self._levels[session] = cast(LoggingLevel, level)
             return None
         call = fast_call(self.recorder.forwards, message, handshake=True)
-        if call is None:
+        if call is None or modern(call[3]):  # the 2026 envelope in a handshake session: the library's call
             return None
         request_id = message["id"]
         if (
@@ -212,7 +212,7 @@ class FastCalls:
             progress = None
             if session:  # the handshake era: the server's progress and log messages go on the stream
                 progress = _progress_to(meta, note)
-                passthrough.progress_relay.set(progress)
+                passthrough.progress_relay.set(cast(passthrough.ProgressRelay | None, progress))
                 level = self._levels.get(session) or self.mcp.client_log_level
                 passthrough.log_relay.set(_logs_to(level, note))
             try:
@@ -290,6 +290,8 @@ def _session_transport(scope: Scope, session: str) -> Any:
     """The library's transport of a handshake-era session still open, else None."""
     manager = None
     app = scope.get("app")
+    if app is None:
+        return None
     for route in getattr(app, "routes", ()):
         if getattr(route, "path", None) == app.state.path:
             manager = getattr(route.app, "session_manager", None)

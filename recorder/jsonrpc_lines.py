@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from json.decoder import scanstring
 from typing import Any
 
 from hatp_journal.recorder.arguments import HugeInteger
@@ -36,6 +36,9 @@ BATCH_REFUSED = (
     "batches are not supported (MCP has had no JSON-RPC batching since 2025-06-18): "
     "send each request on a line of its own"
 )
+
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""The standard library's string reader (its C one): a string's value and the position after it."""
 
 _DIGITS = 4000
 """Integers with more digits than this are kept as text (Python converts at most 4,300)."""

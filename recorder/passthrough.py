@@ -110,9 +110,9 @@ def agent_log() -> LogRelay | None:
     request may receive at all (the 2026 protocol's per-request opt-in) is the mcp library's call.
     A call on the data plane brings its own relay (``log_relay``): its front knows the agent's level.
     """
-    relay = log_relay.get()
-    if relay is not None:
-        return relay
+    given = log_relay.get()
+    if given is not None:
+        return given
     try:
         context = get_context()
     except RuntimeError:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 import uvicorn
 from fastmcp import Client
@@ -80,3 +81,44 @@ async def test_a_handshake_era_call_over_http_gets_the_servers_progress_and_logs
     ]
     assert logged[len(heard_everything) :] == [("warning", "shelf 3 is empty")]
     assert [e.body["tool"] for e in world.world.entries()] == ["count", "count", "get_deal"]
+
+
+async def test_a_2026_era_call_in_a_handshake_session_is_left_to_the_library_and_journaled_once(
+    tmp_path: Path,
+) -> None:
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "crm_get_deal", "arguments": {"deal_id": "D-881"}, "_meta": meta}
+    async with (
+        crm_and_chatty(tmp_path) as world,
+        served_over_http(world) as url,
+        httpx2.AsyncClient() as http,
+    ):
+        opened = await http.post(url, json=opening, headers=headers)
+        session = {
+            **headers,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+        answered = await http.post(url, json=call, headers=session)
+        entries = world.world.entries()
+
+    assert world.by_library == ["crm_get_deal"]  # the library says how such a mix is answered
+    assert answered.status_code == 200
+    [entry] = entries
+    assert entry.body["tool"] == "get_deal"
