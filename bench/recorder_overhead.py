@@ -15,6 +15,12 @@ variant alike:
 * ``recorder``: through ``hatp-recorder serve``, which forwards, checks the receipt, journals every
   call in a signed Run Record (SQLite, WAL, ``synchronous=FULL``) and strips the token.
 
+Every variant runs in both protocol eras side by side (``--eras``): the 2026 one, and the handshake
+one (``initialize`` first, 2025-11-25), named ``…, hs``, each with its own process and CRM and compared
+with the direct client of its era. Two more speak the handshake era through the mcp SDK's own
+``ClientSession`` (what most hosts use) rather than FastMCP's client: ``direct, SDK`` and
+``recorder, SDK``. unwind-mcp speaks the handshake era only.
+
 Each iteration makes one read (``get_deal``) and one write (``update_deal``, alternating two
 stages so that every write changes the deal) on every variant, the first variant rotating.
 Printed: median and p95 per call, what each variant adds over direct, the Recorder's targets,
@@ -49,6 +55,8 @@ from typing import Any
 
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
@@ -103,7 +111,8 @@ class Variant:
     """One way of reaching the server, and what its calls cost."""
 
     name: str
-    client: Client[Any]
+    client: Any
+    """FastMCP's ``Client`` or an :class:`SdkClient`."""
     prefix: str = ""
     protocol: str = ""
     """The MCP protocol version the client and the variant agreed on."""
@@ -134,6 +143,32 @@ class Variant:
             self.samples[kind].append(elapsed)
 
 
+class SdkClient:
+    """The mcp SDK's ``ClientSession`` over stdio (it negotiates the handshake era on ``initialize``),
+    with the two members the bench uses of FastMCP's client."""
+
+    def __init__(self, command: list[str], workdir: Path) -> None:
+        env = {**os.environ, **QUIET}
+        self.server = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(workdir))
+        self.session: ClientSession | None = None
+        self.protocol_version: str | None = None
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> SdkClient:
+        read, write = await self._stack.enter_async_context(stdio_client(self.server, errlog=sys.stderr))
+        self.session = await self._stack.enter_async_context(ClientSession(read, write))
+        opened = await self.session.initialize()
+        self.protocol_version = str(opened.protocol_version)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def call_tool_mcp(self, name: str, arguments: dict[str, Any]) -> Any:
+        assert self.session is not None
+        return await self.session.call_tool(name, arguments)
+
+
 def crm(workdir: Path, name: str) -> list[str]:
     """The command line of a CRM server with its own database and key."""
     return [
@@ -156,7 +191,11 @@ def client(command: list[str], workdir: Path, *, legacy: bool = False) -> Client
 
 
 HTTP_VARIANTS = ("direct", "fastmcp proxy", "recorder", "recorder, tmpfs", "baseline, tmpfs")
-"""The variants that can be reached over streamable HTTP (the relay and unwind-mcp serve stdio only)."""
+"""The variants that can be reached over streamable HTTP, in either era (the relay, unwind-mcp and the
+SDK's stdio client serve stdio only)."""
+
+HANDSHAKE = ", hs"
+"""How a variant's name says it speaks the handshake era."""
 
 
 async def http_client(
@@ -236,21 +275,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-MARKS = {
-    "relay": "jsonrpc_relay.py",
-    "fastmcp proxy": "plain_proxy.py",
-    "unwind": "unwind_serve.py",
-    "recorder": "recorder.toml",
-    "recorder, tmpfs": "tmpfs.toml",
-    "baseline, tmpfs": "baseline.toml",
-}
-"""How each gateway's process is told apart by its command line."""
-
-
 NOTES = {
     "recorder, tmpfs": "the same Recorder with its store on tmpfs, where an fsync costs nothing",
     "baseline, tmpfs": "--baseline's Recorder, on tmpfs too",
-    "direct, legacy": "direct on unwind-mcp's protocol, which unwind's 'added' is taken over",
+    "direct, hs": "direct on the handshake era (unwind-mcp's), which every ', hs' variant and unwind "
+    "are taken over",
+    "recorder, SDK": "the mcp SDK's ClientSession (handshake era) to the Recorder, taken over 'direct, SDK'",
 }
 """What the report says under its table about the variants that ran."""
 
@@ -408,11 +438,10 @@ def report(
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         f"MCP protocol: {protocols(variants)}",
         "",
-        f"{'ms per call':<16}{'read median':>12}{'p95':>8}{'added':>8}"
+        f"{'ms per call':<22}{'read median':>12}{'p95':>8}{'added':>8}"
         f"{'write median':>15}{'p95':>8}{'added':>8}{'CPU':>7}",
     ]
     bases = {variant.name: variant.samples for variant in variants}
-    direct = bases["direct"]
     for variant in variants:
         cells = []
         for kind in KINDS:
@@ -422,7 +451,7 @@ def report(
                 f"{median(samples):>{12 if kind == 'read' else 15}.2f}{p95(samples):>8.2f}{added:>+8.2f}"
             )
         cpu = f"{variant.cpu_ms:>7.2f}" if variant.cpu_ms is not None else f"{'':>7}"
-        lines.append(f"{variant.name:<16}{''.join(cells)}{cpu}")
+        lines.append(f"{variant.name:<22}{''.join(cells)}{cpu}")
     lines += []
     notes = ["CPU: ms of CPU time the gateway's own process spent per call, reads and writes alike"]
     for name, note in NOTES.items():
@@ -430,11 +459,12 @@ def report(
             notes.append(f"'{name}': {note}")
     lines += ["(" + ";\n ".join(notes) + ")", ""]
     for variant in (v for v in variants if v.name.startswith("recorder")):
+        direct = bases[variant.base]
         for kind in KINDS:
             added = median(variant.samples[kind]) - median(direct[kind])
             verdict = "met" if added <= TARGET_MS[kind] else f"NOT met, by {added - TARGET_MS[kind]:.2f} ms"
             lines.append(
-                f"{variant.name + ' ' + kind + ':':<23} adds {added:+.2f} ms (median), "
+                f"{variant.name + ' ' + kind + ':':<29} adds {added:+.2f} ms (median), "
                 f"{p95(variant.samples[kind]) - p95(direct[kind]):+.2f} ms (p95); "
                 f"target <= {TARGET_MS[kind]} ms: {verdict}"
             )
@@ -483,67 +513,122 @@ def beside_unwind(variants: list[Variant]) -> list[str]:
     def ratio(ours: float | None, theirs: float | None) -> str:
         return f"{ours / theirs:.1f}x" if ours is not None and theirs and theirs > 0 else "no ratio"
 
-    lines = ["", "beside unwind-mcp:"]
+    lines = ["", "beside unwind-mcp (handshake era, over 'direct, hs'):"]
     for variant in (v for v in variants if v.name.startswith("recorder")):
         for kind in KINDS:
             ours, theirs = added(variant, kind), added(unwind, kind)
             lines.append(
-                f"  {variant.name + ' ' + kind + ':':<23} recorder adds {ours:+.2f} ms, unwind adds "
+                f"  {variant.name + ' ' + kind + ':':<29} recorder adds {ours:+.2f} ms, unwind adds "
                 f"{theirs:+.2f} ms: {ratio(ours, theirs)}"
             )
         lines.append(
-            f"  {variant.name + ' CPU:':<23} recorder {variant.cpu_ms or 0:.2f} ms per call, unwind "
+            f"  {variant.name + ' CPU:':<29} recorder {variant.cpu_ms or 0:.2f} ms per call, unwind "
             f"{unwind.cpu_ms or 0:.2f} ms: {ratio(variant.cpu_ms, unwind.cpu_ms)}"
         )
     return lines
 
 
+@dataclass
+class Planned:
+    """A variant to start: its command, era, client, and how its process is told apart."""
+
+    name: str
+    command: list[str]
+    legacy: bool = False
+    sdk: bool = False
+    mark: str | None = None  # a piece of its command line (None: no gateway process of its own)
+    store: Path | None = None  # a Recorder's store
+    key: Path | None = None  # and its key
+
+
+def plan(args: Any, workdir: Path, memory: Path | None, profile: Path | None) -> list[Planned]:
+    """Every variant of this run, in the eras asked for."""
+    eras = {"both": (False, True), "2026": (False,), "handshake": (True,)}[args.eras]
+    unwind = str(args.unwind) if args.unwind is not None else shutil.which("unwind")
+    planned: list[Planned] = []
+    for legacy in eras:
+        tail, file = (HANDSHAKE, "-hs") if legacy else ("", "")
+        planned.append(Planned("direct" + tail, crm(workdir, "direct" + file), legacy))
+        relayed = crm(workdir, "relayed" + file)
+        planned.append(
+            Planned("relay" + tail, [sys.executable, str(RELAY), *relayed], legacy, mark=relayed[-1])
+        )
+        proxied = crm(workdir, "proxied" + file)
+        proxy = [sys.executable, str(PLAIN_PROXY), *proxied]
+        planned.append(Planned("fastmcp proxy" + tail, proxy, legacy, mark=proxied[-1]))
+        recorders = [("recorder", workdir / f"recorder{file}.db")]
+        if memory is not None:
+            recorders.append(("tmpfs", memory / f"tmpfs{file}.db"))
+            if args.baseline is not None:
+                recorders.append(("baseline", memory / f"baseline{file}.db"))
+        for name, store in recorders:
+            command = recorder_command(
+                workdir, name + file, store, profile if name + file == "recorder" else None
+            )
+            if name == "baseline":
+                command = [str(args.baseline), *command[1:]]
+            label = (
+                "recorder" if name == "recorder" else f"{name if name == 'baseline' else 'recorder'}, tmpfs"
+            )
+            key = workdir / f"{name}{file}.key"
+            planned.append(
+                Planned(
+                    label + tail,
+                    command,
+                    legacy,
+                    mark=str(workdir / f"{name}{file}.toml"),
+                    store=store,
+                    key=key,
+                )
+            )
+    if True in eras:
+        if unwind is not None:
+            planned.append(Planned("unwind", unwind_command(unwind, workdir), True, mark="unwind_serve.py"))
+        if args.transport == "stdio":
+            planned.append(Planned("direct, SDK", crm(workdir, "direct-sdk"), True, sdk=True))
+            command = recorder_command(workdir, "recorder-sdk", workdir / "recorder-sdk.db")
+            store, key = workdir / "recorder-sdk.db", workdir / "recorder-sdk.key"
+            planned.append(
+                Planned("recorder, SDK", command, True, True, str(workdir / "recorder-sdk.toml"), store, key)
+            )
+    if args.transport == "http":
+        planned = [p for p in planned if not p.sdk and p.name.removesuffix(HANDSHAKE) in HTTP_VARIANTS]
+    return planned
+
+
+def base_of(planned: Planned, names: set[str]) -> str:
+    """The direct variant a variant is compared with: the one of its era and client."""
+    if planned.sdk:
+        return "direct, SDK"
+    return "direct" + HANDSHAKE if planned.legacy and "direct" + HANDSHAKE in names else "direct"
+
+
 async def bench(args: Any, workdir: Path) -> None:
     profile = args.profile.resolve() if args.profile else None
-    commands = {
-        "direct": crm(workdir, "direct"),
-    }
-    unwind = str(args.unwind) if args.unwind is not None else shutil.which("unwind")
-    if unwind is not None and not args.legacy:
-        # unwind-mcp speaks the older protocol: compare it with a direct client that does too.
-        commands["direct, legacy"] = crm(workdir, "direct-legacy")
-    commands |= {
-        "relay": [sys.executable, str(RELAY), *crm(workdir, "relayed")],
-        "fastmcp proxy": [sys.executable, str(PLAIN_PROXY), *crm(workdir, "proxied")],
-    }
-    if unwind is not None:
-        commands["unwind"] = unwind_command(unwind, workdir)
-    commands["recorder"] = recorder_command(workdir, "recorder", workdir / "recorder.db", profile)
-    stores = {"recorder": workdir / "recorder.db"}
     memory_disk = MEMORY_DISK if MEMORY_DISK.is_dir() else None
     with tempfile.TemporaryDirectory(prefix="recorder-bench-", dir=memory_disk) as memory:
-        if memory_disk is not None:
-            stores["recorder, tmpfs"] = Path(memory) / "recorder.db"
-            commands["recorder, tmpfs"] = recorder_command(workdir, "tmpfs", stores["recorder, tmpfs"])
-            if args.baseline is not None:
-                stores["baseline, tmpfs"] = Path(memory) / "baseline.db"
-                command = recorder_command(workdir, "baseline", stores["baseline, tmpfs"])
-                commands["baseline, tmpfs"] = [str(args.baseline), *command[1:]]
-        if args.transport == "http":
-            commands = {name: command for name, command in commands.items() if name in HTTP_VARIANTS}
+        planned = plan(args, workdir, Path(memory) if memory_disk is not None else None, profile)
+        names = {p.name for p in planned}
         async with AsyncExitStack() as stack:
             variants = []
-            for name, command in commands.items():
-                # unwind-mcp 0.1.0 speaks only the handshake-era protocol: it forwards server/discover
-                # but drops the per-request envelope of the newer one, which the server then refuses.
-                legacy = args.legacy or name in ("unwind", "direct, legacy")
-                if args.transport == "http":
-                    made = await http_client(stack, name, command, workdir, legacy=legacy)
+            for each in planned:
+                if each.sdk:
+                    made: Any = SdkClient(each.command, workdir)
+                elif args.transport == "http":
+                    base_name = each.name.removesuffix(HANDSHAKE)
+                    made = await http_client(stack, base_name, each.command, workdir, legacy=each.legacy)
                 else:
-                    made = client(command, workdir, legacy=legacy)
+                    made = client(each.command, workdir, legacy=each.legacy)
                 connected = await stack.enter_async_context(made)
-                prefix = "crm_" if name.startswith(("recorder", "baseline")) else ""
-                base = "direct, legacy" if legacy and "direct, legacy" in commands else "direct"
-                variants.append(Variant(name, connected, prefix, connected.protocol_version or "?", base))
+                prefix = "crm_" if each.name.startswith(("recorder", "baseline")) else ""
+                protocol = connected.protocol_version or "?"
+                variants.append(Variant(each.name, connected, prefix, protocol, base_of(each, names)))
             await run_calls(variants, 0, args.warmup)  # unmeasured: each variant's first calls
-            pids = {
-                name: pid for pid, line in children().items() for name, mark in MARKS.items() if mark in line
-            }
+            running = children()
+            pids = {p.name: pid for p in planned if p.mark for pid, line in running.items() if p.mark in line}
+            missing = [p.name for p in planned if p.mark and p.name not in pids]
+            if missing:
+                raise SystemExit(f"no process found for {missing}")
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             if profile is not None:
                 os.kill(pids["recorder"], signal.SIGUSR1)
@@ -558,9 +643,12 @@ async def bench(args: Any, workdir: Path) -> None:
                     spent = cpu_seconds(pids[variant.name]) - before[variant.name]
                     variant.cpu_ms = spent * 1e3 / (2 * args.calls)
         calls = 2 * (args.calls + args.warmup)
-        keys = {name: workdir / f"{MARKS[name].removesuffix('.toml')}.key" for name in stores}
-        checks = [f"{name}: {check_the_record(store, keys[name], calls)}" for name, store in stores.items()]
-        if "unwind" in commands:
+        checks = [
+            f"{p.name}: {check_the_record(p.store, p.key, calls)}"
+            for p in planned
+            if p.store is not None and p.key is not None
+        ]
+        if "unwind" in names:
             checks.append(f"unwind: {check_unwinds_log(workdir, calls)}")
     if profile is not None:
         checks.append(f"the Recorder's measured calls were profiled: {profile} (python -m pstats)")
@@ -595,10 +683,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "reaches its CRM over stdio)",
     )
     parser.add_argument(
-        "--legacy",
-        action="store_true",
-        help="every variant on the handshake-era MCP protocol (initialize first), as unwind-mcp always is",
+        "--eras",
+        choices=("both", "2026", "handshake"),
+        default="both",
+        help="which MCP protocol eras every variant runs in, side by side: both (default), the 2026 one, "
+        "or the handshake one (initialize first, as unwind-mcp always is)",
     )
+    parser.add_argument("--legacy", action="store_true", help="the same as --eras handshake")
     parser.add_argument(
         "--unwind",
         type=Path,
@@ -606,6 +697,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--dir", type=Path, default=None, help="where the databases go (default: a temp dir)")
     args = parser.parse_args(argv)
+    if args.legacy:
+        args.eras = "handshake"
     if args.calls < 20:
         parser.error("--calls must be at least 20 (for a p95)")
     if args.unwind is not None and not args.unwind.is_file():

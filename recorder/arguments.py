@@ -32,6 +32,22 @@ _SEGMENT = 64
 """Longest path segment quoted in a refusal; longer keys are cut, since the agent chose them."""
 
 
+class HugeInteger:
+    """An integer of more digits than Python converts (4,300), as an agent wrote it: never canonical.
+
+    Only the stdio front's reader makes one (``recorder/jsonrpc_lines.py``); it is refused like any
+    integer beyond ±(2^53 - 1), and :func:`as_text` writes its digits in full.
+    """
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"HugeInteger(<{len(self.digits)} characters>)"
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why the arguments can't be journaled, and what the entry keeps of them instead."""
@@ -178,6 +194,8 @@ def _unwritable_subclass(item: Any) -> str | None:
         return None if -SAFE_INTEGER <= item <= SAFE_INTEGER else "an integer beyond ±(2^53 - 1)"
     if isinstance(item, float):
         return None if item - item == 0 else "a number that is not finite (NaN or Infinity)"
+    if isinstance(item, HugeInteger):
+        return "an integer beyond ±(2^53 - 1)"
     return f"a value of type {type(item).__name__}, which is not JSON"
 
 
@@ -252,4 +270,6 @@ def _scalar_text(item: Any) -> str:
             return int.__repr__(item)
         except ValueError:  # more digits than Python writes; no transport here delivers one
             return json.dumps(f"<integer of {item.bit_length()} bits>")
+    if isinstance(item, HugeInteger):
+        return item.digits
     return json.dumps(f"<{type(item).__name__}>")

@@ -15,6 +15,7 @@ from fastmcp.client.logging import LogMessage, default_log_handler
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, Tool
+from mcp_types import LOG_LEVEL_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -112,6 +113,8 @@ class Downstream:
         except _TRANSPORT_ERRORS as error:
             problem = f"{type(error).__name__}: {error}"
             raise DownstreamError(f"{self.name} could not be started: {problem}") from None
+        if self._link is not None:
+            self._link.on_log = self._link_logged
         if self._link is not None and connected.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
             # Every request of this era carries who is asking; the data plane says it the same way.
             self._wire_meta = {
@@ -158,19 +161,21 @@ class Downstream:
         A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
         way; any other goes through the client and its result is dumped to the same form.
         """
-        followed = progress_relay.get() is not None or agent_log() is not None
-        if self._link is None or self._wire_meta is None or followed:
-            # The data plane reads no notifications (its answer would overtake a log message on its
-            # way through the session): a call whose progress or logs are followed takes the client.
+        if self._link is None or self._wire_meta is None:
             called = await self.call(tool, arguments)
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
-        params = {
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {**self._wire_meta, **(self.request_meta or {})},
-        }
+        meta = {**self._wire_meta, **(self.request_meta or {})}
+        log = agent_log()
+        if log is not None:  # the 2026 era sends log messages only when asked: all, the relay filters
+            meta[LOG_LEVEL_META_KEY] = "debug"
+        params = {"name": tool, "arguments": arguments, "_meta": meta}
+        # The link hands this request's progress, and log messages while it is alone in flight, to the
+        # agent's relays in the order of the server's lines: before the answer that follows them.
         try:
-            answer = await self._link.request("tools/call", params, self.config.timeout_seconds)
+            with self._logs_to(log):
+                answer = await self._link.request(
+                    "tools/call", params, self.config.timeout_seconds, progress_relay.get()
+                )
         except TimeoutError:
             raise DownstreamError(
                 f"{self.name} did not answer {tool} within {self.config.timeout_seconds:g}s"
@@ -198,6 +203,15 @@ class Downstream:
             yield
         finally:
             del self._in_flight[call]
+
+    async def _link_logged(self, params: dict[str, Any]) -> bool:
+        """A log message read off the link: taken here, in line order, unless it is malformed."""
+        try:
+            message = LogMessage.model_validate(params)
+        except ValidationError:
+            return False  # the session says what it makes of it
+        await self._server_logged(message)
+        return True
 
     async def _server_logged(self, message: LogMessage) -> None:
         """A server's log message: to the one agent request in flight here, else the Recorder's log.

@@ -19,16 +19,27 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast, get_args
 
 import anyio
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
 from mcp.shared.message import SessionMessage
+from mcp_types import LOG_LEVEL_META_KEY, LoggingLevel, LoggingMessageNotificationParams
 
-from hatp_journal.recorder.fast_calls import FastCall, as_sent, fast_call
+from hatp_journal.recorder import passthrough
+from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.jsonrpc_lines import (
+    INVALID_REQUEST,
+    Unreadable,
+    Unusual,
+    batch_answer,
+    problem,
+    read_line,
+    request_id,
+)
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
@@ -36,6 +47,15 @@ LINE_LIMIT = 64 * 1024 * 1024
 
 LIBRARY_BACKLOG = 64
 """Messages for the mcp library waiting to be taken before stdin is read no further."""
+
+EOF_GRACE_SECONDS = 30.0
+"""How long the mcp library may take, once stdin has closed, to answer the requests it was given
+(listings, ``initialize``: quick ones; tool calls are the data plane's and are always waited for).
+Any still unanswered then get an error."""
+
+INTERNAL_ERROR = -32603
+
+_LEVELS = frozenset(get_args(LoggingLevel))
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +69,6 @@ async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
         # A file is no pipe the event loop can watch: the library's transport reads it on a thread.
         await mcp.run_async(transport="stdio", show_banner=False)
         return
-    loop = asyncio.get_running_loop()
     wire_in = os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
     wire_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     # Stray reads and prints (ours or a library's) miss the wire: stdin is empty, stdout is stderr.
@@ -57,6 +76,12 @@ async def serve_stdio(recorder: Recorder, mcp: FastMCP) -> None:
     os.dup2(null, sys.stdin.fileno())
     os.close(null)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    await serve_pipes(recorder, mcp, wire_in, wire_out)
+
+
+async def serve_pipes(recorder: Recorder, mcp: FastMCP, wire_in: Any, wire_out: Any) -> None:
+    """Serve the agent on two pipes (binary, unbuffered files) until ``wire_in`` closes."""
+    loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, wire_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     front = _Front(recorder, mcp, wire_in, writer)
@@ -77,6 +102,12 @@ class _Front:
         self.writer = writer
         self.stamp = mcp._mcp_server.server_info_stamp
         self.calls: set[asyncio.Task[None]] = set()
+        self.library_pending: set[str | int] = set()  # ids of requests the library has yet to answer
+        self.library_idle = asyncio.Event()
+        self.library_idle.set()
+        self.initialize_id: str | int | None = None  # the handshake era's initialize, until answered
+        self.handshake = False  # the handshake era's initialize is answered: its calls are ours too
+        self.log_level: LoggingLevel | None = None  # set by the agent's logging/setLevel (handshake era)
 
     async def run(self) -> None:
         to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -91,11 +122,18 @@ class _Front:
             library.start_soon(self._answer_library, from_library)
             async with to_library:
                 await self._read(to_library)
-                if self.calls:  # stdin closed: answer the calls still in flight first
+                # Stdin closed: what was asked is still answered (the library ends its requests
+                # at the end of its input, so that end waits for their answers).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.library_idle.wait(), EOF_GRACE_SECONDS)
+                if self.calls:
                     await asyncio.wait(self.calls)
             # Stdin closed and every call answered: the agent is gone, so is the library's server.
-            await _drained(self.writer)
             library.cancel_scope.cancel()
+        for unanswered in sorted(self.library_pending, key=repr):
+            error = {"code": INTERNAL_ERROR, "message": "Internal error: not answered before stdin closed"}
+            self._write({"jsonrpc": "2.0", "id": unanswered, "error": error})
+        await _drained(self.writer)
 
     async def _read(self, to_library: Any) -> None:
         """Take each line from the agent until stdin closes; the library's messages go on in order."""
@@ -114,37 +152,111 @@ class _Front:
             transport.close()
 
     def _take(self, line: bytes) -> Any:
-        """Answer a data-plane call (in a task of its own); anything else is the library's: returned."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
-            return _library_message(line) if line.strip() else None
-        call = self._fast_call(message)
-        if call is None:
-            return _library_message(message)
-        # A plain task per call (an anyio task group costs more per task); _call never raises.
-        task = asyncio.create_task(self._call(message["id"], *call))
-        self.calls.add(task)
-        task.add_done_callback(self.calls.discard)
-        return None
+        """Answer a data-plane call (in a task of its own) or what is no message the library reads;
+        anything else is the library's: returned."""
+        message = read_line(line)
+        if message is None:  # a blank line
+            return None
+        if isinstance(message, Unreadable):
+            self._write(message.answer())
+            return None
+        unusual = message.why if isinstance(message, Unusual) else None
+        if isinstance(message, Unusual):
+            message = message.message
+        if isinstance(message, list):
+            batch = batch_answer(message)
+            if batch is not None:
+                self._write(batch)
+            return None
+        refusal = problem(message)
+        if refusal is None:
+            call = self._fast_call(message)
+            if call is not None:
+                # A plain task per call (an anyio task group costs more per task); _call never raises.
+                task = asyncio.create_task(self._call(message["id"], *call))
+                self.calls.add(task)
+                task.add_done_callback(self.calls.discard)
+                return None
+            if unusual is not None:  # what the library's parser would not have read either
+                refusal = Unreadable(INVALID_REQUEST, f"Invalid Request: {unusual}", request_id(message))
+        library = _library_message(message) if refusal is None else None
+        if isinstance(library, Exception):
+            refusal = Unreadable(INVALID_REQUEST, "Invalid Request: not an MCP message", request_id(message))
+        if refusal is not None:
+            if not _notification(message):  # a notification is never answered, even a wrong one
+                self._write(refusal.answer())
+            return None
+        self._library_takes(message)
+        return library
+
+    def _library_takes(self, message: dict[str, Any]) -> None:
+        """Count a request the library will answer; a cancelled one it never answers."""
+        if "method" not in message:
+            return
+        if "id" in message:
+            self.library_pending.add(message["id"])
+            self.library_idle.clear()
+            if message["method"] == "initialize":
+                self.initialize_id = message["id"]
+            elif message["method"] == "logging/setLevel":
+                level = (message.get("params") or {}).get("level")
+                self.log_level = level if level in _LEVELS else self.log_level
+        elif message["method"] == "notifications/cancelled":
+            params = message.get("params") or {}
+            self._library_answered(params.get("requestId"))
+
+    def _library_answered(self, answered: Any) -> None:
+        if isinstance(answered, str | int):
+            self.library_pending.discard(answered)
+        if not self.library_pending:
+            self.library_idle.set()
 
     def _fast_call(self, message: Any) -> FastCall | None:
         """(server, tool, arguments, request _meta) of a call the data plane answers, else None."""
-        return fast_call(self.recorder.forwards, message)
+        return fast_call(self.recorder.forwards, message, handshake=self.handshake)
 
     async def _call(
         self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any
     ) -> None:
+        era_2026 = modern(meta)
+        progress = self._progress(meta)
+        # The tool server's progress and log messages go on to the agent, as the library relays them.
+        passthrough.progress_relay.set(cast(passthrough.ProgressRelay | None, progress))
+        passthrough.log_relay.set(self._log_relay(meta, era_2026))
         try:
-            result = await self.recorder.answer(server, tool, arguments, meta, self._progress(meta))
+            result = await self.recorder.answer(server, tool, arguments, meta, progress)
         except Exception:
             logger.exception("the Recorder failed on %s_%s", server, tool)
-            error = {"code": -32603, "message": "Internal error"}
+            error = {"code": INTERNAL_ERROR, "message": "Internal error"}
             self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
             return
-        self._write({"jsonrpc": "2.0", "id": request_id, "result": as_sent(result, self.stamp)})
+        sent = as_sent(result, self.stamp) if era_2026 else as_sent_in_handshake_era(result)
+        self._write({"jsonrpc": "2.0", "id": request_id, "result": sent})
         if self.writer.transport.get_write_buffer_size():  # else the pipe took it all: no wait
             await _drained(self.writer)
+
+    def _log_relay(self, meta: Any, era_2026: bool) -> passthrough.LogRelay | None:
+        """How a tool server's log messages reach the agent during a call, at the level it asked for.
+
+        The 2026 era asks per request (``_meta``'s log level; none: no log messages), the handshake
+        era per connection (``logging/setLevel``; none: the server's default, every level if unset).
+        """
+        if era_2026:
+            asked = meta.get(LOG_LEVEL_META_KEY) if isinstance(meta, dict) else None
+            if asked not in _LEVELS:
+                return None
+            lowest: LoggingLevel | None = asked
+        else:
+            lowest = self.log_level or self.mcp.client_log_level
+
+        async def relay(message: LoggingMessageNotificationParams) -> None:
+            if lowest is not None and passthrough.severity(message.level) < passthrough.severity(lowest):
+                return
+            params = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+            self._write({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+            await _drained(self.writer)
+
+        return relay
 
     def _progress(self, meta: Any) -> Progress | None:
         """How to tell the agent a call is still waiting (only if it sent a ``progressToken``)."""
@@ -171,7 +283,13 @@ class _Front:
     async def _answer_library(self, from_library: Any) -> None:
         async with from_library:
             async for session_message in from_library:
-                dumped = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                sent = session_message.message
+                if not hasattr(sent, "method"):  # an answer, not a request or notification of its own
+                    if sent.id == self.initialize_id and self.initialize_id is not None:
+                        # The handshake is done (a failed one leaves calls to the library, as before).
+                        self.handshake = self.handshake or isinstance(sent, mcp_types.JSONRPCResponse)
+                    self._library_answered(sent.id)
+                dumped = sent.model_dump_json(by_alias=True, exclude_unset=True)
                 if not self.writer.is_closing():
                     self.writer.write(dumped.encode() + b"\n")
                     await self.writer.drain()
@@ -257,11 +375,13 @@ class _Lines(asyncio.Protocol):
 def _library_message(message: Any) -> SessionMessage | Exception:
     """A message for the mcp library, validated as its own stdio transport would."""
     try:
-        if isinstance(message, bytes):
-            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(message, by_name=False))
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(message, by_name=False))
     except ValueError as error:
         return error
+
+
+def _notification(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("method"), str) and "id" not in message
 
 
 async def _drained(writer: asyncio.StreamWriter) -> None:

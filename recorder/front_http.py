@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast, get_args
 
 import anyio
 from fastmcp import FastMCP
@@ -34,13 +36,15 @@ from mcp.shared.inbound import (
     classify_inbound_request,
     find_duplicated_routing_header,
 )
-from mcp_types import INTERNAL_ERROR, LOG_LEVEL_META_KEY
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types import INTERNAL_ERROR, LOG_LEVEL_META_KEY, LoggingLevel, LoggingMessageNotificationParams
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hatp_journal.recorder.fast_calls import FastCall, as_sent, fast_call
+from hatp_journal.recorder import passthrough
+from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.waiting import Progress
 
 PING_SECONDS = 15.0
 """How long a call may run before its answer becomes an event stream with keep-alives (the library's)."""
@@ -49,6 +53,8 @@ _SESSION_HEADER = b"mcp-session-id"
 _VERSION_HEADER = b"mcp-protocol-version"
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower().encode()
 _MODERN = frozenset(version.encode() for version in MODERN_PROTOCOL_VERSIONS)
+_HANDSHAKE = frozenset(version.encode() for version in HANDSHAKE_PROTOCOL_VERSIONS)
+_LEVELS = frozenset(get_args(LoggingLevel))
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -97,25 +103,39 @@ class FastCalls:
         self.recorder = recorder
         self.stamp = mcp._mcp_server.server_info_stamp
         self.enabled = mcp.auth is None  # the library checks a bearer token per request: none to skip
+        self.mcp = mcp
         self._param_headed: dict[str, bool] = {}  # tool name -> its schema declares Mcp-Param headers
+        self._levels: dict[str, LoggingLevel] = {}  # handshake session id -> its logging/setLevel
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not (self.enabled and _could_be_fast(scope)):
+        session = _could_be_fast(scope) if self.enabled else None
+        if session is None:
             await self.app(scope, receive, send)
             return
         messages, complete = await _body(receive)
-        call = self._call_in(b"".join(m.get("body", b"") for m in messages), scope) if complete else None
+        body = b"".join(m.get("body", b"") for m in messages)
+        call = self._call_in(body, scope, session) if complete else None
         if call is None:
             await self.app(scope, _replaying(messages, receive), send)
             return
-        await self._answer(call, scope, receive, send)
+        if session:
+            transport = _session_transport(scope, session)
+            if transport is None:  # unknown, ended or expired: the library says so
+                await self.app(scope, _replaying(messages, receive), send)
+                return
+            with _in_flight(transport):  # the session is in use: it does not idle out meanwhile
+                await self._answer(call, scope, receive, send, session)
+            return
+        await self._answer(call, scope, receive, send, session)
 
-    def _call_in(self, body: bytes, scope: Scope) -> tuple[Any, FastCall] | None:
+    def _call_in(self, body: bytes, scope: Scope, session: str) -> tuple[Any, FastCall] | None:
         """(request id, call) of a body the data plane answers, else None."""
         try:
             message = json.loads(body)
         except (ValueError, RecursionError):
             return None
+        if session:
+            return self._handshake_call_in(message, session)
         call = fast_call(self.recorder.forwards, message)
         if call is None:
             return None
@@ -135,6 +155,35 @@ class FastCalls:
             return None  # the library says what does not match
         return request_id, call
 
+    def _handshake_call_in(self, message: Any, session: str) -> tuple[Any, FastCall] | None:
+        """(request id, call) of a handshake-era session's message the data plane answers, else None.
+
+        The session's ``logging/setLevel`` is noted on its way to the library (which answers it):
+        the data plane relays the server's log messages at that level.
+        """
+        if isinstance(message, dict) and message.get("method") == "logging/setLevel":
+            level = (
+                (message.get("params") or {}).get("level")
+                if isinstance(message.get("params"), dict)
+                else None
+            )
+            if level in _LEVELS:
+                self._levels[session] = cast(LoggingLevel, level)
+            return None
+        call = fast_call(self.recorder.forwards, message, handshake=True)
+        if call is None or modern(call[3]):  # the 2026 envelope in a handshake session: the library's call
+            return None
+        request_id = message["id"]
+        if (
+            message.get("jsonrpc") != "2.0"
+            or isinstance(request_id, bool)
+            or not isinstance(request_id, int | str)
+        ):
+            return None
+        if call[3] is not None and self._declares_param_headers(message["params"]["name"]):
+            return None
+        return request_id, call
+
     def _declares_param_headers(self, name: str) -> bool:
         """Whether the tool's schema asks for ``Mcp-Param-*`` headers, which the library checks."""
         known = self._param_headed.get(name)
@@ -144,50 +193,77 @@ class FastCalls:
             known = self._param_headed[name] = "x-mcp-header" in json.dumps(schema)
         return known
 
-    async def _answer(self, call: tuple[Any, FastCall], scope: Scope, receive: Receive, send: Send) -> None:
+    async def _answer(
+        self, call: tuple[Any, FastCall], scope: Scope, receive: Receive, send: Send, session: str = ""
+    ) -> None:
+        """Answer as JSON; or, once the call sends a notification (a handshake-era call's progress or
+        log messages) or runs past :data:`PING_SECONDS`, as an event stream ending with the result."""
         request_id, (server, tool, arguments, meta) = call
         answered = anyio.Event()
+        noted = anyio.Event()
+        notes: list[dict[str, Any]] = []
         reply: list[tuple[int, dict[str, Any]]] = []
 
+        def note(message: dict[str, Any]) -> None:
+            notes.append(message)
+            noted.set()
+
         async def answer() -> None:
+            progress = None
+            if session:  # the handshake era: the server's progress and log messages go on the stream
+                progress = _progress_to(meta, note)
+                passthrough.progress_relay.set(cast(passthrough.ProgressRelay | None, progress))
+                level = self._levels.get(session) or self.mcp.client_log_level
+                passthrough.log_relay.set(_logs_to(level, note))
             try:
-                result = await self.recorder.answer(server, tool, arguments, meta)
+                result = await self.recorder.answer(server, tool, arguments, meta, progress)
             except Exception:
                 logger.exception("the Recorder failed on %s_%s", server, tool)
                 error = {"code": INTERNAL_ERROR, "message": "Internal error"}
                 status = ERROR_CODE_HTTP_STATUS.get(INTERNAL_ERROR, 200)
                 reply.append((status, {"jsonrpc": "2.0", "id": request_id, "error": error}))
             else:
-                sent = as_sent(result, self.stamp)
+                sent = as_sent_in_handshake_era(result) if session else as_sent(result, self.stamp)
                 reply.append((200, {"jsonrpc": "2.0", "id": request_id, "result": sent}))
             answered.set()
+            noted.set()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(answer)
             with anyio.move_on_after(PING_SECONDS):
-                await answered.wait()
-            if answered.is_set():
+                await noted.wait()
+            if answered.is_set() and not notes:
                 status, message = reply[0]
                 await _send_json(send, status, _encode(message).encode())
                 return
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            while not answered.is_set():
+            if not notes and not answered.is_set():  # past the interval: a keep-alive first
                 await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
-                with anyio.move_on_after(PING_SECONDS):
-                    await answered.wait()
+            while True:
+                while notes:
+                    event = f"event: message\r\ndata: {_encode(notes.pop(0))}\r\n\r\n".encode()
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+                if answered.is_set():
+                    break
+                noted = anyio.Event()
+                with anyio.move_on_after(PING_SECONDS) as waited:
+                    await noted.wait()
+                if waited.cancelled_caught:
+                    await send({"type": "http.response.body", "body": b": ping\r\n\r\n", "more_body": True})
             event = f"event: message\r\ndata: {_encode(reply[0][1])}\r\n\r\n".encode()
             await send({"type": "http.response.body", "body": event, "more_body": False})
 
 
-def _could_be_fast(scope: Scope) -> bool:
-    """What the headers say: a 2026-era POST on the MCP path that takes JSON and sends no session."""
+def _could_be_fast(scope: Scope) -> str | None:
+    """What the headers say: a POST on the MCP path that takes JSON, of the 2026 era without a
+    session ("" returned) or of the handshake era in one (its id returned); else None."""
     if scope["type"] != "http" or scope["method"] != "POST":
-        return False
+        return None
     app = scope.get("app")
     if app is None or scope["path"] != getattr(app.state, "path", None):
-        return False
+        return None
     headers: Sequence[tuple[bytes, bytes]] = scope["headers"]
-    version = accept = None
+    version = accept = session = None
     length = 0
     for name, value in headers:
         if name == _VERSION_HEADER:
@@ -196,12 +272,84 @@ def _could_be_fast(scope: Scope) -> bool:
             accept = value
         elif name == b"content-length":
             length = int(value) if value.isdigit() else DEFAULT_MAX_REQUEST_BODY_SIZE + 1
-        elif name == _SESSION_HEADER or name.startswith(_PARAM_PREFIX):
-            return False
-    if version not in _MODERN or length > DEFAULT_MAX_REQUEST_BODY_SIZE or not _takes_json(accept):
-        return False
+        elif name == _SESSION_HEADER:
+            session = value
+        elif name.startswith(_PARAM_PREFIX):
+            return None
+    if length > DEFAULT_MAX_REQUEST_BODY_SIZE or not _takes_json(accept):
+        return None
+    if session is not None:
+        return session.decode("latin-1") if version in _HANDSHAKE and session else None
+    if version not in _MODERN:
+        return None
     text = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers]
-    return find_duplicated_routing_header(text) is None
+    return "" if find_duplicated_routing_header(text) is None else None
+
+
+def _session_transport(scope: Scope, session: str) -> Any:
+    """The library's transport of a handshake-era session still open, else None."""
+    manager = None
+    app = scope.get("app")
+    if app is None:
+        return None
+    for route in getattr(app, "routes", ()):
+        if getattr(route, "path", None) == app.state.path:
+            manager = getattr(route.app, "session_manager", None)
+    instances = getattr(manager, "_server_instances", {})
+    transport = instances.get(session)
+    if transport is None or transport.is_terminated:
+        return None
+    idle = getattr(transport, "idle_scope", None)
+    if idle is not None and idle.cancel_called:
+        return None
+    return transport
+
+
+@contextmanager
+def _in_flight(transport: Any) -> Iterator[None]:
+    """Hold the session's idle countdown while the data plane answers one of its requests, as the
+    library does for its own (a session with only data-plane calls would otherwise expire)."""
+    idle, timeout = getattr(transport, "idle_scope", None), getattr(transport, "_idle_timeout", None)
+    if idle is None or timeout is None:
+        yield
+        return
+    transport._requests_in_flight += 1
+    idle.deadline = math.inf
+    try:
+        yield
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle.deadline = anyio.current_time() + timeout
+
+
+def _progress_to(meta: Any, note: Callable[[dict[str, Any]], None]) -> Progress | None:
+    """A relay of progress to the agent's request, if it sent a ``progressToken``."""
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is None:
+        return None
+
+    async def send(progress: float, total: float | None, message: str | None) -> None:
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        note({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    return send
+
+
+def _logs_to(lowest: LoggingLevel | None, note: Callable[[dict[str, Any]], None]) -> passthrough.LogRelay:
+    """A relay of a server's log messages at ``lowest`` and above to the agent's request."""
+
+    async def relay(message: LoggingMessageNotificationParams) -> None:
+        if lowest is not None and passthrough.severity(message.level) < passthrough.severity(lowest):
+            return
+        params = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        note({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+
+    return relay
 
 
 def _takes_json(accept: bytes | None) -> bool:

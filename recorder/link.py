@@ -6,14 +6,19 @@ hot request (``tools/call``) skips it: :meth:`ChildLink.request` writes the JSON
 itself and gets the response back parsed once, as plain JSON, by an id of its own (``hatp-N``),
 so a call costs one ``json.dumps`` out and one ``json.loads`` back instead of two rounds of
 pydantic models and a hop through the session's tasks.
+
+The server's notifications for such a request are handed over here too, in the order of the lines,
+so a progress or log message reaches its relay before the answer that follows it: progress by the
+request's own ``progressToken``, log messages (which name no request) to ``on_log``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +42,12 @@ RAW_ID_PREFIX = "hatp-"
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 """Made once: ``json.dumps`` with any option builds a new encoder on every call."""
 
+logger = logging.getLogger(__name__)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
 
 class LinkClosed(ConnectionError):
     """The server's process ended (or its pipe broke) before it answered."""
@@ -52,6 +63,9 @@ class ChildLink:
         self._next = 0
         self._to_session: Any = None  # where the session's messages go, once a session is open
         self._closed: BaseException | None = None
+        self._progress: dict[str, Callable[..., Awaitable[None]]] = {}  # progressToken -> relay
+        self.on_log: Callable[[dict[str, Any]], Awaitable[bool]] | None = None
+        """Takes a ``notifications/message``'s params; False: not taken, the session gets it."""
 
     @classmethod
     @asynccontextmanager
@@ -78,9 +92,17 @@ class ChildLink:
                 await _stop_server_process(process)
             reading.cancel()
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        progress: Callable[..., Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
         """Send one request; its response message (``result`` or ``error``), as parsed JSON.
 
+        ``progress``: called with (progress, total, message) for each of the server's progress
+        notifications about this request (its ``_meta`` gets a ``progressToken`` of the link's own).
         Raises :class:`LinkClosed` if the server is gone, ``TimeoutError`` after ``timeout``.
         """
         if self._closed is not None:
@@ -89,6 +111,9 @@ class ChildLink:
         request_id = f"{RAW_ID_PREFIX}{self._next}"
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = answer
+        if progress is not None:
+            self._progress[request_id] = progress
+            params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": request_id}}
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
             # asyncio's own timeout: the same bound for a fraction of an anyio cancel scope's cost.
@@ -97,6 +122,7 @@ class ChildLink:
                 return await answer
         finally:
             self._pending.pop(request_id, None)
+            self._progress.pop(request_id, None)
 
     async def _write(self, line: str) -> None:
         assert self.process.stdin is not None
@@ -126,7 +152,7 @@ class ChildLink:
                 for line in lines:
                     if line.strip():
                         message = self._answer(line)
-                        if message is not None:
+                        if message is not None and not await self._notified(message):
                             await self._route(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
             self._closed = error
@@ -153,6 +179,26 @@ class ChildLink:
                     answer.set_result(message)
                 return None
         return message
+
+    async def _notified(self, message: Any) -> bool:
+        """Hand a notification to the relay it is for (awaited: the lines after it wait); True if taken."""
+        if not isinstance(message, dict) or "id" in message or not isinstance(message.get("params"), dict):
+            return False
+        params, method = message["params"], message.get("method")
+        try:
+            if method == "notifications/progress":
+                relay = self._progress.get(params.get("progressToken"))
+                done, total, said = params.get("progress"), params.get("total"), params.get("message")
+                if relay is None or not _number(done) or not (total is None or _number(total)):
+                    return False
+                await relay(done, total, said if isinstance(said, str) else None)
+                return True
+            if method == "notifications/message" and self.on_log is not None:
+                return await self.on_log(params)
+        except Exception:  # a relay's failure loses that one message, never the lines after it
+            logger.exception("relaying a server's notification failed")
+            return True
+        return False
 
     async def _route(self, message: Any) -> None:
         """Pass a line that answers none of the data plane's requests on to the session, if one is open."""

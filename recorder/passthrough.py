@@ -93,6 +93,14 @@ LogRelay = Callable[[LoggingMessageNotificationParams], Awaitable[None]]
 
 _SEVERITY: dict[LoggingLevel, int] = {level: rank for rank, level in enumerate(get_args(LoggingLevel))}
 
+log_relay: ContextVar[LogRelay | None] = ContextVar("log_relay", default=None)
+"""Where a data-plane call's server log messages go (a call the library handles has its context)."""
+
+
+def severity(level: LoggingLevel) -> int:
+    """``level``'s rank: debug lowest, emergency highest."""
+    return _SEVERITY[level]
+
 
 def agent_log() -> LogRelay | None:
     """A relay of a server's log messages to the agent's request being handled, if there is one.
@@ -100,7 +108,11 @@ def agent_log() -> LogRelay | None:
     The agent's level (``logging/setLevel``, kept on its connection by fastmcp) is honoured here, not
     sent on: a server's session is shared by every agent of the Recorder. Which levels the agent's
     request may receive at all (the 2026 protocol's per-request opt-in) is the mcp library's call.
+    A call on the data plane brings its own relay (``log_relay``): its front knows the agent's level.
     """
+    given = log_relay.get()
+    if given is not None:
+        return given
     try:
         context = get_context()
     except RuntimeError:

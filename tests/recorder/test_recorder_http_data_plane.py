@@ -274,14 +274,40 @@ async def test_a_call_waiting_past_the_ping_interval_is_answered_on_an_event_str
     assert served.by_library == []
 
 
-async def test_a_legacy_agent_is_served_by_the_library_and_journaled_the_same(served: Served) -> None:
+async def test_a_handshake_era_agents_call_is_answered_by_the_data_plane_and_its_listings_by_the_library(
+    served: Served,
+) -> None:
     async with Client(served.url, mode="legacy") as agent:
+        listed = {tool.name for tool in await agent.list_tools()}
         read = await agent.call_tool_mcp("crm_get_deal", {"deal_id": "D-881"})
+        unknown = await agent.call_tool_mcp("crm_no_such_tool", {})
+        protocol = agent.protocol_version
 
+    assert protocol == "2025-11-25"
+    assert "crm_get_deal" in listed
     assert not read.is_error
-    assert served.by_library == ["crm_get_deal"]
-    [entry] = served.entries()
+    assert unknown.is_error
+    assert served.by_library == []
+    entry, refused = served.entries()
     assert entry.id == read.meta["hatp/recorder"]["entry"]
+    assert entry.body["intake"]["status"] == "verified"
+    assert refused.body["code"] == "UNKNOWN_TOOL"
+
+
+async def test_a_call_in_a_session_that_ended_is_left_to_the_library_which_refuses_it(served: Served) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "crm_get_deal"}}
+    body["params"]["arguments"] = {"deal_id": "D-881"}
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-11-25",
+        "mcp-session-id": "no-such-session",
+    }
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(served.url, json=body, headers=headers)
+
+    assert answer.status_code == 404
+    assert served.entries() == []
 
 
 async def test_fastmcps_client_asks_for_progress_and_logs_so_the_library_answers_it(served: Served) -> None:

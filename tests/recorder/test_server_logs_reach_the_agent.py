@@ -114,11 +114,11 @@ async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorder
     assert [r.levelno for r in caplog.records if "shelf 3 is empty" in r.getMessage()] == [logging.WARNING]
 
 
-async def test_a_call_whose_logs_the_agent_follows_leaves_the_data_plane_and_gets_them(
+async def test_a_data_plane_call_to_a_stdio_server_relays_its_progress_and_logs_before_the_answer(
     tmp_path: Path,
 ) -> None:
-    # A stdio server of the 2026 era is called over the data plane, which reads no notifications:
-    # a call whose log messages the agent can receive goes through the client instead.
+    # A stdio server of the 2026 era is called with one JSON-RPC line (no client session): the link
+    # hands the server's notifications about that request to the agent's relays, in line order.
     config = RecorderConfig(
         recorder=RecorderSection(agent="bot", principal="human://acme.com/dana"),
         servers={"shop": ServerConfig(command=sys.executable, args=[str(LOGGING_SERVER)])},
@@ -126,19 +126,41 @@ async def test_a_call_whose_logs_the_agent_follows_leaves_the_data_plane_and_get
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
     recorder = Recorder(config, store=store, policy=POLICY)
     heard = Heard()
+    progressed: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        progressed.append((done, total, message))
+
     try:
         async with AsyncExitStack() as stack:
             mcp = await recorder.start(stack)
-            assert recorder.downstreams["shop"]._wire_meta is not None  # the data plane is open
+            shop = recorder.downstreams["shop"]
+            assert shop._wire_meta is not None  # the data plane is open
+            through_the_session: list[str] = []
+            by_session = shop.call
+
+            async def call(tool: str, arguments: dict[str, Any]) -> Any:
+                through_the_session.append(tool)
+                return await by_session(tool, arguments)
+
+            shop.call = call  # type: ignore[method-assign]
             async with Client(mcp, log_handler=heard) as agent:
                 # The mcp session's own call: no progressToken, which alone takes the client's path.
-                answer = await agent.session.call_tool("shop_tell", {})
+                told = await agent.session.call_tool("shop_tell", {})
+                counted = await agent.call_tool_mcp("shop_count", {}, progress_handler=progress)
     finally:
         recorder.close()
         store.dispose()
 
-    assert not answer.is_error
-    assert heard.said() == [("info", "counting the shelves")]
+    assert not told.is_error
+    assert not counted.is_error
+    assert through_the_session == []
+    assert heard.said() == [
+        ("info", "counting the shelves"),
+        ("debug", "shelf 1 has 3 boxes"),
+        ("warning", "shelf 3 is empty"),
+    ]
+    assert progressed == [(1, 2, "half the shelves")]
 
 
 async def test_relaying_a_log_message_warns_of_no_deprecation_on_the_recorders_stderr(tmp_path: Path) -> None:
