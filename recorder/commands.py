@@ -28,6 +28,7 @@ from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_confi
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream_errors import DownstreamError
 from hatp_journal.recorder.export import export_run_to
+from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import NoticeBody, OwnBodyUnreadable, Unreadable, read_as
@@ -42,6 +43,7 @@ from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
+from hatp_journal.toolkit.text import shown
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,11 +162,13 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
         directory=directory,
         now=now,
     )
-    print(outcome.message)
+    if not outcome.counted:
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     head = store.latest_checkpoint(args.ask.rpartition("/")[0])
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
-    return 0 if outcome.counted else 1
+    return 0
 
 
 def _now(at: str | None) -> datetime:

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
@@ -67,7 +68,7 @@ async def decide_on_plan(
     key: SigningKey,
     overrides: Sequence[str],
     now: datetime,
-) -> tuple[bool, str, Entry]:
+) -> DecisionOutcome:
     """Sign ``person``'s decision; an approval counts only if the plan built again now is the same."""
     ask = find_plan(store, ref)
     fresh = await replan(store, ask.plan, servers, now) if decision == "approve" else None

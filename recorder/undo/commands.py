@@ -15,6 +15,7 @@ from typing import Literal
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import ReversalBody, read_own
@@ -38,6 +39,7 @@ from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_rem
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey
+from hatp_journal.toolkit.text import shown, shown_lines
 
 
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
@@ -99,7 +101,7 @@ async def _decide(
     key = SigningKey.from_file(args.key)
     if not is_plan(store, args.ask):
         return await _decide_remedy(args, store, directory, servers, decision, key)
-    counted, message, _ = await decide_on_plan(
+    outcome = await decide_on_plan(
         store,
         policy,
         directory,
@@ -111,9 +113,9 @@ async def _decide(
         overrides=getattr(args, "override", None) or (),
         now=utc_now(),
     )
-    print(message)
-    if not counted:
-        return 1
+    if not outcome.counted:
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     if decision == "approve":
         return await _undo(args.ask, store, servers, config)
     return 0
@@ -159,7 +161,7 @@ def reversal_text(reversal: Entry) -> str:
             notes.append(f"suggested remedy: {step.remedy} (not performed)")
         note = "; ".join(n for n in notes if n)
         lines.append(f"  {status:<14} step {step.step}  {what}" + (f"   ({note})" if note else ""))
-    return "\n".join(lines)
+    return shown_lines(lines)
 
 
 _STATUS_WORDS = {"notReversible": "not reversible"}
@@ -175,9 +177,9 @@ async def _decide_remedy(
 ) -> int:
     asks = Asks(store)
     outcome = asks.decide(args.ask, decision, person=args.person, key=key, directory=directory, now=utc_now())
-    print(outcome.message)
     if not outcome.counted:
-        return 1
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     if decision == "approve":
         entry = await perform_remedy(store, asks.find(args.ask), servers)
         status = entry.body["outcome"]["status"]

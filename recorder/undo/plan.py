@@ -12,6 +12,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.text import shown_lines
 from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, WireModel
 
@@ -213,7 +214,7 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
         ]
     if plan.not_reversible:
         lines.append("Cannot be undone:")
-        lines += [_item(n.step, n.summary, n.reason) for n in plan.not_reversible]
+        lines += [_item(n.step, n.summary, _with_remedy(n)) for n in plan.not_reversible]
     if plan.blocked:
         lines.append("Kept because a later step that relied on it stays:")
         lines += [_item(b.step, b.undo, "relied on by " + ", ".join(b.kept_for)) for b in plan.blocked]
@@ -232,7 +233,12 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
             f"  - {r.agent}: {r.server}.{r.tool} at {r.time}   ({r.run}/{r.entry})" for r in plan.read_since
         ]
         lines.append(f"  {plan.unrecorded_memory}")
-    return "\n".join(lines)
+    return shown_lines(lines)  # each line made safe: a summary can't forge a step or a section
+
+
+def _with_remedy(item: NotReversible) -> str:
+    """Why a step can't be undone, and what a person could do instead (never done by itself)."""
+    return f"{item.reason}; suggested remedy: {item.remedy}" if item.remedy else item.reason
 
 
 def _item(step: int, text: str, note: str) -> str:

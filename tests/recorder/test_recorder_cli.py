@@ -92,7 +92,7 @@ def test_a_pending_ask_is_listed_and_approved_with_the_persons_key(
 
 
 def test_someone_not_in_the_directory_is_not_counted(
-    setup: tuple[Path, RunStore, str], tmp_path: Path
+    setup: tuple[Path, RunStore, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, store, ask = setup
     SigningKey.generate().save(tmp_path / "mallory.key")
@@ -110,7 +110,8 @@ def test_someone_not_in_the_directory_is_not_counted(
         ]
     )
 
-    assert code == 1
+    assert code == 2
+    assert "hatp-recorder: NOT_PERMITTED: not counted: " in capsys.readouterr().err
     decision = store.entries(ask.rpartition("/")[0])[-1]
     assert decision.body["counted"] is False
 

@@ -28,7 +28,7 @@ Undo 2 actions by sales-bot for Dana:
   step 2  Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
   step 1  Deal D-881 stage: Won → Proposal
 Cannot be undone:
-  step 3  Email to buyer@globex.com   (delivered to external recipients)
+  step 3  Email to buyer@globex.com   (delivered to external recipients; suggested remedy: send a correction email)
 """
 
 

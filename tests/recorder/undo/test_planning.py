@@ -156,10 +156,11 @@ def test_an_approval_by_someone_without_the_role_is_not_counted_and_nothing_is_u
     run = org.agent([put("a", "1")])
     ref, _ = org.plan(run, "--from", "1")
 
-    code, out, _ = org.approve(ref, person=EVE)
+    code, out, err = org.approve(ref, person=EVE)
 
-    assert code == 1
-    assert "not counted" in out
+    assert code == 2
+    assert err.startswith("hatp-recorder: NOT_PERMITTED: not counted: ")
+    assert out == ""
     assert values(org.db()) == {"a": "1"}
     assert not [e for e in org.entries(run) if e.kind in ("undo-intent", "reversal")]
 
@@ -168,10 +169,10 @@ def test_an_approval_of_a_plan_that_changed_since_it_was_shown_is_not_counted(or
     run = org.agent([put("a", "1")])
     ref, _ = org.plan(run, "--from", "1")
     outside_edit(org.db(), "a", "2", by="eve")
-    code, out, _ = org.approve(ref)
+    code, _, err = org.approve(ref)
 
-    assert code == 1
-    assert "the plan changed since it was shown" in out
+    assert code == 2
+    assert err.startswith("hatp-recorder: PLAN_STALE: not counted: the plan changed since it was shown")
     assert values(org.db()) == {"a": "2"}
 
 
