@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal.recorder.ask_words import ask_row
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
@@ -144,14 +145,18 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     for run in store.runs():
         asks.withdraw_overdue(run.id, now, directory)
     if args.command == "asks":
-        for ask in asks.pending():
-            body = ask.entry.body
-            reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
-            print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+        rows = [ask_row(ask) for ask in asks.pending()]
         for plan in pending_plans(store):
             body = plan.entry.body
-            summary = f"{len(plan.plan.steps)} steps, {len(plan.plan.conflicts)} conflicts"
-            print(f"{plan.ref}\tundo {plan.plan.request}\t{summary}\tdecide by {body['decideBy']}")
+            summary = (
+                f"{len(plan.plan.steps)} to undo, {len(plan.plan.conflicts)} conflicts, "
+                f"{len(plan.plan.not_reversible)} cannot be undone"
+            )
+            rows.append(
+                [plan.ref, f"undo {plan.plan.request}", "", summary, "", "", f"decide by {body['decideBy']}"]
+            )
+        for line in aligned(rows):  # one line per ask, every cell made safe
+            print(line)
         return 0
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
     outcome = asks.decide(

@@ -12,6 +12,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream
 from hatp_journal.recorder.gateway import _declaration
 from hatp_journal.recorder.policy import CallFacts, Decision, MoneyLedger, Policy, decide
+from hatp_journal.toolkit.text import shown_lines
 
 
 class ExplainError(ValueError):
@@ -85,4 +86,4 @@ def explanation(server: str, tool: str, decision: Decision) -> str:
             lines.append(f"  {key}: {value}")
     lines.append(f"policy: {decision.action}")
     lines.extend(f"  {reason.code}: {reason.detail}" for reason in decision.reasons)
-    return "\n".join(lines)
+    return shown_lines(lines)  # a server's rationale or evidence is one line each, escaped

@@ -161,12 +161,12 @@ def undo_label(summary: str, changes: Sequence[EffectChange] | None = None) -> s
     """
     if changes:
         return _undo_of_changes(summary, changes)
+    if summary.startswith("Create "):  # before arrows: a created thing's name may hold one
+        return "Cancel " + summary.removeprefix("Create ")
     if summary.count(" → ") == 1 and ";" not in summary:
         head, _, tail = summary.partition(" → ")
         prefix, colon, old = head.rpartition(": ")
         return f"{prefix}: {tail} → {old}" if colon else f"{tail} → {head}"
-    if summary.startswith("Create "):
-        return "Cancel " + summary.removeprefix("Create ")
     return f"Undo: {summary}"
 
 

@@ -241,19 +241,19 @@ def recipients(side_effect: str, arguments: object, reported: object = None) -> 
     for named in (arguments, reported):
         if isinstance(named, dict):
             found += [
-                a for name, value in named.items() if str(name).lower() in words for a in _addresses(value)
+                a for name, value in named.items() if str(name).lower() in words for a in addresses(value)
             ]
     return list(dict.fromkeys(found))
 
 
-def _addresses(value: object, depth: int = 0) -> list[str]:
+def addresses(value: object, depth: int = 0) -> list[str]:
     """The addresses in ``value``: a string, or lists and objects of them (``[{"email": …}]``)."""
     if isinstance(value, str):
         return list(_ADDRESS.findall(value))
     if depth >= 4:
         return []
     inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [a for v in inner for a in _addresses(v, depth + 1)]
+    return [a for v in inner for a in addresses(v, depth + 1)]
 
 
 def reported_fields(call: CallBody) -> dict[str, Any] | None:
