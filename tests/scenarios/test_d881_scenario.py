@@ -28,8 +28,11 @@ Undo 2 actions by sales-bot for Dana:
   step 2  Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
   step 1  Deal D-881 stage: Won → Proposal
 Cannot be undone:
-  step 3  Email to buyer@globex.com   (delivered to external recipients; suggested remedy: send a correction email)
+  step 3  Email to buyer@globex.com   ({EMAIL_NOTE})
 """
+
+
+EMAIL_NOTE = "delivered to external recipients; suggested remedy: send a correction email"
 
 
 def kickoff_day(today: date) -> str:
