@@ -33,7 +33,7 @@ from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import plan_text, undo_label
+from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -79,7 +79,18 @@ async def _plan(
     args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
 ) -> int:
     request = UndoRequest(from_step=args.from_step, steps=tuple(args.steps or ()))
-    ask = await ask_for_plan(store, policy, directory, servers, args.run, request, by=args.by, now=utc_now())
+    try:
+        ask = await ask_for_plan(
+            store, policy, directory, servers, args.run, request, by=args.by, now=utc_now()
+        )
+    except UndoError as error:
+        if isinstance(error.unfiled, ReversalPlan):  # nothing to undo: shown to who asked, not filed
+            plan = error.unfiled
+            if args.json:
+                print(json.dumps({"ref": None, "digest": None, "plan": plan.wire()}, indent=2))
+            else:
+                print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
+        raise
     plan = ask.plan
     if args.json:
         print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": plan.wire()}, indent=2))

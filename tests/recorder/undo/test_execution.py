@@ -233,7 +233,7 @@ def test_pending_plans_are_listed_with_the_asks(org: Org) -> None:
     code, out, _ = org.cli("asks")
 
     assert code == 0
-    assert f"{ref}\tundo from 1" in out
+    assert f"{ref}  undo from 1  1 to undo, 0 conflicts, 0 cannot be undone" in out
 
 
 def test_running_a_plan_that_does_not_exist_is_refused(org: Org) -> None:

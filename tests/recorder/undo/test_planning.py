@@ -48,6 +48,18 @@ def test_an_undo_from_step_1_lists_every_step_newest_first_and_runs_in_that_orde
     assert re.search(r"of plan e4 +done +3 reversed", shown)
 
 
+def unfiled_plan(org: Org, run: str, *which: str) -> dict[str, Any]:
+    """A plan with nothing to undo: shown to who asked (as JSON), refused NOTHING_TO_UNDO, never filed."""
+    code, out, err = org.cli("plan", run, *which, "--by", DANA, "--json")
+    assert code == 2, (out, err)
+    assert err.startswith("hatp-recorder: NOTHING_TO_UNDO: ")
+    assert not [e for e in org.entries(run) if e.kind == "plan"]
+    told = json.loads(out)
+    assert told["ref"] is None
+    plan: dict[str, Any] = told["plan"]
+    return plan
+
+
 def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_left_out(org: Org) -> None:
     told: list[Any] = []
     run = org.agent(
@@ -55,7 +67,7 @@ def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_l
         told=told,
     )
 
-    _, plan = org.plan(run, "--from", "1")
+    plan = unfiled_plan(org, run, "--from", "1")
 
     crashed, refused = told[1].structured_content, told[2].structured_content
     assert (crashed["code"], refused["code"]) == ("TOOL_CRASHED", "TOOL_FAILED")
@@ -105,7 +117,8 @@ def test_an_inferred_link_is_shown_but_only_a_confirmed_one_pulls_a_step_in(org:
     [e2] = [e for e in org.entries(run) if e.id == "e2"]
     assert {"on": "e1", "source": "inferred", "via": "alpha"} in e2.body["links"]
 
-    _, before = org.plan(run, "--step", "1")
+    first, before = org.plan(run, "--step", "1")
+    org.cli("deny", first, "--as", LEE, "--key", org.key(LEE))  # a pending plan for step 1 bars another
     code, _, err = org.cli("confirm-link", run, "e2", "e1", "--as", LEE, "--key", org.key(LEE))
     _, after = org.plan(run, "--step", "1")
 
@@ -120,7 +133,7 @@ def test_a_call_to_an_unaware_server_depends_on_everything_before_it_and_keeps_i
     org = make_org(tmp_path, capfd, plain=True)
     run = org.agent([put("a", "1"), ("plain_shout", {"text": "hi"})])
 
-    _, plan = org.plan(run, "--step", "1")
+    plan = unfiled_plan(org, run, "--step", "1")
 
     assert entries_in(plan, "notReversible") == ["e2"]
     assert entries_in(plan, "blocked") == ["e1"]
