@@ -9,29 +9,11 @@ has no redaction of its own; a server that must not show a value should not take
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 from hatp_journal.recorder.asks import Ask
+from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.web.views import addresses
-
-CLASS_WORDS: Final = {
-    "R0": "no effect",
-    "R1": "restorable",
-    "R2": "compensable at a known cost",
-    "R3": "hard to recover",
-    "R4": "irreversible",
-}
-"""Each reversibility class in words (docs/policy.md)."""
-
-
-def class_words(decision: Any) -> str:
-    """``R2 (compensable at a known cost)`` from a recorded policy decision; "" when it has no class."""
-    verdict = decision.get("reversibility") if isinstance(decision, dict) else None
-    rclass = verdict.get("class") if isinstance(verdict, dict) else None
-    if not isinstance(rclass, str):
-        return ""
-    words = CLASS_WORDS.get(rclass)
-    return f"{rclass} ({words})" if words else rclass
 
 
 def arguments_text(arguments: Any) -> str:

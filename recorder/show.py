@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hatp_journal.recorder.ask_words import arguments_text, class_words, reaches
+from hatp_journal.recorder.ask_words import arguments_text, reaches
+from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from hatp_journal.recorder.asks import Ask
+from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -63,6 +64,8 @@ class AskView:
     call: str
     arguments: str
     declared: str
+    rclass: str  # the reversibility class in words, "R2 (compensable at a known cost)"
+    reaches: list[str]  # the addresses the arguments name: who mail or an invitation would go to
     reasons: list[str]
     totals: list[str]
     approver: str
@@ -80,6 +83,8 @@ def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
         call=f"{body.get('server')}.{body.get('tool')}",
         arguments=json.dumps(body.get("arguments"), indent=2, ensure_ascii=False),
         declared=str(body.get("declared", "unknown")),
+        rclass=class_words(decision),
+        reaches=list(dict.fromkeys(addresses(body.get("arguments")))),
         reasons=[f"{r.get('code')}: {r.get('detail')}" for r in decision.get("reasons") or []],
         totals=[_total(cap, values) for cap, values in (decision.get("totals") or {}).items()],
         approver=approver,
