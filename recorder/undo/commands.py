@@ -37,6 +37,7 @@ from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.web.views import side_effects_of
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.text import shown, shown_lines
@@ -95,7 +96,10 @@ async def _plan(
     if args.json:
         print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": plan.wire()}, indent=2))
     else:
-        print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
+        entries = {entry.id: entry for entry in store.entries(plan.run)}
+        reaches = {s.entry: [e.recipients for e in side_effects_of(s, entries)] for s in plan.steps}
+        principal = display_name(directory, plan.principal)
+        print(plan_text(plan, agent=plan.agent, principal=principal, reaches=reaches))
         print(f"\nPlan {ask.ref} waits for {plan.undo_authority} (decide by {ask.body.decide_by}).")
     return 0
 

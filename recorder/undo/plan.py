@@ -187,18 +187,29 @@ def recorded_undo(line: Mapping[str, Any]) -> str:
     return undo if isinstance(undo, str) else undo_label(str(line.get("summary", "")))
 
 
-def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
+def plan_text(
+    plan: ReversalPlan,
+    *,
+    agent: str,
+    principal: str,
+    reaches: Mapping[str, Sequence[Sequence[str]]] | None = None,
+) -> str:
     """The plan as people read it (for D-881 as protocol.md §0 shows it).
 
     Every item is named by its step number, the run's N-th call: the numbering the approver pages
-    and the Reversal Record use, so "step 2" is the same action wherever it is read.
+    and the Reversal Record use, so "step 2" is the same action wherever it is read. ``reaches``
+    gives, by a step's entry, the addresses each of its side effects reaches (in their order).
     """
     count = len(plan.steps)
     lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
     for step in plan.steps:
+        whom = (reaches or {}).get(step.entry, [])
         notes = [
             *([BY_HOST] if step.undone_by == "host" else []),
-            *step.side_effects,
+            *[
+                f"{effect}: {', '.join(whom[n])}" if n < len(whom) and whom[n] else effect
+                for n, effect in enumerate(step.side_effects)
+            ],
             *([f"costs {step.cost.amount} {step.cost.currency}"] if step.cost else []),
         ]
         lines.append(_item(step.step, step.undo, "; ".join(notes)))

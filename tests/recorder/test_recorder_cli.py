@@ -91,6 +91,27 @@ def test_a_pending_ask_is_listed_and_approved_with_the_persons_key(
     assert [e.kind for e in store.entries(run)] == ["ask", "decision"]
 
 
+def test_a_decision_signed_with_the_wrong_key_or_made_twice_exits_2_with_its_code(
+    setup: tuple[Path, RunStore, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, store, ask = setup
+    SigningKey.generate().save(tmp_path / "stolen.key")
+    config = ["--config", str(folder / "recorder.toml")]
+
+    wrong = main([*config, "approve", ask, "--as", "lee", "--key", str(tmp_path / "stolen.key")])
+    wrong_err = capsys.readouterr().err
+    first = main([*config, "approve", ask, "--as", "lee", "--key", str(folder / "lee.key")])
+    capsys.readouterr()
+    twice = main([*config, "deny", ask, "--as", "lee", "--key", str(folder / "lee.key")])
+    twice_err = capsys.readouterr().err
+
+    assert (wrong, first, twice) == (2, 0, 2)
+    assert wrong_err.startswith("hatp-recorder: WRONG_KEY: not counted: the key used is not lee's key")
+    assert twice_err.startswith("hatp-recorder: ALREADY_DECIDED: your deny was recorded but not counted")
+    counted = [e.body["counted"] for e in store.entries(ask.rpartition("/")[0]) if e.kind == "decision"]
+    assert counted == [False, True, False]
+
+
 def test_someone_not_in_the_directory_is_not_counted(
     setup: tuple[Path, RunStore, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

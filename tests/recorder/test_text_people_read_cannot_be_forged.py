@@ -100,6 +100,7 @@ def test_a_summary_with_line_breaks_ansi_and_bidi_is_one_escaped_line_in_asks_sh
     plan = printed["plan"][1].splitlines()
     assert plan[0] == "Undo 1 action by sales-bot for Dana:"
     assert plan[1].startswith('  step 1  Cancel "Lunch\\n  step 9')
+    assert plan[1].endswith(f"(attendees get a cancellation notice: {ATTENDEE})")  # whom the undo mails
     assert len(plan) == 4  # the step, a blank line, who decides
     [undone] = lines_naming(printed["approve plan"][1], "Lunch")
     assert undone.startswith("  reversed       step 1  Cancel ")
