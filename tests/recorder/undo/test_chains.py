@@ -131,6 +131,7 @@ def test_a_conflict_names_the_runs_own_later_write_as_a_dependency_and_the_colle
     latest, first = plan["conflicts"]
     assert (latest["entry"], first["entry"]) == ("e2", "e1")
     assert latest["changedBy"] == "eve"
-    assert first["message"].startswith("this run's step 2 (e2) changed it later: a dependency, undone first; ")
+    own = "this run's step 2 (e2) changed it later: a dependency, undone first; "
+    assert first["message"].startswith(own)
     assert first["message"].endswith("then changed by eve: value is now eve's final")
     assert [(c["field"], c["now"]) for c in first["changes"]] == [("value", "eve's final")]
