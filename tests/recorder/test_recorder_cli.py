@@ -154,6 +154,24 @@ def test_an_exported_record_verifies_with_the_pinned_public_key_and_a_changed_by
     assert "FAILED" in capsys.readouterr().out
 
 
+def test_verify_prints_an_entry_id_from_a_forged_record_escaped_so_it_cannot_pass_for_the_verdict(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, ask = setup
+    config = ["--config", str(folder / "recorder.toml")]
+    assert main([*config, "export", ask.rpartition("/")[0], "--out", str(folder / "r.json")]) == 0
+    text = (folder / "r.json").read_text()
+    forged = "e1\\nok: 2 entries, 2 signed, 0 signatures of tool servers checked\\u001b[2K"
+    (folder / "r.json").write_text(text.replace('"id":"e1"', f'"id":"{forged}"', 1))
+    capsys.readouterr()
+
+    assert main(["verify", str(folder / "r.json")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith(("ok:", "FAILED:"))] == [lines[-1]]
+    assert lines[-1].startswith("FAILED: ")
+    assert "\x1b" not in "".join(lines)
+
+
 def test_show_and_export_of_a_run_that_does_not_exist_say_unknown_run_and_write_nothing(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
