@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastmcp.tools import ToolResult
 from pydantic import Field
 
+from hatp_journal.recorder.agent_answers import ANNOTATIONS, OUTPUT_SCHEMAS, said
 from hatp_journal.recorder.arguments import check_arguments
 from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.explain import ExplainError, explain_listed, for_agent
@@ -23,7 +24,7 @@ from hatp_journal.recorder.gateway import _answer, _tool_result
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as, reversed_entries
 from hatp_journal.recorder.record.written_bodies import NoteOutcome, NoteRecord
-from hatp_journal.recorder.undo.actions import ask_for_plan, load_directory
+from hatp_journal.recorder.undo.actions import ask_for_plan, kept_steps, load_directory
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -44,10 +45,11 @@ AGENT_SERVER = "hatp"
 class AgentToolError(Exception):
     """A refused agent tool call: a stable ``code`` and one line."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details or {}
 
 
 def reserved_clash(server_names: list[str]) -> str | None:
@@ -68,10 +70,15 @@ def publish(recorder: Recorder) -> None:
     if clash is not None:
         raise ConfigError(clash)
     tools = AgentTools(recorder)
-    recorder.mcp.tool(tools.checkpoint, name=f"{PREFIX}checkpoint")
-    recorder.mcp.tool(tools.list_changes, name=f"{PREFIX}list_changes")
-    recorder.mcp.tool(tools.explain, name=f"{PREFIX}explain")
-    recorder.mcp.tool(tools.request_undo, name=f"{PREFIX}request_undo")
+    for name, body in (
+        ("checkpoint", tools.checkpoint),
+        ("list_changes", tools.list_changes),
+        ("explain", tools.explain),
+        ("request_undo", tools.request_undo),
+    ):
+        recorder.mcp.tool(
+            body, name=PREFIX + name, output_schema=OUTPUT_SCHEMAS[name], annotations=ANNOTATIONS[name]
+        )
 
 
 class AgentTools:
@@ -203,13 +210,7 @@ class AgentTools:
         entries = self._entries()
         count = len(steps_of(entries))
         try:
-            chosen = request.chosen(count)
-            for pending in _pending_plans(recorder, entries):
-                if chosen & _asked(pending.plan.request, count):
-                    raise AgentToolError(
-                        "UNDO_ALREADY_REQUESTED",
-                        f"plan {pending.ref} for some of these steps waits for a person's decision",
-                    )
+            request.chosen(count)
             principal = recorder.store.run(run).principal
             async with AsyncExitStack() as stack:
                 servers = UndoServers(recorder.config, recorder.store, stack, connected=recorder.downstreams)
@@ -224,10 +225,11 @@ class AgentTools:
                     now=recorder.clock(),
                 )
         except UndoError as error:
-            raise AgentToolError(error.code, error.message) from None
+            raise AgentToolError(error.code, error.message, error.details) from None
         except ConfigError as error:
             raise AgentToolError("NO_DIRECTORY", str(error)) from None
         plan = ask.plan
+        kept = kept_steps(plan)
         return {
             "status": "pending_approval",
             "plan": ask.ref,
@@ -235,8 +237,12 @@ class AgentTools:
             "approver": plan.undo_authority,
             "decideBy": ask.body.decide_by,
             "steps": [{"step": s.step, "undo": s.undo} for s in plan.steps],
-            "notReversible": [{"step": s.step, "summary": s.summary} for s in plan.not_reversible],
-            "conflicts": [{"step": c.step} for c in plan.conflicts],
+            "conflicts": [{"step": c.step, "reason": c.message or "changed since"} for c in plan.conflicts],
+            "notReversible": [
+                {"step": n.step, "summary": n.summary, "reason": n.reason, "remedy": n.remedy}
+                for n in plan.not_reversible
+            ],
+            **{section: items for section, items in kept.items() if section != "notReversible"},
             "message": "A person decides on this plan; nothing is undone until they approve it.",
         }
 
@@ -271,11 +277,12 @@ class AgentTools:
             result = await work()
         except AgentToolError as error:
             entry = await recorder.append_note(run, note(NoteOutcome(status="refused", code=error.code)))
-            refusal = {"code": error.code, "message": error.message, "entry": entry.id}
-            return _tool_result(_answer(f"{error.code}: {error.message}", refusal, is_error=True))
+            refusal = {**error.details, "code": error.code, "message": error.message, "entry": entry.id}
+            text = said(f"{error.code}: {error.message}", refusal)
+            return _tool_result(_answer(text, refusal, is_error=True))
         entry = await recorder.append_note(run, note(NoteOutcome(status="ok", **_journaled(tool, result))))
         answer = {**result, "entry": entry.id}
-        return _tool_result(_answer(_summary(tool, result), answer, is_error=False))
+        return _tool_result(_answer(said(_summary(tool, result), answer), answer, is_error=False))
 
 
 def _label(arguments: Any) -> Any:
@@ -292,20 +299,73 @@ def _journaled(tool: str, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _summary(tool: str, result: dict[str, Any]) -> str:
+    """The answer's essentials in words (step numbers, what to do next), for a host that hands the
+    model only ``content``."""
     if tool == "checkpoint":
-        return f"Checkpoint {result['label']!r} set after step {result['afterStep']}."
+        label = result["label"]
+        return (
+            f"Checkpoint {label!r} set after step {result['afterStep']}. To undo what this run changes "
+            f"after it, call hatp_request_undo with checkpoint {label!r}."
+        )
     if tool == "list_changes":
-        return f"{len(result['changes'])} changes."
+        return changes_sentence(result["changes"])
     if tool == "request_undo":
-        return f"Undo plan {result['plan']} waits for {result['approver']} (decide by {result['decideBy']})."
-    return str(result.get("text", ""))
+        return plan_sentence(result)
+    return f"{result.get('text', '')}\n{_NEXT.get(str(result.get('action')), '')}".strip()
 
 
-def _asked(request: str, count: int) -> set[int]:
-    """The step numbers a recorded plan's request (``from 3``, ``steps 2, 5``) asked for."""
-    if request.startswith("from "):
-        return set(range(int(request.removeprefix("from ")), count + 1))
-    return {int(n) for n in request.removeprefix("steps ").split(", ") if n.isdigit()}
+_NEXT = {
+    "allow": "Next: the call would be made at once, without asking anyone.",
+    "ask": "Next: call it, then call again with the same arguments once a person approved it "
+    "(it is not made until then).",
+}
+"""What an agent does next, by what the policy would decide (explain)."""
+
+
+def changes_sentence(changes: list[dict[str, Any]]) -> str:
+    """``2 changes: step 1 crm.update_deal (reversible until …); step 3 …`` and what to do next."""
+    if not changes:
+        return "No changes in tool servers to list."
+    items = []
+    for change in changes:
+        state = str(change["undo"])
+        if state == "reversible" and change.get("undoBy"):
+            state += f" until {change['undoBy']}"
+        elif state == "requested":
+            state += f" in plan {change.get('plan')}"
+        items.append(f"step {change['step']} {change['server']}.{change['tool']} ({state})")
+    count = len(changes)
+    return (
+        f"{count} change{'s' * (count != 1)}: {'; '.join(items)}. To undo, call hatp_request_undo with "
+        "from_step or steps."
+    )
+
+
+def plan_sentence(result: dict[str, Any]) -> str:
+    """What a filed plan undoes, what it keeps and why, and that a person decides first."""
+    undone = ", ".join(str(s["step"]) for s in result["steps"]) or "none"
+    text = (
+        f"Undo plan {result['plan']} ({result['request']}) waits for {result['approver']} to decide by "
+        f"{result['decideBy']}; nothing is undone until then. Steps it undoes: {undone}."
+    )
+    kept = [
+        f"step {item['step']} ({words}: {item.get('reason')})"
+        for section, words in _KEPT.items()
+        for item in result.get(section, [])
+    ]
+    if kept:
+        text += " Not undone: " + "; ".join(kept) + "."
+    return text + " Call hatp_list_changes later to see which steps were undone."
+
+
+_KEPT = {
+    "conflicts": "changed since, a person may override",
+    "notReversible": "cannot be undone",
+    "blocked": "kept",
+    "expired": "too late",
+    "unresolved": "unresolved",
+    "alreadyReversed": "already undone",
+}
 
 
 def _pending_plans(recorder: Recorder, entries: list[Entry]) -> list[PlanAsk]:

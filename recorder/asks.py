@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.not_counted import NotCounted
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.written_bodies import (
     AskTerms,
@@ -68,6 +69,8 @@ class DecisionOutcome:
     counted: bool
     message: str
     entry: Entry
+    code: NotCounted | None = None
+    """Why it did not count, when it did not."""
 
 
 class Asks:
@@ -138,7 +141,7 @@ class Asks:
         ask = self.find(ref)
         self.withdraw_overdue(ask.run, now, directory)
         ask = self.find(ref)
-        refusal = directory.may_decide(person, str(ask.entry.body["approver"]), key.public)
+        refusal = directory.refusal(person, str(ask.entry.body["approver"]), key.public)
         approval = CallApproval(
             ask=ref,
             call_digest=ask.entry.body["callDigest"],
@@ -155,12 +158,14 @@ class Asks:
             counted=False,
         )
         if refusal is not None:
-            entry = self.store.append(ask.run, "decision", body.model_copy(update={"why": refusal}).wire())
-            return DecisionOutcome(False, f"not counted: {refusal}", entry)
+            refused = body.model_copy(update={"why": refusal.why})
+            entry = self.store.append(ask.run, "decision", refused.wire())
+            return DecisionOutcome(False, f"not counted: {refusal.why}", entry, refusal.code)
         if ask.state != "pending":
             why = _late_reason(ask)
             entry = self.store.append(ask.run, "decision", body.model_copy(update={"why": why}).wire())
-            return DecisionOutcome(False, f"your {decision} was recorded but not counted: {why}", entry)
+            late = NotCounted.DEADLINE_EXCEEDED if ask.state == "withdrawn" else NotCounted.ALREADY_DECIDED
+            return DecisionOutcome(False, f"your {decision} was recorded but not counted: {why}", entry, late)
         entry = self.store.append(ask.run, "decision", body.model_copy(update={"counted": True}).wire())
         self.store.checkpoint(ask.run, "approval")
         return DecisionOutcome(True, f"{decision} recorded for {ref}", entry)

@@ -22,12 +22,14 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal.recorder.ask_words import ask_row
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream_errors import DownstreamError
 from hatp_journal.recorder.export import export_run_to
+from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import NoticeBody, OwnBodyUnreadable, Unreadable, read_as
@@ -42,6 +44,7 @@ from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
+from hatp_journal.toolkit.text import shown
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,14 +145,18 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     for run in store.runs():
         asks.withdraw_overdue(run.id, now, directory)
     if args.command == "asks":
-        for ask in asks.pending():
-            body = ask.entry.body
-            reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
-            print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+        rows = [ask_row(ask) for ask in asks.pending()]
         for plan in pending_plans(store):
             body = plan.entry.body
-            summary = f"{len(plan.plan.steps)} steps, {len(plan.plan.conflicts)} conflicts"
-            print(f"{plan.ref}\tundo {plan.plan.request}\t{summary}\tdecide by {body['decideBy']}")
+            summary = (
+                f"{len(plan.plan.steps)} to undo, {len(plan.plan.conflicts)} conflicts, "
+                f"{len(plan.plan.not_reversible)} cannot be undone"
+            )
+            rows.append(
+                [plan.ref, f"undo {plan.plan.request}", "", summary, "", "", f"decide by {body['decideBy']}"]
+            )
+        for line in aligned(rows):  # one line per ask, every cell made safe
+            print(line)
         return 0
     decision: Literal["approve", "deny"] = "approve" if args.command == "approve" else "deny"
     outcome = asks.decide(
@@ -160,11 +167,13 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
         directory=directory,
         now=now,
     )
-    print(outcome.message)
+    if not outcome.counted:
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     head = store.latest_checkpoint(args.ask.rpartition("/")[0])
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
-    return 0 if outcome.counted else 1
+    return 0
 
 
 def _now(at: str | None) -> datetime:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from hatp_journal.recorder.not_counted import NotCounted, Refused
 from hatp_journal.recorder.policy.load import problems_of
 from hatp_journal.recorder.policy.locate import LocateError, located
 from hatp_journal.toolkit.errors import KeyFileError
@@ -105,17 +106,22 @@ class Directory(BaseModel):
 
     def may_decide(self, person_id: str, role: str, key: VerifyKey) -> str | None:
         """Why ``person_id`` may not decide for ``role`` with ``key``; None if they may."""
+        refused = self.refusal(person_id, role, key)
+        return None if refused is None else refused.why
+
+    def refusal(self, person_id: str, role: str, key: VerifyKey) -> Refused | None:
+        """:meth:`may_decide` with the code of the check that failed."""
         person = self.person(person_id)
         if person is None:
-            return self.not_listed(person_id)
+            return Refused(NotCounted.NOT_PERMITTED, self.not_listed(person_id))
         if role not in person.roles and person.id != role:
-            return f"{person_id} does not hold {role}"
+            return Refused(NotCounted.NOT_PERMITTED, f"{person_id} does not hold {role}")
         try:
             listed = person.verify_key()
         except (DirectoryError, KeyFileError) as error:
-            return str(error)
+            return Refused(NotCounted.WRONG_KEY, str(error))
         if listed.kid != key.kid:
-            return f"the key used is not {person_id}'s key in the directory"
+            return Refused(NotCounted.WRONG_KEY, f"the key used is not {person_id}'s key in the directory")
         return None
 
 

@@ -14,6 +14,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream
 from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
 from hatp_journal.recorder.policy.classes import CLASS_MEANINGS, ClassOrigin
+from hatp_journal.toolkit.text import shown_lines
 
 EXPLAINED_RUN = "explain"
 """The run an explained call is decided in: a run of its own, with nothing spent (a per-run cap
@@ -131,7 +132,7 @@ def explanation(explained: Explained, policy: Policy) -> str:
     lines.extend(f"  {reason.code}: {reason.detail}" for reason in decision.reasons)
     lines.append(f"undo: {explained.undo}")
     lines.append(f"to change: {how_to_change(decision, policy)}")
-    return "\n".join(lines)
+    return shown_lines(lines)  # a server's rationale or evidence is one line each, escaped
 
 
 def how_to_change(decision: Decision, policy: Policy) -> str:

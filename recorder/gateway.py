@@ -24,6 +24,7 @@ from mcp.types import Tool as McpTool
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder import passthrough
+from hatp_journal.recorder.agent_answers import said
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.call_body import call_wire, outcome
@@ -689,7 +690,11 @@ def _pending(run: str, entry_id: str) -> dict[str, Any]:
         "ask": entry_id,
         "message": "This call needs a person's approval; it has not been made. Call again later.",
     }
-    return _answer(f"Waiting for approval ({entry_id}).", body, is_error=False)
+    sentence = (
+        f"Waiting for approval ({entry_id}): this call needs a person's approval and has not been made. "
+        "Call again with the same arguments once approved (a denied or expired ask is refused then)."
+    )
+    return _answer(said(sentence, body), body, is_error=False)
 
 
 def _refusal(code: str, message: str, entry_id: str) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hatp_journal.recorder.ask_words import arguments_text, reaches
+from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -28,6 +30,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     read_body,
     read_journal,
 )
+from hatp_journal.toolkit.text import shown
 
 Line = tuple[str, str, str, str]
 _SECTIONS = ("steps", "conflicts", "notReversible")
@@ -37,15 +40,33 @@ def entry_lines(entries: Sequence[Entry]) -> list[str]:
     """``show`` as people read it: one aligned line per entry (id, kind, what, status, summary, until)."""
     rows = []
     for entry in entries:
-        what, status, summary, until = describe(read_body(entry))
+        what, status, summary, until = _described(entry)
         rows.append([entry.id, entry.kind, what, status, summary, f"until {until}" if until else ""])
     return aligned(rows)
 
 
 def entry_line(entry: Entry) -> str:
     """``eN <tab> kind <tab> what <tab> decision or status <tab> summary <tab> undoBy``."""
-    what, status, summary, until = describe(read_body(entry))
-    return "\t".join([entry.id, entry.kind, what, status, summary, until])
+    what, status, summary, until = _described(entry)
+    return "\t".join(shown(cell) for cell in [entry.id, entry.kind, what, status, summary, until])
+
+
+def _described(entry: Entry) -> Line:
+    if entry.kind == "ask":
+        return _ask(entry)
+    return describe(read_body(entry))
+
+
+def _ask(entry: Entry) -> Line:
+    """A call held for a person: the call, its class in words, and the arguments it would be made with."""
+    body = entry.body
+    what = f"{body.get('server')}.{body.get('tool')}"
+    status = " ".join(
+        w for w in ("asks", str(body.get("approver", "")), class_words(body.get("decision"))) if w
+    )
+    arguments = body.get("arguments")
+    summary = "; ".join(t for t in (arguments_text(arguments), reaches(arguments)) if t)
+    return what, status, summary, str(body.get("decideBy", ""))
 
 
 def describe(body: Body | Unreadable) -> Line:

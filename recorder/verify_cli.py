@@ -18,6 +18,7 @@ from hatp_journal.recorder.record import Checkpoint, verify_record
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
+from hatp_journal.toolkit.text import shown
 from hatp_journal.toolkit.wire import PublicKey
 
 
@@ -39,10 +40,12 @@ def verify_command(args: argparse.Namespace) -> int:
     except (KeyFileError, DirectoryError, OSError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
         return 2
+    # A record file is anyone's text: each value is escaped, so none can pass for a line of the verdict.
     for problem in report.problems:
-        print(f"{problem.entry or '-'}\t{problem.check}\t{problem.detail}")
+        print("\t".join(shown(str(cell)) for cell in (problem.entry or "-", problem.check, problem.detail)))
     if report.trusted_from_file:
-        print("keys taken from the file: trust on first use (" + "; ".join(report.trusted_from_file) + ")")
+        trusted = "; ".join(report.trusted_from_file)
+        print(shown(f"keys taken from the file: trust on first use ({trusted})"))
     if head is None:
         print("no latest head given (--head): a rollback to an older signed head would not show")
     print(

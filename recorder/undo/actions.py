@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
@@ -21,6 +22,7 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import execute_plan
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
+from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.toolkit.signing import SigningKey
 
 if TYPE_CHECKING:  # only named here: commands that read the record should not load the MCP stack
@@ -49,10 +51,76 @@ async def ask_for_plan(
             UndoCode.NOT_PERMITTED,
             f"{by} is neither the run's principal ({run.principal}) nor holds {authority}",
         )
+    refuse_if_requested(store, run.id, request)
     planned = await build_plan(
         store, run.id, request, requested_by=by, undo_authority=authority, check=servers.check, now=now
     )
+    if not planned.plan.steps and not planned.plan.conflicts:  # nothing a person could approve
+        plan = planned.plan
+        raise UndoError(UndoCode.NOTHING_TO_UNDO, nothing_to_undo(plan), kept_steps(plan), unfiled=plan)
     return record_plan(store, planned, now=now, within=decide_within(policy))
+
+
+def refuse_if_requested(store: RunStore, run_id: str, request: UndoRequest) -> None:
+    """UNDO_ALREADY_REQUESTED when a plan for some of the steps asked for still waits for a decision."""
+    entries = store.entries(run_id)
+    count = len(steps_of(entries))
+    chosen = request.chosen(count)
+    for entry in entries:
+        if entry.kind != "plan":
+            continue
+        pending = find_plan(store, f"{run_id}/{entry.id}")
+        if pending.state == "pending" and chosen & asked_steps(pending.plan.request, count):
+            raise UndoError(
+                UndoCode.UNDO_ALREADY_REQUESTED,
+                f"plan {pending.ref} for some of these steps waits for a person's decision: "
+                "approve or deny it first",
+            )
+
+
+def asked_steps(request: str, count: int) -> set[int]:
+    """The step numbers a recorded plan's request (``from 3``, ``steps 2, 5``) asked for."""
+    if request.startswith("from "):
+        return set(range(int(request.removeprefix("from ")), count + 1))
+    return {int(n) for n in request.removeprefix("steps ").split(", ") if n.isdigit()}
+
+
+def kept_steps(plan: ReversalPlan) -> dict[str, list[dict[str, Any]]]:
+    """Every step a plan keeps, by section, each with its reason: what an agent reads of why."""
+    return {
+        "notReversible": [
+            {"step": n.step, "reason": n.reason, "remedy": n.remedy} for n in plan.not_reversible
+        ],
+        "blocked": [
+            {"step": b.step, "reason": "relied on by " + ", ".join(b.kept_for)} for b in plan.blocked
+        ],
+        "expired": [{"step": e.step, "reason": f"undo window closed {e.undo_by}"} for e in plan.expired],
+        "unresolved": [{"step": u.step, "reason": u.reason} for u in plan.unresolved],
+        "alreadyReversed": [{"step": a.step, "reason": "already undone"} for a in plan.already_reversed],
+    }
+
+
+_KEPT_WORDS = {
+    "notReversible": "cannot be undone",
+    "blocked": "kept",
+    "expired": "too late",
+    "unresolved": "unresolved",
+    "alreadyReversed": "already undone",
+}
+
+
+def nothing_to_undo(plan: ReversalPlan) -> str:
+    """One line: nothing can be undone, and why for each step asked for."""
+    why = [
+        f"step {item['step']} ({_KEPT_WORDS[section]}: {item['reason']})"
+        if section != "alreadyReversed"
+        else f"step {item['step']} (already undone)"
+        for section, items in kept_steps(plan).items()
+        for item in items
+    ]
+    return f"nothing of {plan.request} can be undone, so no plan was filed" + (
+        ": " + "; ".join(why) if why else ""
+    )
 
 
 async def decide_on_plan(
@@ -67,7 +135,7 @@ async def decide_on_plan(
     key: SigningKey,
     overrides: Sequence[str],
     now: datetime,
-) -> tuple[bool, str, Entry]:
+) -> DecisionOutcome:
     """Sign ``person``'s decision; an approval counts only if the plan built again now is the same."""
     ask = find_plan(store, ref)
     fresh = await replan(store, ask.plan, servers, now) if decision == "approve" else None

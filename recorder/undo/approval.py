@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, RecordedAsk
+from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, RecordedAsk
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.not_counted import NotCounted, Refused
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, PlanBody, read_as, read_own
 from hatp_journal.recorder.record.times import is_wire_time
@@ -122,8 +123,8 @@ def decide_plan(
     fresh: ReversalPlan | None,
     overrides: Sequence[str] = (),
     now: datetime,
-) -> tuple[bool, str, Entry]:
-    """Record ``person``'s decision on a plan; returns (counted, message, entry).
+) -> DecisionOutcome:
+    """Record ``person``'s decision on a plan; the outcome says whether it counted, and if not, why.
 
     ``fresh`` is the plan built again just now: an approval counts only if it is identical to the
     plan shown. Refusals are recorded too, as decisions with ``counted: false``.
@@ -141,13 +142,16 @@ def decide_plan(
     )
     check_overrides(plan, decision, overrides)
     conflicts = {c.entry: c for c in plan.conflicts}
-    why = refusal(ask, person, key, directory, undo_authority, now)
+    refused = refusal(ask, person, key, directory, undo_authority, now)
     shown = fresh if decision == "approve" else plan
-    if why is None and (shown is None or shown.digest() != ask.digest):
-        why = "the plan changed since it was shown (new calls, or a step checks differently now): plan again"
-    if why is not None:
-        entry = store.append(ask.run, "decision", body.model_copy(update={"why": why}).wire())
-        return False, f"not counted: {why}", entry
+    if refused is None and (shown is None or shown.digest() != ask.digest):
+        refused = Refused(
+            NotCounted.PLAN_STALE,
+            "the plan changed since it was shown (new calls, or a step checks differently now): plan again",
+        )
+    if refused is not None:
+        entry = store.append(ask.run, "decision", body.model_copy(update={"why": refused.why}).wire())
+        return DecisionOutcome(False, f"not counted: {refused.why}", entry, refused.code)
     signed = [
         _override(key, ref, ask.digest, conflicts[step].entry, conflicts[step].version_found, person, stamp)
         for step in overrides
@@ -156,7 +160,7 @@ def decide_plan(
         ask.run, "decision", body.model_copy(update={"counted": True, "overrides": signed}).wire()
     )
     store.checkpoint(ask.run, "approval")
-    return True, f"{decision} recorded for {ref}", entry
+    return DecisionOutcome(True, f"{decision} recorded for {ref}", entry)
 
 
 def _not_before_earlier_decisions(entries: Sequence[Entry], plan: str, stamp: str) -> str:
@@ -201,18 +205,22 @@ def refusal(
     directory: Directory,
     undo_authority: str | None,
     now: datetime,
-) -> str | None:
+) -> Refused | None:
     """Why ``person``'s decision on ``ask`` would not count, whatever the plan built again says; None if
     nothing yet stands in its way. Cheap: it asks no tool server."""
     if undo_authority is None:
-        return "the policy names no undoAuthority: nobody may approve an undo"
-    not_theirs = directory.may_decide(person, undo_authority, key.public)
+        return Refused(
+            NotCounted.NO_UNDO_AUTHORITY, "the policy names no undoAuthority: nobody may approve an undo"
+        )
+    not_theirs = directory.refusal(person, undo_authority, key.public)
     if not_theirs is not None:
         return not_theirs
     if ask.state != "pending":
-        return f"this plan was already {ask.state}"
+        return Refused(NotCounted.ALREADY_DECIDED, f"this plan was already {ask.state}")
     if now > parse_wire_time(ask.decide_by):
-        return f"this plan closed at {ask.decide_by} because of the deadline"
+        return Refused(
+            NotCounted.DEADLINE_EXCEEDED, f"this plan closed at {ask.decide_by} because of the deadline"
+        )
     return None
 
 

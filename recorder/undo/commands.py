@@ -15,6 +15,7 @@ from typing import Literal
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import ReversalBody, read_own
@@ -32,12 +33,14 @@ from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import plan_text, undo_label
+from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.web.views import side_effects_of
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey
+from hatp_journal.toolkit.text import shown, shown_lines
 
 
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
@@ -77,12 +80,26 @@ async def _plan(
     args: argparse.Namespace, store: RunStore, policy: Policy, directory: Directory, servers: UndoServers
 ) -> int:
     request = UndoRequest(from_step=args.from_step, steps=tuple(args.steps or ()))
-    ask = await ask_for_plan(store, policy, directory, servers, args.run, request, by=args.by, now=utc_now())
+    try:
+        ask = await ask_for_plan(
+            store, policy, directory, servers, args.run, request, by=args.by, now=utc_now()
+        )
+    except UndoError as error:
+        if isinstance(error.unfiled, ReversalPlan):  # nothing to undo: shown to who asked, not filed
+            plan = error.unfiled
+            if args.json:
+                print(json.dumps({"ref": None, "digest": None, "plan": plan.wire()}, indent=2))
+            else:
+                print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
+        raise
     plan = ask.plan
     if args.json:
         print(json.dumps({"ref": ask.ref, "digest": ask.digest, "plan": plan.wire()}, indent=2))
     else:
-        print(plan_text(plan, agent=plan.agent, principal=display_name(directory, plan.principal)))
+        entries = {entry.id: entry for entry in store.entries(plan.run)}
+        reaches = {s.entry: [e.recipients for e in side_effects_of(s, entries)] for s in plan.steps}
+        principal = display_name(directory, plan.principal)
+        print(plan_text(plan, agent=plan.agent, principal=principal, reaches=reaches))
         print(f"\nPlan {ask.ref} waits for {plan.undo_authority} (decide by {ask.body.decide_by}).")
     return 0
 
@@ -99,7 +116,7 @@ async def _decide(
     key = SigningKey.from_file(args.key)
     if not is_plan(store, args.ask):
         return await _decide_remedy(args, store, directory, servers, decision, key)
-    counted, message, _ = await decide_on_plan(
+    outcome = await decide_on_plan(
         store,
         policy,
         directory,
@@ -111,9 +128,9 @@ async def _decide(
         overrides=getattr(args, "override", None) or (),
         now=utc_now(),
     )
-    print(message)
-    if not counted:
-        return 1
+    if not outcome.counted:
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     if decision == "approve":
         return await _undo(args.ask, store, servers, config)
     return 0
@@ -159,7 +176,7 @@ def reversal_text(reversal: Entry) -> str:
             notes.append(f"suggested remedy: {step.remedy} (not performed)")
         note = "; ".join(n for n in notes if n)
         lines.append(f"  {status:<14} step {step.step}  {what}" + (f"   ({note})" if note else ""))
-    return "\n".join(lines)
+    return shown_lines(lines)
 
 
 _STATUS_WORDS = {"notReversible": "not reversible"}
@@ -175,9 +192,9 @@ async def _decide_remedy(
 ) -> int:
     asks = Asks(store)
     outcome = asks.decide(args.ask, decision, person=args.person, key=key, directory=directory, now=utc_now())
-    print(outcome.message)
     if not outcome.counted:
-        return 1
+        return said_not_counted(outcome.code, outcome.message)
+    print(shown(outcome.message))
     if decision == "approve":
         entry = await perform_remedy(store, asks.find(args.ask), servers)
         status = entry.body["outcome"]["status"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class UndoCode(StrEnum):
@@ -21,12 +22,20 @@ class UndoCode(StrEnum):
     UNDO_BUSY = "UNDO_BUSY"
     NOT_A_REMEDY = "NOT_A_REMEDY"
     APPROVER_NO_LONGER_AUTHORIZED = "APPROVER_NO_LONGER_AUTHORIZED"
+    UNDO_ALREADY_REQUESTED = "UNDO_ALREADY_REQUESTED"
+    NOTHING_TO_UNDO = "NOTHING_TO_UNDO"
 
 
 class UndoError(Exception):
-    """An undo request that was refused before anything (more) was compensated."""
+    """An undo request that was refused before anything (more) was compensated; ``details`` is what a
+    program reads of why (for ``NOTHING_TO_UNDO``: the plan's sections, each step with its reason)."""
 
-    def __init__(self, code: UndoCode, message: str) -> None:
+    def __init__(
+        self, code: UndoCode, message: str, details: dict[str, Any] | None = None, *, unfiled: Any = None
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.details = details or {}
+        self.unfiled = unfiled
+        """For ``NOTHING_TO_UNDO``: the plan as built, shown to whoever asked, never filed."""

@@ -12,6 +12,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal.toolkit.text import shown_lines
 from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, WireModel
 
@@ -162,11 +163,13 @@ def undo_label(summary: str, changes: Sequence[EffectChange] | None = None) -> s
     """
     if changes:
         return _undo_of_changes(summary, changes)
+    if summary.startswith("Create "):  # before arrows: a created thing's name may hold one
+        return "Cancel " + summary.removeprefix("Create ")
     if summary.count(" → ") == 1 and ";" not in summary:
         head, _, tail = summary.partition(" → ")
         prefix, colon, old = head.rpartition(": ")
         return f"{prefix}: {tail} → {old}" if colon else f"{tail} → {head}"
-    for verb, opposite in UNDO_VERBS.items():
+    for verb, opposite in UNDO_VERBS.items():  # after arrows: "Book price: 5 → 6" is a change
         if summary.startswith(verb + " "):
             return opposite + summary.removeprefix(verb)
     return f"Undo: {summary}"
@@ -201,18 +204,29 @@ def recorded_undo(line: Mapping[str, Any]) -> str:
     return undo if isinstance(undo, str) else undo_label(str(line.get("summary", "")))
 
 
-def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
+def plan_text(
+    plan: ReversalPlan,
+    *,
+    agent: str,
+    principal: str,
+    reaches: Mapping[str, Sequence[Sequence[str]]] | None = None,
+) -> str:
     """The plan as people read it (for D-881 as protocol.md §0 shows it).
 
     Every item is named by its step number, the run's N-th call: the numbering the approver pages
-    and the Reversal Record use, so "step 2" is the same action wherever it is read.
+    and the Reversal Record use, so "step 2" is the same action wherever it is read. ``reaches``
+    gives, by a step's entry, the addresses each of its side effects reaches (in their order).
     """
     count = len(plan.steps)
     lines = [f"Undo {count} action{'s' * (count != 1)} by {agent} for {principal}:"]
     for step in plan.steps:
+        whom = (reaches or {}).get(step.entry, [])
         notes = [
             *([BY_HOST] if step.undone_by == "host" else []),
-            *step.side_effects,
+            *[
+                f"{effect}: {', '.join(whom[n])}" if n < len(whom) and whom[n] else effect
+                for n, effect in enumerate(step.side_effects)
+            ],
             *([f"costs {step.cost.amount} {step.cost.currency}"] if step.cost else []),
         ]
         lines.append(_item(step.step, step.undo, "; ".join(notes)))
@@ -228,7 +242,7 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
         ]
     if plan.not_reversible:
         lines.append("Cannot be undone:")
-        lines += [_item(n.step, n.summary, n.reason) for n in plan.not_reversible]
+        lines += [_item(n.step, n.summary, _with_remedy(n)) for n in plan.not_reversible]
     if plan.blocked:
         lines.append("Kept because a later step that relied on it stays:")
         lines += [_item(b.step, b.undo, "relied on by " + ", ".join(b.kept_for)) for b in plan.blocked]
@@ -247,7 +261,12 @@ def plan_text(plan: ReversalPlan, *, agent: str, principal: str) -> str:
             f"  - {r.agent}: {r.server}.{r.tool} at {r.time}   ({r.run}/{r.entry})" for r in plan.read_since
         ]
         lines.append(f"  {plan.unrecorded_memory}")
-    return "\n".join(lines)
+    return shown_lines(lines)  # each line made safe: a summary can't forge a step or a section
+
+
+def _with_remedy(item: NotReversible) -> str:
+    """Why a step can't be undone, and what a person could do instead (never done by itself)."""
+    return f"{item.reason}; suggested remedy: {item.remedy}" if item.remedy else item.reason
 
 
 def _item(step: int, text: str, note: str) -> str:

@@ -33,7 +33,7 @@ from hatp_journal.recorder.undo.plan import (
 )
 from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.wire import Money
+from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
 
 
 class CheckUnavailable(Exception):
@@ -253,9 +253,11 @@ def _place(
         and gap is None
         and _left_as_the_run_left_it(answer, chains.newest(step), answers)
     )
-    message = read.message
+    message, changes = read.message, list(read.changes)
     if status == "conflict" and gap is not None:
         message = f"changed outside the run before {gap.id} (expected {gap.before})"
+    elif status == "conflict" and after is not None and not ours:
+        message, changes = _attributed(read, after, answers.get(chains.newest(step).id))
     if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
@@ -279,7 +281,7 @@ def _place(
                 version_expected=read.version_expected,
                 version_found=read.version_found,
                 changed_by=read.changed_by,
-                changes=list(read.changes),
+                changes=changes,
                 message=message,
                 undone_by="host" if step.by_host else None,
             )
@@ -291,6 +293,31 @@ def _place(
     else:
         why = f"check answered {read.code or status}: {read.message}".rstrip(": ")
         plan.unresolved.append(Unresolved(**item, reason=why))
+
+
+def _attributed(
+    read: UndoAnswer, after: Step, newest: dict[str, Any] | CheckUnavailable | None
+) -> tuple[str, list[FieldChange]]:
+    """Who changed what, for a step of a chain whose resource the run itself wrote again later and
+    someone changed after the run's newest write: the run's later write is a dependency (undone
+    first), and only the fields that changed since the newest write are someone else's change.
+
+    (The step's own check compares with what the step left, so it reports the run's later writes
+    and the outside change together, under the outside writer's name.)
+    """
+    later = read_check_answer(newest) if isinstance(newest, dict) else None
+    if not isinstance(later, UndoAnswer) or later.status != "conflict":
+        said = f"this run's step {after.number} ({after.id}) changed it later: a dependency, undone first"
+        return f"{said}; this step's check: {read.message}", list(read.changes)
+    outside = {change.field for change in later.changes}
+    own = [change.field for change in read.changes if change.field not in outside]
+    words = f"this run's step {after.number} ({after.id}) changed it later" + (
+        f" ({', '.join(own)})" if own else ""
+    )
+    said = ", ".join(f"{change.field} is now {change.now}" for change in later.changes) or "it changed"
+    by = f" by {later.changed_by}" if later.changed_by else " outside the run"
+    message = f"{words}: a dependency, undone first; then changed{by}: {said}"
+    return message, [change for change in read.changes if change.field in outside] or list(later.changes)
 
 
 def _left_as_the_run_left_it(

@@ -371,7 +371,7 @@ class WebApprover:
             self.undos.start(ref, approval)
             return RedirectResponse(f"/plans/{ref}/outcome", status_code=303, headers=SECURITY_HEADERS)
         # A denial, or an approval refused whatever the plan says now: recorded at once, no server asked.
-        counted, message, _ = decide_plan(
+        outcome = decide_plan(
             self.store,
             ref,
             decision,
@@ -383,9 +383,9 @@ class WebApprover:
             overrides=overrides,
             now=now,
         )
-        if not counted:
+        if not outcome.counted:
             return self._message(
-                request, WebCode.NOT_COUNTED, message, see=_what_counted(find_plan(self.store, ref))
+                request, WebCode.NOT_COUNTED, outcome.message, see=_what_counted(find_plan(self.store, ref))
             )
         return self._render(request, "decided.html", message=f"You denied {ref}.", ref=ref)
 

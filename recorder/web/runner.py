@@ -94,7 +94,7 @@ class UndoRunner:
             async with AsyncExitStack() as stack:
                 servers = UndoServers(self.config, store, stack)
                 if approval is not None:
-                    counted, _, _ = await decide_on_plan(
+                    outcome = await decide_on_plan(
                         store,
                         approval.policy,
                         approval.directory,
@@ -106,7 +106,7 @@ class UndoRunner:
                         overrides=approval.overrides,
                         now=approval.at,
                     )
-                    if not counted:  # the record says why; the outcome page shows it
+                    if not outcome.counted:  # the record says why; the outcome page shows it
                         return
                 await run_plan(store, ref, servers, self.clock(), authority_now(self.config))
         finally:

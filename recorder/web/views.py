@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from hatp_journal.recorder.asks import Ask
+from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -64,6 +65,8 @@ class AskView:
     call: str
     arguments: str
     declared: str
+    rclass: str  # the reversibility class in words, "R2 (compensable at a known cost)"
+    reaches: list[str]  # the addresses the arguments name: who mail or an invitation would go to
     reasons: list[str]
     totals: list[str]
     approver: str
@@ -81,6 +84,8 @@ def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
         call=f"{body.get('server')}.{body.get('tool')}",
         arguments=json.dumps(body.get("arguments"), indent=2, ensure_ascii=False),
         declared=str(body.get("declared", "unknown")),
+        rclass=class_words(decision),
+        reaches=list(dict.fromkeys(addresses(body.get("arguments")))),
         reasons=[f"{r.get('code')}: {r.get('detail')}" for r in decision.get("reasons") or []],
         totals=[_total(cap, values) for cap, values in (decision.get("totals") or {}).items()],
         approver=approver,
@@ -331,19 +336,19 @@ def recipients(side_effect: str, arguments: object, reported: object = None) -> 
     for named in (arguments, reported):
         if isinstance(named, dict):
             found += [
-                a for name, value in named.items() if str(name).lower() in words for a in _addresses(value)
+                a for name, value in named.items() if str(name).lower() in words for a in addresses(value)
             ]
     return list(dict.fromkeys(found))
 
 
-def _addresses(value: object, depth: int = 0) -> list[str]:
+def addresses(value: object, depth: int = 0) -> list[str]:
     """The addresses in ``value``: a string, or lists and objects of them (``[{"email": …}]``)."""
     if isinstance(value, str):
         return list(_ADDRESS.findall(value))
     if depth >= 4:
         return []
     inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [a for v in inner for a in _addresses(v, depth + 1)]
+    return [a for v in inner for a in addresses(v, depth + 1)]
 
 
 def reported_fields(call: CallBody) -> dict[str, Any] | None:

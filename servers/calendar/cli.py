@@ -120,16 +120,18 @@ def _show(args: argparse.Namespace) -> int:
     from hatp_journal.servers.calendar.store import all_events, require_event
     from hatp_journal.servers.calendar.tools import public
     from hatp_journal.toolkit import create_store_engine
+    from hatp_journal.toolkit.text import shown, shown_lines
 
     engine = create_store_engine(_existing(args.db))
     with Session(engine) as session:
         if args.uid is not None:
             row = require_event(session, args.uid)
-            print(json.dumps(public(row), indent=2))
-            print(row.ics.replace("\r\n", "\n"), end="")
+            print(json.dumps(public(row), indent=2))  # JSON escapes every control character
+            print(shown_lines(row.ics.split("\r\n")), end="")  # each iCalendar line made safe
             return 0
-        for shown in sorted((public(row) for row in all_events(session)), key=lambda e: e["start"]):
-            print("\t".join(str(shown[k]) for k in ("uid", "version", "status", "start", "summary")))
+        for event in sorted((public(row) for row in all_events(session)), key=lambda e: e["start"]):
+            # One line per event: line breaks, ANSI escapes and bidi controls in a summary are escaped.
+            print("\t".join(shown(str(event[k])) for k in ("uid", "version", "status", "start", "summary")))
     return 0
 
 

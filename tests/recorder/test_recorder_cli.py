@@ -91,8 +91,29 @@ def test_a_pending_ask_is_listed_and_approved_with_the_persons_key(
     assert [e.kind for e in store.entries(run)] == ["ask", "decision"]
 
 
+def test_a_decision_signed_with_the_wrong_key_or_made_twice_exits_2_with_its_code(
+    setup: tuple[Path, RunStore, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, store, ask = setup
+    SigningKey.generate().save(tmp_path / "stolen.key")
+    config = ["--config", str(folder / "recorder.toml")]
+
+    wrong = main([*config, "approve", ask, "--as", "lee", "--key", str(tmp_path / "stolen.key")])
+    wrong_err = capsys.readouterr().err
+    first = main([*config, "approve", ask, "--as", "lee", "--key", str(folder / "lee.key")])
+    capsys.readouterr()
+    twice = main([*config, "deny", ask, "--as", "lee", "--key", str(folder / "lee.key")])
+    twice_err = capsys.readouterr().err
+
+    assert (wrong, first, twice) == (2, 0, 2)
+    assert wrong_err.startswith("hatp-recorder: WRONG_KEY: not counted: the key used is not lee's key")
+    assert twice_err.startswith("hatp-recorder: ALREADY_DECIDED: your deny was recorded but not counted")
+    counted = [e.body["counted"] for e in store.entries(ask.rpartition("/")[0]) if e.kind == "decision"]
+    assert counted == [False, True, False]
+
+
 def test_someone_not_in_the_directory_is_not_counted(
-    setup: tuple[Path, RunStore, str], tmp_path: Path
+    setup: tuple[Path, RunStore, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder, store, ask = setup
     SigningKey.generate().save(tmp_path / "mallory.key")
@@ -110,7 +131,8 @@ def test_someone_not_in_the_directory_is_not_counted(
         ]
     )
 
-    assert code == 1
+    assert code == 2
+    assert "hatp-recorder: NOT_PERMITTED: not counted: " in capsys.readouterr().err
     decision = store.entries(ask.rpartition("/")[0])[-1]
     assert decision.body["counted"] is False
 
@@ -130,6 +152,24 @@ def test_an_exported_record_verifies_with_the_pinned_public_key_and_a_changed_by
     (folder / "r.json").write_bytes(bytes(data))
     assert main(["verify", str(folder / "r.json"), "--recorder-key", str(folder / "recorder.pub")]) == 1
     assert "FAILED" in capsys.readouterr().out
+
+
+def test_verify_prints_an_entry_id_from_a_forged_record_escaped_so_it_cannot_pass_for_the_verdict(
+    setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, _, ask = setup
+    config = ["--config", str(folder / "recorder.toml")]
+    assert main([*config, "export", ask.rpartition("/")[0], "--out", str(folder / "r.json")]) == 0
+    text = (folder / "r.json").read_text()
+    forged = "e1\\nok: 2 entries, 2 signed, 0 signatures of tool servers checked\\u001b[2K"
+    (folder / "r.json").write_text(text.replace('"id":"e1"', f'"id":"{forged}"', 1))
+    capsys.readouterr()
+
+    assert main(["verify", str(folder / "r.json")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith(("ok:", "FAILED:"))] == [lines[-1]]
+    assert lines[-1].startswith("FAILED: ")
+    assert "\x1b" not in "".join(lines)
 
 
 def test_show_and_export_of_a_run_that_does_not_exist_say_unknown_run_and_write_nothing(

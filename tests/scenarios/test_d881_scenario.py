@@ -25,11 +25,15 @@ def spec_plan(day: str) -> str:
     two weeks after the day it is played)."""
     return f"""\
 Undo 2 actions by sales-bot for Dana:
-  step 2  Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice)
+  step 2  Cancel "Kickoff with Globex" on {day}   (attendees get a cancellation notice: {ATTENDEES})
   step 1  Deal D-881 stage: Won → Proposal
 Cannot be undone:
-  step 3  Email to buyer@globex.com   (delivered to external recipients)
+  step 3  Email to buyer@globex.com   ({EMAIL_NOTE})
 """
+
+
+ATTENDEES = "buyer@globex.com, lee@acme.com, dana@acme.com"
+EMAIL_NOTE = "delivered to external recipients; suggested remedy: send a correction email"
 
 
 def kickoff_day(today: date) -> str:

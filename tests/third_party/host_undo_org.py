@@ -103,11 +103,11 @@ class HostOrg:
         policy = load_policy(self.root / "policy.json", directory=self.root / "directory.json")
         directory = Directory.load(self.root / "directory.json")
         ask = await ask_for_plan(self.store, policy, directory, servers, run, request, by=DANA, now=utc_now())
-        counted, _, _ = await decide_on_plan(
+        decided = await decide_on_plan(
             self.store, policy, directory, servers, ask.ref, "approve",
             person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),
         )  # fmt: skip
-        if not counted:
+        if not decided.counted:
             return ask.plan.wire(), None
         reversal = await run_plan(self.store, ask.ref, servers, utc_now(), authority_now(self.config))
         return ask.plan.wire(), reversal

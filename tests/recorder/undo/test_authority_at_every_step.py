@@ -86,7 +86,7 @@ def approved_not_run(org: Org, run: str) -> str:
     ref, _ = org.plan(run, "--from", "1")
     store = org.store()
     try:
-        counted, message, _ = decide_plan(
+        decided = decide_plan(
             store,
             ref,
             "approve",
@@ -99,7 +99,7 @@ def approved_not_run(org: Org, run: str) -> str:
         )
     finally:
         store.dispose()
-    assert counted, message
+    assert decided.counted, decided.message
     return ref
 
 

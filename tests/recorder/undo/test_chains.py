@@ -115,3 +115,23 @@ def test_a_server_that_cannot_be_reached_while_planning_leaves_its_steps_unresol
     assert entries_in(plan, "unresolved") == ["e3", "e2"]
     assert entries_in(plan, "steps") == ["e1"]
     assert all("second could not be reached" in item["reason"] for item in plan["unresolved"])
+
+
+def test_a_conflict_names_the_runs_own_later_write_as_a_dependency_and_the_colleague_for_what_they_changed(
+    org: Org,
+) -> None:
+    def eve_edits(after_call: int) -> None:
+        if after_call == 2:  # after the run's last write of the memo
+            outside_edit(org.db(), "memo", "eve's final", by="eve")
+
+    run = org.agent([put("memo", "draft"), put("memo", "final")], between=eve_edits)
+
+    _, plan = org.plan(run, "--from", "1")
+
+    latest, first = plan["conflicts"]
+    assert (latest["entry"], first["entry"]) == ("e2", "e1")
+    assert latest["changedBy"] == "eve"
+    own = "this run's step 2 (e2) changed it later: a dependency, undone first; "
+    assert first["message"].startswith(own)
+    assert first["message"].endswith("then changed by eve: value is now eve's final")
+    assert [(c["field"], c["now"]) for c in first["changes"]] == [("value", "eve's final")]

@@ -84,10 +84,10 @@ def test_a_second_approval_of_a_plan_is_recorded_but_not_counted(org: Org) -> No
     ref, _ = org.plan(run, "--from", "1")
     assert org.approve(ref)[0] == 0
 
-    code, out, _ = org.approve(ref)
+    code, _, err = org.approve(ref)
 
-    assert code == 1
-    assert "this plan was already approved" in out
+    assert code == 2
+    assert err.startswith("hatp-recorder: ALREADY_DECIDED: not counted: this plan was already approved")
     decisions = [e.body["counted"] for e in org.entries(run) if e.kind == "decision"]
     assert decisions == [True, False]
 
@@ -114,7 +114,7 @@ def test_an_unreachable_server_fails_its_steps_keeps_what_they_relied_on_and_the
     ask = find_plan(store, ref)
 
     directory = Directory.load(tmp_path / "directory.json")
-    counted, message, _ = decide_plan(
+    decided = decide_plan(
         store,
         ref,
         "approve",
@@ -125,7 +125,7 @@ def test_an_unreachable_server_fails_its_steps_keeps_what_they_relied_on_and_the
         fresh=ask.plan,
         now=utc_now(),
     )
-    assert counted, message
+    assert decided.counted, decided.message
     broken = load_config(org.config)
     broken.servers["second"].command = str(tmp_path / "no-such-server")
 
@@ -188,7 +188,7 @@ def test_a_plan_that_changed_between_approval_and_execution_is_not_run(org: Org)
         directory = Directory.load(org.root / "directory.json")
         lee = SigningKey.from_file(Path(org.key(LEE)))
         shown = find_plan(store, ref).plan
-        counted, _, _ = decide_plan(
+        decided = decide_plan(
             store,
             ref,
             "approve",
@@ -201,7 +201,7 @@ def test_a_plan_that_changed_between_approval_and_execution_is_not_run(org: Org)
         )
     finally:
         store.dispose()
-    assert counted
+    assert decided.counted
     outside_edit(org.db(), "a", "2", by="eve")
 
     code, _, err = org.cli("undo", ref)
@@ -219,10 +219,10 @@ def test_authority_is_checked_against_the_directory_as_it_is_when_the_approver_d
         person["roles"] = []  # Lee left the team-lead role after the plan was made
     (org.root / "directory.json").write_text(json.dumps(people))
 
-    code, out, _ = org.approve(ref)
+    code, _, err = org.approve(ref)
 
-    assert code == 1
-    assert f"{LEE} does not hold {LEAD}" in out
+    assert code == 2
+    assert err.startswith(f"hatp-recorder: NOT_PERMITTED: not counted: {LEE} does not hold {LEAD}")
     assert values(org.db()) == {"a": "1"}
 
 
@@ -233,7 +233,7 @@ def test_pending_plans_are_listed_with_the_asks(org: Org) -> None:
     code, out, _ = org.cli("asks")
 
     assert code == 0
-    assert f"{ref}\tundo from 1" in out
+    assert f"{ref}  undo from 1  1 to undo, 0 conflicts, 0 cannot be undone" in out
 
 
 def test_running_a_plan_that_does_not_exist_is_refused(org: Org) -> None:

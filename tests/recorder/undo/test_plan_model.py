@@ -73,6 +73,7 @@ def test_the_d881_plan_reads_exactly_as_spec_section_0() -> None:
         '  step 2  Cancel "Kickoff with Globex" on Nov 4   (attendees get a cancellation notice)\n'
         "  step 1  Deal D-881 stage: Won → Proposal\n"
         "Cannot be undone:\n"
-        "  step 3  Email to buyer@globex.com   (delivered to external recipients)"
+        "  step 3  Email to buyer@globex.com   "
+        "(delivered to external recipients; suggested remedy: send a correction email)"
     )
     assert plan.digest() == ReversalPlan.model_validate(plan.wire()).digest()

@@ -48,6 +48,18 @@ def test_an_undo_from_step_1_lists_every_step_newest_first_and_runs_in_that_orde
     assert re.search(r"of plan e4 +done +3 reversed", shown)
 
 
+def unfiled_plan(org: Org, run: str, *which: str) -> dict[str, Any]:
+    """A plan with nothing to undo: shown to who asked (as JSON), refused NOTHING_TO_UNDO, never filed."""
+    code, out, err = org.cli("plan", run, *which, "--by", DANA, "--json")
+    assert code == 2, (out, err)
+    assert err.startswith("hatp-recorder: NOTHING_TO_UNDO: ")
+    assert not [e for e in org.entries(run) if e.kind == "plan"]
+    told = json.loads(out)
+    assert told["ref"] is None
+    plan: dict[str, Any] = told["plan"]
+    return plan
+
+
 def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_left_out(org: Org) -> None:
     told: list[Any] = []
     run = org.agent(
@@ -55,7 +67,7 @@ def test_a_tool_that_crashed_is_unresolved_in_the_plan_and_one_that_refused_is_l
         told=told,
     )
 
-    _, plan = org.plan(run, "--from", "1")
+    plan = unfiled_plan(org, run, "--from", "1")
 
     crashed, refused = told[1].structured_content, told[2].structured_content
     assert (crashed["code"], refused["code"]) == ("TOOL_CRASHED", "TOOL_FAILED")
@@ -105,7 +117,8 @@ def test_an_inferred_link_is_shown_but_only_a_confirmed_one_pulls_a_step_in(org:
     [e2] = [e for e in org.entries(run) if e.id == "e2"]
     assert {"on": "e1", "source": "inferred", "via": "alpha"} in e2.body["links"]
 
-    _, before = org.plan(run, "--step", "1")
+    first, before = org.plan(run, "--step", "1")
+    org.cli("deny", first, "--as", LEE, "--key", org.key(LEE))  # a pending plan for step 1 bars another
     code, _, err = org.cli("confirm-link", run, "e2", "e1", "--as", LEE, "--key", org.key(LEE))
     _, after = org.plan(run, "--step", "1")
 
@@ -120,7 +133,7 @@ def test_a_call_to_an_unaware_server_depends_on_everything_before_it_and_keeps_i
     org = make_org(tmp_path, capfd, plain=True)
     run = org.agent([put("a", "1"), ("plain_shout", {"text": "hi"})])
 
-    _, plan = org.plan(run, "--step", "1")
+    plan = unfiled_plan(org, run, "--step", "1")
 
     assert entries_in(plan, "notReversible") == ["e2"]
     assert entries_in(plan, "blocked") == ["e1"]
@@ -156,10 +169,11 @@ def test_an_approval_by_someone_without_the_role_is_not_counted_and_nothing_is_u
     run = org.agent([put("a", "1")])
     ref, _ = org.plan(run, "--from", "1")
 
-    code, out, _ = org.approve(ref, person=EVE)
+    code, out, err = org.approve(ref, person=EVE)
 
-    assert code == 1
-    assert "not counted" in out
+    assert code == 2
+    assert err.startswith("hatp-recorder: NOT_PERMITTED: not counted: ")
+    assert out == ""
     assert values(org.db()) == {"a": "1"}
     assert not [e for e in org.entries(run) if e.kind in ("undo-intent", "reversal")]
 
@@ -168,10 +182,10 @@ def test_an_approval_of_a_plan_that_changed_since_it_was_shown_is_not_counted(or
     run = org.agent([put("a", "1")])
     ref, _ = org.plan(run, "--from", "1")
     outside_edit(org.db(), "a", "2", by="eve")
-    code, out, _ = org.approve(ref)
+    code, _, err = org.approve(ref)
 
-    assert code == 1
-    assert "the plan changed since it was shown" in out
+    assert code == 2
+    assert err.startswith("hatp-recorder: PLAN_STALE: not counted: the plan changed since it was shown")
     assert values(org.db()) == {"a": "2"}
 
 

@@ -123,7 +123,7 @@ class World:
         planned = await plan()
         ask = record_plan(self.store, planned, now=self.clock(), within=None)
         chosen = [c.entry for c in planned.plan.conflicts] if override else []
-        counted, message, _ = decide_plan(
+        decided = decide_plan(
             self.store,
             ask.ref,
             "approve",
@@ -135,7 +135,7 @@ class World:
             overrides=chosen,
             now=self.clock(),
         )
-        assert counted, message
+        assert decided.counted, decided.message
         calls = 0
 
         async def crashing(step: Step, request: dict[str, Any]) -> dict[str, Any]:

@@ -222,3 +222,9 @@ def test_a_conflicting_two_field_change_is_named_by_its_undo_turned_round(org: O
 
     assert code == 0, err
     assert f"Changed since (kept unless overridden):\n  step 1  {UNDO}" in text
+
+
+def test_a_created_thing_whose_name_holds_an_arrow_is_cancelled_not_turned_round() -> None:
+    summary = 'Create "Deal stage: Won → Lost review" on Nov 4'
+
+    assert undo_label(summary) == 'Cancel "Deal stage: Won → Lost review" on Nov 4'

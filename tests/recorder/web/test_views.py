@@ -29,12 +29,18 @@ def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_de
     body = {
         "server": "crm",
         "tool": "charge_order",
-        "arguments": {"order_id": "O-1001", "amount": "600.00", "currency": "USD"},
+        "arguments": {
+            "order_id": "O-1001",
+            "amount": "600.00",
+            "currency": "USD",
+            "receipt_to": "ap@globex.com",
+        },
         "declared": "compensate",
         "approver": LEAD,
         "decideBy": "2026-11-07T22:00:00Z",
         "decision": {
             "action": "ask",
+            "reversibility": {"class": "R2", "rule": "declaration-compensate", "rationale": "…"},
             "reasons": [{"code": "MONEY_PER_RUN", "detail": "the run would move 600.00 USD of 500 USD"}],
             "totals": {"perRun": {"spent": "0.00", "call": "600.00", "total": "600.00", "cap": "500"}},
         },
@@ -46,6 +52,8 @@ def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_de
     view = ask_view(Ask("r", entry, "pending"), directory, NOW)
 
     assert view.reasons == ["MONEY_PER_RUN: the run would move 600.00 USD of 500 USD"]
+    assert view.rclass == "R2 (compensable at a known cost)"
+    assert view.reaches == ["ap@globex.com"]
     assert view.totals == ["perRun: spent 0.00, call 600.00, total 600.00, cap 500"]
     assert view.holders == [f"Lee ({LEE})"]
     assert view.left == "4h 0m left"

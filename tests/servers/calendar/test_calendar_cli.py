@@ -64,6 +64,23 @@ async def test_show_lists_events_and_prints_one_with_its_stored_icalendar_text(c
     assert "METHOD:REQUEST" in text.splitlines()
 
 
+async def test_show_lists_a_summary_with_line_breaks_c1_controls_and_bidi_on_its_one_line_escaped(
+    calendar, tmp_path, capsys
+):
+    summary = "Lunch\nabc\tv9\tCANCELLED\u009b2J\u202egpj.exe"
+    uid = (await calendar.create(summary=summary)).content["uid"]
+
+    assert main(["show", "--db", str(tmp_path / "calendar.db")]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.split("\t") == [
+        uid,
+        "v1",
+        "CONFIRMED",
+        "2026-11-04T15:00:00Z",
+        "Lunch\\nabc\\tv9\\tCANCELLED\\x9b2J\\u202egpj.exe",
+    ]
+
+
 @pytest.mark.parametrize(
     "arguments",
     [

@@ -1,0 +1,24 @@
+"""Each reversibility class in words, for what people read (``asks``, ``show``, the Asks page)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+CLASS_WORDS: Final = {
+    "R0": "no effect",
+    "R1": "restorable",
+    "R2": "compensable at a known cost",
+    "R3": "hard to recover",
+    "R4": "irreversible",
+}
+"""Each reversibility class in words (docs/policy.md)."""
+
+
+def class_words(decision: Any) -> str:
+    """``R2 (compensable at a known cost)`` from a recorded policy decision; "" when it has no class."""
+    verdict = decision.get("reversibility") if isinstance(decision, dict) else None
+    rclass = verdict.get("class") if isinstance(verdict, dict) else None
+    if not isinstance(rclass, str):
+        return ""
+    words = CLASS_WORDS.get(rclass)
+    return f"{rclass} ({words})" if words else rclass
