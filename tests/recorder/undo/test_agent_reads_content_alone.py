@@ -62,7 +62,7 @@ def test_every_agent_tool_and_a_held_call_say_the_step_numbers_and_the_next_acti
     assert "Call again with the same arguments once approved" in held
     assert re.search(r"2 changes: step 1 chain\.put \(reversible until [^)]+\); step 2 chain\.put", changes)
     assert "call hatp_request_undo with from_step or steps" in changes
-    assert "policy: ask" in explained
+    assert "chain/get would wait for a person's approval" in explained
     assert "call it, then call again with the same arguments once a person approved it" in explained
     plan = json.loads(requested.rsplit("\n", 1)[1])["plan"]
     assert sentence(results[6]).startswith(f"Undo plan {plan} (from 2) waits for ")
