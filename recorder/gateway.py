@@ -48,7 +48,14 @@ from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
-from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
+from hatp_journal.recorder.tokens import (
+    BAD_JOURNAL,
+    Kept,
+    misplaced,
+    recorder_announcement,
+    redact,
+    refused_journal,
+)
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -417,15 +424,21 @@ class Recorder:
             entry = await self._append_linked(run, call)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
-        intake = take_in(
-            result.get("_meta"),
-            tool=tool,
-            arguments=arguments,
-            server_keys=downstream.keys,
-            declared_kind=facts.kind,
-            arguments_digest=call["arguments_digest"],
-        )
-        members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
+        astray = misplaced(result)
+        if astray is not None:
+            # The tool acted, so the call is journaled (unresolved: nothing kept to undo it with);
+            # its result is refused whole, so a token that was not where it is stripped goes nowhere.
+            members, tokens = refused_journal(astray), []
+        else:
+            intake = take_in(
+                result.get("_meta"),
+                tool=tool,
+                arguments=arguments,
+                server_keys=downstream.keys,
+                declared_kind=facts.kind,
+                arguments_digest=call["arguments_digest"],
+            )
+            members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         host_undo = None
         if failed is not None:
             host_undo = HostUndoRecord(failed=failed).wire()
@@ -444,6 +457,8 @@ class Recorder:
         call = {**call, **members, "outcome": outcome("error" if is_error else "ok"), "host_undo": host_undo}
         self.ledger.settle(held, moved=not is_error)
         entry = await self._append_linked(run, call, tokens)
+        if astray is not None:
+            return _refusal(BAD_JOURNAL, f"{downstream.name} answered {tool} with {astray}", entry.id)
         return _for_agent(result, run, entry.id)
 
     async def _append_linked(
