@@ -79,6 +79,12 @@ BAD_TIMES = [
     *("2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"),
     *("2026-02-30T10:00:00Z", "2026-11-08T24:00:00Z", "2026-11-08 10:00:00Z", "2026-11-08t10:00:00z"),
     *("0000-01-01T00:00:00Z", "\uff12\uff10\uff12\uff16-11-08T10:00:00Z", "2026-11-08T10:00:00", "", "Z"),
+    *(
+        "2026-11-08T10:00:00Z\n",
+        "2026-11-08T10:00:00Z ",
+        "\n2026-11-08T10:00:00Z",
+        "2026-11-08T10:00:00Z\r\n",
+    ),
 ]
 GOOD_TIMES = [OPEN_WINDOW, "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2000-02-29T00:00:00Z"]
 """Wire times, the extremes included: ``undoBy`` far in the past (already expired) or the future."""
@@ -517,7 +523,10 @@ def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Sto
 
 # -- the cases the issue names, one by one ----------------------------------------------------------
 
-ISSUE_TIMES = ["2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"]
+ISSUE_TIMES = [
+    *("2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"),
+    "2026-11-08T10:00:00Z\n",  # a pattern ending in $ matched it: verified, then every reader of it crashed
+]
 
 
 def signed_with_undo_by(undo_by: str) -> dict[str, Any]:
@@ -589,15 +598,16 @@ def test_the_review_page_shows_each_unreadable_call_as_unreadable_and_the_rest_a
 
     assert page.status_code == 200
     unreadable = re.findall(r'data-entry="(e\d+)" class="unreadable" data-code="([A-Z_]+)"', page.text)
-    assert unreadable == [(f"e{n}", ReadCode.JOURNAL_UNREADABLE) for n in range(2, 6)]
+    assert unreadable == [(f"e{n}", ReadCode.JOURNAL_UNREADABLE) for n in range(2, len(ISSUE_TIMES) + 2)]
     assert re.findall(r'<tr class="window open" data-entry="(e\d+)"', page.text) == ["e1"]
 
 
+@pytest.mark.parametrize("undo_by", ["2026-11-08", "2026-11-08T10:00:00Z\n"])
 def test_planning_a_run_with_unreadable_calls_plans_them_unresolved_and_checks_the_rest(
-    tmp_path: Path,
+    tmp_path: Path, undo_by: str
 ) -> None:
     store = quick_store(tmp_path / "recorder.db")
-    run = kept_run(store, "2026-11-08")
+    run = kept_run(store, undo_by)
     checked: list[str] = []
 
     async def check(step: Step) -> dict[str, Any]:
@@ -667,3 +677,17 @@ def test_tick_skips_a_run_it_cannot_read_logs_why_and_still_reminds_every_other_
     assert failed == []
     assert [(e.run, e.kind) for e in appended] == [(fine, "review"), (fine, "reminder")]
     assert [(r.code, r.run) for r in caplog.records] == [(RUN_UNREADABLE, broken)]  # type: ignore[attr-defined]
+
+
+def test_tick_reminds_the_genuine_step_of_a_run_beside_a_signed_undo_by_with_a_trailing_newline(
+    tmp_path: Path,
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = kept_run(store, "2026-11-07T19:00:00Z\n")
+
+    appended, failed = tick(store, POLICY, DIRECTORY, MailSection(), NOW, "http://testserver")
+
+    assert failed == []
+    assert [(e.run, e.kind) for e in appended] == [(run, "review"), (run, "reminder")]
+    [reminder] = [e for e in appended if e.kind == "reminder"]
+    assert reminder.body["step"] == "e1"

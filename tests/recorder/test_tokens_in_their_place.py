@@ -39,7 +39,9 @@ def journal(**more: Any) -> dict[str, Any]:
 
 ASTRAY: dict[str, dict[str, Any]] = {
     "wrapped in a list": {"meta": {META_KEY: [journal()]}},
-    "nested in the object": {"meta": {META_KEY: {"protocol": "hatp/1", "effect": {"compensationToken": TOKEN}}}},
+    "nested in the object": {
+        "meta": {META_KEY: {"protocol": "hatp/1", "effect": {"compensationToken": TOKEN}}}
+    },
     "in a list inside the object": {"meta": {META_KEY: {"undo": {"kind": "compensate"}, "x": [journal()]}}},
     "beside the object in _meta": {"meta": {"other": {"compensationToken": TOKEN}}},
     "a second journal in _meta": {"meta": {"vendor": {META_KEY: journal()}}},
@@ -76,13 +78,16 @@ async def test_a_token_anywhere_but_its_place_is_refused_and_reaches_neither_rec
 
     said = answer.model_dump_json(by_alias=True)
     assert answer.is_error
-    assert answer.structured_content is not None and answer.structured_content["code"] == "BAD_JOURNAL"
+    assert answer.structured_content is not None
+    assert answer.structured_content["code"] == "BAD_JOURNAL"
     assert TOKEN not in said
-    assert TOKEN not in json.dumps(call.body) and TOKEN.encode() not in exported
+    assert TOKEN not in json.dumps(call.body)
+    assert TOKEN.encode() not in exported
     assert call.body["intake"]["status"] == "unresolved"
     assert call.body["intake"]["reason"].startswith("BAD_JOURNAL: ")
     assert call.body["outcome"] == {"status": "ok"}  # the tool acted: the call is journaled as it went
-    assert step.kind == "unresolved" and "BAD_JOURNAL" in (step.reason or "")
+    assert step.kind == "unresolved"
+    assert "BAD_JOURNAL" in (step.reason or "")
     assert verify_record(exported, recorder_keys={key.kid: key}).ok
 
 
