@@ -48,6 +48,7 @@ from hatp_journal.recorder.undo.planner import CheckUnavailable, UndoRequest, bu
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.views import review
+from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import answer_payload, b64url, call_payload, token_digest, verify_answer
@@ -691,3 +692,26 @@ def test_tick_reminds_the_genuine_step_of_a_run_beside_a_signed_undo_by_with_a_t
     assert [(e.run, e.kind) for e in appended] == [(run, "review"), (run, "reminder")]
     [reminder] = [e for e in appended if e.kind == "reminder"]
     assert reminder.body["step"] == "e1"
+
+
+def test_a_signed_summary_with_line_breaks_is_mailed_in_a_one_line_subject_to_its_recipient_only(
+    tmp_path: Path,
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = store.open_run(agent="bot", principal=DANA).id
+    journal = journal_object("t-1", "k1")
+    journal["effect"]["summary"] = "Put k1\r\nBcc: eve@evil.example\n\x00\u2028 and more"
+    write_call(store, run, LinkIndex(), 1, signed_call(journal, {"key": "k1"}))
+    store.close_run(run)
+    [person] = DIRECTORY.people
+    directory = Directory(people=[person.model_copy(update={"email": "dana@acme.example"})])
+
+    with MailSink(tmp_path / "mail") as sink:
+        appended, failed = tick(store, POLICY, directory, MailSection(smtp_port=sink.port), NOW, "http://x")
+        mailed = sink.wait_for(2)
+
+    assert failed == []
+    assert [e.kind for e in appended] == ["review", "reminder"]
+    assert [m.envelope_to for m in mailed] == [("dana@acme.example",), ("dana@acme.example",)]
+    assert mailed[1].subject == f"Undo window closes {OPEN_WINDOW}: Put k1 Bcc: eve@evil.example and more"
+    assert "Bcc" not in mailed[1].message
