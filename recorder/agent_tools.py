@@ -79,6 +79,7 @@ def publish(recorder: Recorder) -> None:
         ("request_undo", tools.request_undo),
     ):
         tool = JournaledTool.from_function(body, name=f"{PREFIX}{name}")
+        assert isinstance(tool, JournaledTool)  # from_function builds the class it is called on
         tool._refuse = partial(tools.bad_arguments, name)
         recorder.mcp.add_tool(tool)
 

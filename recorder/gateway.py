@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -424,21 +424,19 @@ class Recorder:
             entry = await self._append_linked(run, call)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
-        astray = misplaced(result)
-        if astray is not None:
-            # The tool acted, so the call is journaled (unresolved: nothing kept to undo it with);
-            # its result is refused whole, so a token that was not where it is stripped goes nowhere.
-            members, tokens = refused_journal(astray), []
-        else:
-            intake = take_in(
-                result.get("_meta"),
+        members, tokens, astray = result_members(
+            result,
+            lambda meta: take_in(
+                meta,
                 tool=tool,
                 arguments=arguments,
                 server_keys=downstream.keys,
                 declared_kind=facts.kind,
                 arguments_digest=call["arguments_digest"],
-            )
-            members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
+            ),
+            downstream.name,
+            self.config.recorder.max_journal_bytes,
+        )
         host_undo = None
         if failed is not None:
             host_undo = HostUndoRecord(failed=failed).wire()
@@ -628,6 +626,23 @@ def _amount(arguments: dict[str, Any]) -> Money | None:
         return Money(amount=str(arguments["amount"]), currency=str(arguments.get("currency", "USD")))
     except (KeyError, ValidationError):
         return None
+
+
+def result_members(
+    result: dict[str, Any], intake_of: Callable[[Any], Intake], server: str, limit: int
+) -> tuple[dict[str, Any], list[Kept], str | None]:
+    """A result's ``intake`` and ``journal`` members, the token to keep, and where the result put
+    a journal object or token astray (None: nowhere; else the result is refused ``BAD_JOURNAL``).
+
+    ``intake_of`` takes in the result's ``_meta``. The tool acted either way, so the call is
+    journaled; a result refused whole keeps nothing of its object, so a token found out of its
+    place goes nowhere: not the record, not the agent.
+    """
+    astray = misplaced(result)
+    if astray is not None:
+        return refused_journal(astray), [], astray
+    members, tokens = journal_members(intake_of(result.get("_meta")), server, limit)
+    return members, tokens, None
 
 
 def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, Any], list[Kept]]:

@@ -69,13 +69,14 @@ def misplaced(result: Any) -> str | None:
     stack: list[_Node] = [(result, "result", None)]
     while stack:
         node = stack.pop()
-        value = node[0]
+        value: Any = node[0]
         if type(value) is dict:
-            if TOKEN_KEY in value and value is not journal:
+            members: dict[str, Any] = value
+            if TOKEN_KEY in members and members is not journal:
                 return f"a {TOKEN_KEY} member in {_path(node)}"
-            if META_KEY in value and value is not meta:
+            if META_KEY in members and members is not meta:
                 return f"a {META_KEY!r} member in {_path(node)}"
-            stack.extend((child, key, node) for key, child in value.items() if type(child) in _CONTAINERS)
+            stack.extend((child, key, node) for key, child in members.items() if type(child) in _CONTAINERS)
         elif type(value) is list:
             stack.extend(
                 (child, index, node) for index, child in enumerate(value) if type(child) in _CONTAINERS
