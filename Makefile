@@ -8,7 +8,7 @@ WHEELS := $(VENV)/wheels
 THIRD  := third_party/.installed
 
 .PHONY: setup lock postgresql test lint typecheck unit wheel-check schema demo bench bench-verify bench-crash \
-	bench-startup bench-plan bench-store bench-peers screenshots clean
+	bench-startup bench-plan bench-store bench-peers bench-hostile screenshots clean
 
 setup: $(STAMP) $(THIRD) postgresql
 
@@ -98,6 +98,10 @@ bench-crash: $(STAMP)
 # Every console script's --help, and each demo server from spawn to answering initialize + tools/list.
 bench-startup: $(STAMP)
 	$(PY) bench/startup.py
+
+# The hostile-data fuzz with a long profile: 600 runs (over 10k signed objects) and 10k planted tokens.
+bench-hostile: $(STAMP)
+	$(PY) bench/hostile_data.py
 
 # Plan the undo of runs of 1k to 30k entries, the planner alone and with slow checks (a few minutes).
 bench-plan: $(STAMP)

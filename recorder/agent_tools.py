@@ -10,11 +10,15 @@ stay those of the calls that reached a tool server. The policy's ``agentTools: f
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastmcp.tools import ToolResult
-from pydantic import Field
+from fastmcp.exceptions import ValidationError
+from fastmcp.tools import FunctionTool, ToolResult
+from pydantic import Field, PrivateAttr
+from pydantic import ValidationError as PydanticValidationError
 
 from hatp_journal.recorder.agent_answers import ANNOTATIONS, OUTPUT_SCHEMAS, said
 from hatp_journal.recorder.arguments import check_arguments
@@ -76,9 +80,38 @@ def publish(recorder: Recorder) -> None:
         ("explain", tools.explain),
         ("request_undo", tools.request_undo),
     ):
-        recorder.mcp.tool(
+        tool = JournaledTool.from_function(
             body, name=PREFIX + name, output_schema=OUTPUT_SCHEMAS[name], annotations=ANNOTATIONS[name]
         )
+        assert isinstance(tool, JournaledTool)  # from_function builds the class it is called on
+        tool._refuse = partial(tools.bad_arguments, name)
+        recorder.mcp.add_tool(tool)
+
+
+class JournaledTool(FunctionTool):
+    """An agent tool whose arguments, when they fail its schema, are journaled as a refused
+    ``note`` (``BAD_ARGUMENTS``) and answered as a refusal, as every other outcome of it is."""
+
+    _refuse: Callable[[dict[str, Any], str], Awaitable[ToolResult]] | None = PrivateAttr(default=None)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            return await super().run(arguments)
+        except ValidationError as error:
+            if self._refuse is None:
+                raise
+            return await self._refuse(arguments, _what_failed(error))
+
+
+def _what_failed(error: ValidationError) -> str:
+    """The first few fields a validation refused, and why (the library's own message otherwise)."""
+    cause = error.__cause__
+    if isinstance(cause, PydanticValidationError):
+        said = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in cause.errors()[:3]
+        ]
+        return "; ".join(said)
+    return str(error)[:300]
 
 
 class AgentTools:
@@ -137,6 +170,18 @@ class AgentTools:
         }
         request = self._undo_request(from_step, checkpoint, steps)
         return await self._answer_async("request_undo", asked, request)
+
+    async def bad_arguments(self, tool: str, arguments: dict[str, Any], problem: str) -> ToolResult:
+        """Journal a call whose arguments the tool's schema refused (as a refused note), and say why."""
+        code, said = "BAD_ARGUMENTS", f"the arguments do not fit the tool: {problem}"
+        checked = check_arguments(arguments, self.recorder.config.recorder.max_arguments_bytes)
+        if checked.refusal is not None:  # not even journaled as given: the note keeps none of them
+            code, said, arguments = checked.refusal.code, checked.refusal.message(), {}
+
+        async def refuse() -> dict[str, Any]:
+            raise AgentToolError(code, said)
+
+        return await self._answer_async(tool, arguments, refuse)
 
     # -- what each tool does ------------------------------------------------------
 

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS
 from hatp_journal.toolkit.files import MAX_NESTING, FileProblem, check_nesting, read_text, too_deep
+
+SAFE_INTEGER = 2**53 - 1
 
 MAX_CONFIG_BYTES = 1024 * 1024
 """The largest ``recorder.toml`` read (1 MiB; a real one is a few hundred bytes, and ``tomllib``
@@ -28,7 +31,7 @@ RUN_KEY_ENV = "HATP_RUN_KEY"
 
 def check_key_shape(key: str) -> None:
     """ValueError for a run key that could never be sent back."""
-    if not RUN_KEY_SHAPE.match(key):
+    if not RUN_KEY_SHAPE.fullmatch(key):  # match would take a trailing newline
         raise ValueError("a run key is 8-200 letters, digits or ._~-")
 
 
@@ -39,7 +42,7 @@ class ConfigError(ValueError):
 class ServerConfig(BaseModel):
     """One downstream tool server: a stdio command or an HTTP URL."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -47,7 +50,7 @@ class ServerConfig(BaseModel):
     cwd: str | None = None
     url: str | None = None
     pin: list[str] = Field(default_factory=list, description="Pinned key ids; empty: pin on first contact")
-    timeout_seconds: float = Field(default=30.0, gt=0)
+    timeout_seconds: float = Field(default=30.0, gt=0, le=MAX_WINDOW_SECONDS)
     trusted: bool = Field(
         default=False, description="Trust the server's MCP hints: a closed-world readOnlyHint makes a tool R0"
     )
@@ -62,7 +65,7 @@ class ServerConfig(BaseModel):
 class RecorderSection(BaseModel):
     """The ``[recorder]`` table."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     store: str = "recorder.db"
     key: str = "recorder.key"
@@ -70,30 +73,39 @@ class RecorderSection(BaseModel):
     directory: str | None = None
     agent: str = "agent"
     principal: str = "principal"
-    checkpoint_every: int = Field(default=100, gt=0)
+    checkpoint_every: int = Field(default=100, gt=0, le=SAFE_INTEGER)
     max_arguments_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,
+        le=SAFE_INTEGER,
         description="Largest arguments (canonical JSON bytes) a call may have; larger: journaled, refused",
     )
     max_journal_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,
+        le=SAFE_INTEGER,
         description="Largest journal object of a result kept in an entry; larger: digest kept, unresolved",
     )
     run_key: str | None = Field(
         default=None, description="Name the run: processes and connections with this key share it"
     )
     run_idle_seconds: float = Field(
-        default=3600, gt=0, description="A keyed run nobody called for this long is closed, its head signed"
+        default=3600,
+        gt=0,
+        le=MAX_WINDOW_SECONDS,
+        description="A keyed run nobody called for this long is closed, its head signed",
     )
     wait_seconds: float = Field(
         default=0,
         ge=0,
+        le=MAX_WINDOW_SECONDS,
         description="How long an ask holds the call open by default (0: answer pending at once)",
     )
     max_wait_seconds: float = Field(
-        default=0, ge=0, description="The longest an agent may ask an ask to hold its call open"
+        default=0,
+        ge=0,
+        le=MAX_WINDOW_SECONDS,
+        description="The longest an agent may ask an ask to hold its call open",
     )
 
     @model_validator(mode="after")
@@ -108,7 +120,7 @@ class RecorderSection(BaseModel):
 class WebSection(BaseModel):
     """The ``[web]`` table: the browser approver (``hatp-recorder web``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     keys: str = Field(
         default="keys",
@@ -116,15 +128,21 @@ class WebSection(BaseModel):
     )
     secret: str = Field(default="web.secret", description="HMAC secret for sign-in links; made if absent")
     base_url: str = Field(default="http://127.0.0.1:8766", description="Where links in messages point")
-    link_minutes: int = Field(default=15, gt=0, description="How long a sign-in link stays usable")
-    session_minutes: int = Field(default=480, gt=0, description="How long a sign-in lasts")
-    tick_seconds: float = Field(default=60, gt=0, description="How often the approver runs `tick`")
+    link_minutes: int = Field(
+        default=15, gt=0, le=MAX_WINDOW_SECONDS // 60, description="How long a sign-in link stays usable"
+    )
+    session_minutes: int = Field(
+        default=480, gt=0, le=MAX_WINDOW_SECONDS // 60, description="How long a sign-in lasts"
+    )
+    tick_seconds: float = Field(
+        default=60, gt=0, le=MAX_WINDOW_SECONDS, description="How often the approver runs `tick`"
+    )
 
 
 class MailSection(BaseModel):
     """The ``[mail]`` table: the SMTP server reviews and reminders are sent through."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     smtp_host: str = "127.0.0.1"
     smtp_port: int | None = Field(default=None, gt=0, lt=65536, description="Unset: no mail is sent")
@@ -134,7 +152,7 @@ class MailSection(BaseModel):
 class RecorderConfig(BaseModel):
     """The whole configuration file."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     recorder: RecorderSection = Field(default_factory=RecorderSection)
     web: WebSection = Field(default_factory=WebSection)
@@ -163,6 +181,8 @@ def load_config(path: Path) -> RecorderConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(_syntax_error(path, text, error)) from None
+    except ValueError as error:  # an integer of more than 4,300 digits: int() refuses it
+        raise ConfigError(f"{path}: {error}".split("; use sys.set_int_max_str_digits")[0]) from None
     deep = too_deep(data)
     if deep is not None:  # a table header's dots and its keys' dots, each within the limit, add up
         shown = ".".join(str(part) for part in deep[:4])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -51,7 +51,14 @@ from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
-from hatp_journal.recorder.tokens import Kept, recorder_announcement, redact
+from hatp_journal.recorder.tokens import (
+    BAD_JOURNAL,
+    Kept,
+    misplaced,
+    recorder_announcement,
+    redact,
+    refused_journal,
+)
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -421,15 +428,19 @@ class Recorder:
             entry = await self._append_linked(run, call)
             return _refusal("DOWNSTREAM_FAILED", str(error), entry.id)
         is_error = bool(result.get("isError"))
-        intake = take_in(
-            result.get("_meta"),
-            tool=tool,
-            arguments=arguments,
-            server_keys=downstream.keys,
-            declared_kind=facts.kind,
-            arguments_digest=call["arguments_digest"],
+        members, tokens, astray = result_members(
+            result,
+            lambda meta: take_in(
+                meta,
+                tool=tool,
+                arguments=arguments,
+                server_keys=downstream.keys,
+                declared_kind=facts.kind,
+                arguments_digest=call["arguments_digest"],
+            ),
+            downstream.name,
+            self.config.recorder.max_journal_bytes,
         )
-        members, tokens = journal_members(intake, downstream.name, self.config.recorder.max_journal_bytes)
         host_undo = None
         if failed is not None:
             host_undo = HostUndoRecord(failed=failed).wire()
@@ -448,6 +459,8 @@ class Recorder:
         call = {**call, **members, "outcome": outcome("error" if is_error else "ok"), "host_undo": host_undo}
         self.ledger.settle(held, moved=not is_error)
         entry = await self._append_linked(run, call, tokens)
+        if astray is not None:
+            return _refusal(BAD_JOURNAL, f"{downstream.name} answered {tool} with {astray}", entry.id)
         return _for_agent(result, run, entry.id)
 
     async def _append_linked(
@@ -585,6 +598,23 @@ def _host_meta(meta: Any) -> dict[str, Any] | None:
     if problem is None and len(canonical_bytes(host)) > HOST_META_BYTES:
         problem = f"more than {HOST_META_BYTES} bytes"
     return host if problem is None else {"rejected": f"not kept: {problem}"}
+
+
+def result_members(
+    result: dict[str, Any], intake_of: Callable[[Any], Intake], server: str, limit: int
+) -> tuple[dict[str, Any], list[Kept], str | None]:
+    """A result's ``intake`` and ``journal`` members, the token to keep, and where the result put
+    a journal object or token astray (None: nowhere; else the result is refused ``BAD_JOURNAL``).
+
+    ``intake_of`` takes in the result's ``_meta``. The tool acted either way, so the call is
+    journaled; a result refused whole keeps nothing of its object, so a token found out of its
+    place goes nowhere: not the record, not the agent.
+    """
+    astray = misplaced(result)
+    if astray is not None:
+        return refused_journal(astray), [], astray
+    members, tokens = journal_members(intake_of(result.get("_meta")), server, limit)
+    return members, tokens, None
 
 
 def journal_members(intake: Intake, server: str, limit: int) -> tuple[dict[str, Any], list[Kept]]:

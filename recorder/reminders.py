@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.message import EmailMessage
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
@@ -32,7 +31,7 @@ from hatp_journal.recorder.record.written_bodies import MailFailedRecord, Notice
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import MailDeliveryError, send_message
+from hatp_journal.toolkit.mail import MailDeliveryError, compose, send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
 RUN_UNREADABLE = "RUN_UNREADABLE"
@@ -249,11 +248,8 @@ def _address(directory: Directory, person_id: str) -> str | None:
 
 
 def _send(mail: MailSection, to: list[str], subject: str, text: str, message_id: str) -> None:
-    message = EmailMessage()
-    message["From"] = mail.sender
-    message["To"] = ", ".join(to)
-    message["Subject"] = subject
+    # Headers only through the email library (a server's summary is in the subject): toolkit/mail.py.
+    message = compose(mail.sender, to, subject, text)
     message["Message-ID"] = message_id
-    message.set_content(text)
     assert mail.smtp_port is not None
     send_message(message, mail.smtp_host, mail.smtp_port)

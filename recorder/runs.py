@@ -90,7 +90,7 @@ def sent_key(meta: Any) -> str | RunKeyRefusal | None:
     key = meta.get(RUN_KEY_META) if isinstance(meta, dict) else None
     if key is None:
         return None
-    if not isinstance(key, str) or not RUN_KEY_SHAPE.match(key):
+    if not isinstance(key, str) or not RUN_KEY_SHAPE.fullmatch(key):
         return RunKeyRefusal(RunKeyCode.RUN_KEY_INVALID, "a run key is 8-200 letters, digits or ._~-", None)
     return key
 

@@ -25,20 +25,25 @@ import copy
 import quopri
 import re
 import smtplib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from email import encoders
 from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import EmailPolicy, default
-from email.utils import getaddresses
+from email.utils import getaddresses, quote
 from io import BytesIO
 from typing import NoReturn
 
 __all__ = [
     "Envelope",
+    "MailAddressError",
     "MailDeliveryError",
     "SmtpSession",
     "SmtpUtf8NotOfferedError",
+    "compose",
+    "header_text",
+    "mail_addresses",
     "probe",
     "send_message",
 ]
@@ -75,6 +80,60 @@ class SmtpUtf8NotOfferedError(MailDeliveryError):
     """An address is not ASCII and the server does not offer SMTPUTF8, so nothing was sent."""
 
     code = "SMTPUTF8_NOT_OFFERED"
+
+
+class MailAddressError(MailDeliveryError):
+    """An address is not one (a line break, a control character, not ``local@domain``): nothing
+    was sent, and trying again will not help."""
+
+    code = "MAIL_ADDRESS_INVALID"
+
+    @property
+    def temporary(self) -> bool:
+        return False
+
+
+_NOT_IN_A_HEADER = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+"""Line breaks (the Unicode ones too) and every other control character: none belongs in a header."""
+
+
+def header_text(text: str) -> str:
+    """``text`` (a tool server's summary, an agent's subject) as one header line: each run of line
+    breaks, control characters and spaces becomes one space. The email library folds a long line
+    and encodes what is not ASCII when it writes the message; a raw line break would start a header."""
+    return " ".join(_NOT_IN_A_HEADER.sub(" ", text).split())
+
+
+def mail_addresses(addresses: Iterable[str]) -> str:
+    """``addresses`` (each ``a@b`` or ``Name <a@b>``) as one address-list header value, a display
+    name quoted; the header registry parses it again when it is set (``formataddr`` would refuse a
+    local part that is not ASCII, which SMTPUTF8 delivers).
+
+    Raises :class:`MailAddressError` for one holding a control character (``parseaddr`` would drop
+    what follows a line break without a word), or that is not exactly one ``local@domain``.
+    """
+    made = []
+    for address in addresses:
+        if _NOT_IN_A_HEADER.search(address):
+            raise MailAddressError(f"not an email address (a line break or control character): {address!r}")
+        found = getaddresses([address])
+        if len(found) != 1 or "@" not in found[0][1] or found[0][1].startswith("@"):
+            raise MailAddressError(f"not one email address: {address!r}")
+        name, spec = found[0]
+        made.append(f'"{quote(name)}" <{spec}>' if name else spec)
+    return ", ".join(made)
+
+
+def compose(sender: str, to: Iterable[str], subject: str, text: str) -> EmailMessage:
+    """A plain-text message whose headers are built only through the email library's header API:
+    addresses checked one by one, the subject as one line (:func:`header_text`), folded when
+    written. Raises :class:`MailAddressError` for an address that is not one."""
+    message = EmailMessage()
+    message["From"] = mail_addresses([sender])
+    message["To"] = mail_addresses(to)
+    message["Subject"] = header_text(subject)
+    message.set_content(text)
+    return message
 
 
 @dataclass(frozen=True)

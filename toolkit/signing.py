@@ -101,7 +101,13 @@ class SigningKey:
     def load_or_create(cls, path: str | os.PathLike[str]) -> SigningKey:
         """Load the key at ``path``, creating it (mode 0600) the first time."""
         file = Path(path)
-        if not file.exists():
+        try:
+            missing = not file.exists()
+        except OSError as error:  # a name too long for the file system, a path through a file, …
+            raise KeyFileError(
+                f"{_shown_path(file)}: cannot use the key file: {error.strerror or error}"
+            ) from None
+        if missing:
             cls.generate().save(file)
         return cls.from_file(file)
 
@@ -274,3 +280,9 @@ def verify_answer(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> b
     """Check a check/compensate answer (as received, camelCase) against its receipt."""
     receipt = strict_receipt(answer.get("receipt"))
     return receipt is not None and verify(receipt, answer_payload(answer), keys)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` as an error shows it: a name of thousands of characters is cut, its length said."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:80]}…{text[-40:]} ({len(text)} characters)"

@@ -20,12 +20,13 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, PositiveInt, ValidationError
+from pydantic import Field, ValidationError
 
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.toolkit.attestation import Attestation, verify_attestation
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time
+from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.files import FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import VerifyKey
@@ -41,7 +42,7 @@ class AttestationTrust(WireModel):
 
     signer: PublicKey = Field(description="The conformance signer's public key, pinned here")
     files: tuple[str, ...] = Field(min_length=1, description="Attestation files, relative to the policy file")
-    max_age_seconds: PositiveInt = DEFAULT_MAX_AGE_SECONDS
+    max_age_seconds: int = Field(default=DEFAULT_MAX_AGE_SECONDS, gt=0, le=MAX_WINDOW_SECONDS)
 
 
 class AttestationProblem(StrEnum):

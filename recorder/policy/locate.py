@@ -2,8 +2,9 @@
 
 The standard ``json`` module keeps no positions, so this walks the text once, reusing the
 standard decoder for strings and scalars. It also refuses what ``json`` silently accepts:
-duplicate keys (the last would win) and ``NaN``/``Infinity``. :func:`located` is the way in for
-a file: it bounds the nesting and checks the syntax first.
+duplicate keys (the last would win), ``NaN``/``Infinity`` and integers beyond 2^53 - 1 (which JSON
+readers do not keep exactly; past 4,300 digits Python's ``int`` refuses to read them at all).
+:func:`located` is the way in for a file: it bounds the nesting and checks the syntax first.
 """
 
 from __future__ import annotations
@@ -17,7 +18,21 @@ from hatp_journal.toolkit.files import FileProblem, check_nesting
 
 Path = tuple[str | int, ...]
 _WHITESPACE = " \t\n\r"
-_DECODER = json.JSONDecoder()
+SAFE_INTEGER = 2**53 - 1
+
+
+class _HugeInteger(ValueError):
+    """An integer literal beyond :data:`SAFE_INTEGER`, met while parsing."""
+
+
+def _integer(literal: str) -> int:
+    """``int(literal)``, refusing one beyond :data:`SAFE_INTEGER` before converting a long one."""
+    if len(literal.lstrip("-")) > len(str(SAFE_INTEGER)) or abs(value := int(literal)) > SAFE_INTEGER:
+        raise _HugeInteger(literal)
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_int=_integer)
 
 
 @dataclass(frozen=True)
@@ -73,9 +88,11 @@ def located(text: str, source: str) -> KeyMap:
     except FileProblem as problem:
         raise LocateError(problem.message, Position(problem.line or 1, problem.column)) from None
     try:
-        json.loads(text)  # the standard parser's syntax errors carry the best messages
+        json.loads(text, parse_int=_integer)  # the standard parser's syntax errors carry the best messages
     except json.JSONDecodeError as error:
         raise LocateError(f"JSON syntax: {error.msg}", Position(error.lineno, error.colno)) from None
+    except _HugeInteger:
+        pass  # locate() finds where it is
     return locate(text)
 
 
@@ -105,7 +122,16 @@ def _value(keys: KeyMap, index: int, path: Path) -> int:
         return _object(keys, index, path)
     if text.startswith("[", index):
         return _array(keys, index, path)
-    value, end = _DECODER.raw_decode(text, index)
+    try:
+        value, end = _DECODER.raw_decode(text, index)
+    except _HugeInteger as huge:
+        digits = str(huge)
+        shown = digits if len(digits) <= 30 else f"{digits[:20]}… ({len(digits)} characters)"
+        dotted = ".".join(str(part) for part in path) or "(top level)"
+        said = (
+            f"{dotted}: {shown} is an integer beyond 2^53 - 1 ({SAFE_INTEGER}), the most JSON keeps exactly"
+        )
+        raise LocateError(said, keys.at(index)) from None
     if isinstance(value, float) and not math.isfinite(value):
         raise LocateError(f"{text[index:end]} is not a number JSON allows", keys.at(index))
     return int(end)

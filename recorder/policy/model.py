@@ -9,13 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AwareDatetime,
     Field,
-    NonNegativeInt,
-    PositiveInt,
     PrivateAttr,
     StrictBool,
     field_validator,
@@ -26,8 +24,14 @@ from hatp_journal.recorder.policy.attestations import Attestations, AttestationT
 from hatp_journal.recorder.policy.classes import RClass
 from hatp_journal.recorder.policy.registry import Registry
 from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.durations import parse_window
+from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS, parse_window
 from hatp_journal.toolkit.wire import Money, WireModel
+
+Seconds = Annotated[int, Field(ge=0, le=MAX_WINDOW_SECONDS)]
+"""A policy's ``…Seconds``: at most :data:`~hatp_journal.toolkit.durations.MAX_WINDOW_SECONDS` (100
+years), so that every time it is added to or taken from stays a date (docs/policy.md)."""
+
+PositiveSeconds = Annotated[int, Field(gt=0, le=MAX_WINDOW_SECONDS)]
 
 Action = Literal["allow", "ask"]
 """What the Recorder does with a call: forward it (``allow``) or hold it for an approver (``ask``)."""
@@ -116,12 +120,12 @@ class Autonomy(WireModel):
     read: Action = "ask"
     via: ViaRules = Field(default_factory=ViaRules)
     classes: ClassActions | None = None
-    min_window_seconds: NonNegativeInt = 0
+    min_window_seconds: Seconds = 0
     money: MoneyCaps = Field(default_factory=MoneyCaps)
     require_verified: StrictBool = False
     attestations: AttestationTrust | None = None
     approver: str | None = Field(default=None, min_length=1)
-    decide_within_seconds: PositiveInt | None = None
+    decide_within_seconds: PositiveSeconds | None = None
 
     @model_validator(mode="after")
     def _kinds_or_classes(self) -> Self:
@@ -141,8 +145,8 @@ class ReviewRules(WireModel):
     (default: the ``undoAuthority``) are told too.
     """
 
-    remind_before_seconds: PositiveInt = 86_400
-    escalate_before_seconds: NonNegativeInt = 14_400
+    remind_before_seconds: PositiveSeconds = 86_400
+    escalate_before_seconds: Seconds = 14_400
     escalate_to: str | None = Field(default=None, min_length=1)
 
 

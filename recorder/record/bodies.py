@@ -368,13 +368,21 @@ def _signed(raw: Any, payload: Any, key: VerifyKey) -> bool:
     return receipt is not None and verify(receipt, payload, {key.kid: key})
 
 
+_AGENTS_OWN = frozenset({"arguments", "host"})
+"""Members holding what the agent and its host sent, as they sent it: a member named
+``compensationToken`` there is the agent's word, not a token (the Recorder strips tokens from what
+tool servers send, and refuses a result with one anywhere but its place: docs/run-record.md)."""
+
+
 def _holds_token(entry: Entry) -> bool:
-    """Whether a compensation token is written anywhere in the entry's body."""
+    """Whether a compensation token is written anywhere in the entry's body but what the agent sent."""
     request = entry.body.get("request")
     if entry.kind == "undo-intent" and isinstance(request, Mapping) and "token" in request:
         return True
+    if "compensationToken" in entry.body:
+        return True
     # Bodies parsed from JSON hold only dicts and lists: exact type checks keep this walk cheap.
-    stack: list[Any] = [entry.body]
+    stack: list[Any] = [value for name, value in entry.body.items() if name not in _AGENTS_OWN]
     seen = 0
     while stack and seen < _MAX_SCAN:
         value = stack.pop()

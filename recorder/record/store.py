@@ -342,7 +342,7 @@ class RunStore:
 
     def entry(self, run_id: str, entry_id: str) -> Entry:
         """One entry by id (``e1``, ``e2``, …)."""
-        match = _ENTRY_ID.match(entry_id)
+        match = _ENTRY_ID.fullmatch(entry_id)
         with self._session() as session:
             _get_run(session, run_id)
             row = session.get(RecEntry, (run_id, int(match.group(1)))) if match else None

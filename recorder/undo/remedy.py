@@ -15,7 +15,7 @@ from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
-from hatp_journal.recorder.tokens import redact
+from hatp_journal.recorder.tokens import Kept, misplaced, redact, refused_journal
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import steps_of
@@ -87,14 +87,19 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
     except DownstreamError as error:
         body["outcome"] = {"status": "failed", "error": str(error)}
         return Asks(store).settle(ask.run, ask, "call", body)
-    intake = take_in(
-        result.meta,
-        tool=body["tool"],
-        arguments=body["arguments"],
-        server_keys=downstream.keys,
-        declared_kind="unknown",
-    )
-    body["intake"] = intake.wire()
-    body["journal"], tokens = redact(downstream.name, intake.raw)
+    astray = misplaced(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    if astray is not None:  # a token anywhere but its place: nothing of the object is kept
+        body.update(refused_journal(astray))
+        tokens: list[Kept] = []
+    else:
+        intake = take_in(
+            result.meta,
+            tool=body["tool"],
+            arguments=body["arguments"],
+            server_keys=downstream.keys,
+            declared_kind="unknown",
+        )
+        body["intake"] = intake.wire()
+        body["journal"], tokens = redact(downstream.name, intake.raw)
     body["outcome"] = {"status": "error" if result.is_error else "ok"}
     return Asks(store).settle(ask.run, ask, "call", body, tokens=tokens)

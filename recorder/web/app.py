@@ -19,9 +19,11 @@ from urllib.parse import quote
 import anyio
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import RecorderConfig
@@ -51,6 +53,7 @@ from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
+from hatp_journal.recorder.web.hosts import ServedHostOnly, served_hosts
 from hatp_journal.recorder.web.runner import Approval, UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
 from hatp_journal.recorder.web.views import (
@@ -90,8 +93,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 class WebApprover:
     """The approver's pages over one Recorder configuration; ``app`` is the ASGI application."""
 
-    def __init__(self, config: RecorderConfig, *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, config: RecorderConfig, *, clock: Clock = utc_now, listening: tuple[str, ...] = ()
+    ) -> None:
+        """``listening``: the ``host:port`` names it is served on besides ``[web] base_url``'s."""
         self.config = config
+        self.listening = listening
         self.clock = clock
         self.store = RunStore(config.recorder.store, SigningKey.load_or_create(config.recorder.key))
         secret_file = Path(config.web.secret)
@@ -125,7 +132,8 @@ class WebApprover:
             Route("/runs/{run}/plan", self._page(self._ask_for_plan), methods=["POST"]),
             Route("/runs/{run}/timeline", self._page(self._timeline), methods=["GET"]),
         ]
-        self.app = Starlette(routes=routes, lifespan=self._lifespan)
+        only_served = Middleware(ServedHostOnly, hosts=self._served_hosts, refuse=self._host_not_served)
+        self.app = Starlette(routes=routes, lifespan=self._lifespan, middleware=[only_served])
         self.undos = UndoRunner(config, clock)
         # Plans whose Reversal Record a page has shown: whoever serves the approver for one
         # decision (the demo) stops once the person has seen the outcome.
@@ -179,6 +187,15 @@ class WebApprover:
                 return self._message(request, WebCode.NOT_FOUND, "there is no such page", status=404)
 
         return page
+
+    def _served_hosts(self) -> frozenset[str]:
+        return served_hosts(self.config.web.base_url, self.listening)  # read each time: tests move it
+
+    def _host_not_served(self, scope: Scope, host: str) -> Response:
+        shown = host if len(host) <= 100 else f"{host[:100]}…"
+        said = f"this approver answers only {self.config.web.base_url}, not the host {shown!r}"
+        code = WebCode.HOST_NOT_SERVED
+        return self._message(Request(scope), code, said, status=WebRefusal(code, said).status)
 
     def _render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         session = self._maybe_session(request)

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace, config: RecorderConfig) -> int:
             raise UndoError(UndoCode.NOT_PERMITTED, people.not_listed(args.person))
         print(sign_in_link(config, args.person, now=utc_now()))
         return 0
-    approver = WebApprover(config)
+    approver = WebApprover(config, listening=(f"{args.host}:{args.port}",))
     try:
         print(f"hatp-recorder: approver on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
         serve_forever(approver.app, args.host, args.port)

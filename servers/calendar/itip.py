@@ -194,13 +194,12 @@ def invitation_email(ics: str, method: str, sender: str, to: list[str], subject:
         raise InvalidEventError("to", "an invitation needs at least one recipient")
     for address in to:
         _check_email("to", address)
-    message = EmailMessage()
-    message["From"] = sender
-    message["To"] = ", ".join(to)
-    message["Subject"] = _one_line(subject)
+    from hatp_journal.toolkit.mail import compose  # here: the server starts without smtplib
+
+    # Headers through the email library only (toolkit/mail.py): the subject made one line there.
+    message = compose(sender, to, subject, _plain_text(method, parse_event(ics)))
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2])
-    message.set_content(_plain_text(method, parse_event(ics)))
     message.add_alternative(ics, subtype="calendar", params={"method": method})
     return message
 
@@ -277,11 +276,6 @@ def _check_email(field: str, value: object) -> None:
 def _require_attendees(event: EventData) -> None:
     if not event.attendees:
         raise InvalidEventError("attendees", "an invitation needs at least one attendee")
-
-
-def _one_line(text: str) -> str:
-    # str.split() also splits at the Unicode line separators (U+2028, U+0085, ...).
-    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def _plain_text(method: str, event: EventData) -> str:

@@ -42,7 +42,7 @@ from hatp_journal.toolkit import (
     utc_now,
     wire_time,
 )
-from hatp_journal.toolkit.mail import MailDeliveryError
+from hatp_journal.toolkit.mail import MailDeliveryError, compose
 
 from .store import (
     SERVER,
@@ -142,12 +142,8 @@ def _refused(recipients: list[str], refused: dict[str, Any]) -> list[str]:
 
 def _compose(sender: str, recipients: list[str], subject: str, body: str, now: datetime) -> EmailMessage:
     # The outbox sets the Message-ID: the notice's own, kept if the message is ever sent again.
-    message = EmailMessage()
-    message["From"] = sender
-    message["To"] = ", ".join(recipients)
-    message["Subject"] = subject
+    message = compose(sender, recipients, subject, body)  # headers through the email library only
     message["Date"] = format_datetime(now)
-    message.set_content(body)
     return message
 
 

@@ -15,7 +15,9 @@ reminder, once. Hypothesis runs derandomized, so every run tries the same inputs
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import os
 import re
 import sqlite3
 from collections import Counter
@@ -34,6 +36,7 @@ from starlette.testclient import TestClient
 
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import journal_members
 from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
@@ -48,6 +51,7 @@ from hatp_journal.recorder.undo.planner import CheckUnavailable, UndoRequest, bu
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.views import review
+from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import answer_payload, b64url, call_payload, token_digest, verify_answer
@@ -79,6 +83,12 @@ BAD_TIMES = [
     *("2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"),
     *("2026-02-30T10:00:00Z", "2026-11-08T24:00:00Z", "2026-11-08 10:00:00Z", "2026-11-08t10:00:00z"),
     *("0000-01-01T00:00:00Z", "\uff12\uff10\uff12\uff16-11-08T10:00:00Z", "2026-11-08T10:00:00", "", "Z"),
+    *(
+        "2026-11-08T10:00:00Z\n",
+        "2026-11-08T10:00:00Z ",
+        "\n2026-11-08T10:00:00Z",
+        "2026-11-08T10:00:00Z\r\n",
+    ),
 ]
 GOOD_TIMES = [OPEN_WINDOW, "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2000-02-29T00:00:00Z"]
 """Wire times, the extremes included: ``undoBy`` far in the past (already expired) or the future."""
@@ -478,7 +488,10 @@ def review_page(stores: Stores, served: Shared, hostile: HostileRun) -> None:
 # Closed runs the fuzz writes, each about 20 objects and every kind of misfit about once. 250 (not
 # 500) still catches the non-list `effect.uses` that crashed the planner (links._uses put back as it
 # was: TypeError); the 250 runs hold 5242 objects (derandomized, so every run the same).
-HOSTILE_RUNS = 250
+HOSTILE_RUNS = int(os.environ.get("HATP_HOSTILE_RUNS", "250"))
+"""bench/hostile_data.py runs this property with 600 runs (over 10,000 signed objects)."""
+TALLY = os.environ.get("HATP_FUZZ_TALLY")
+"""A file to add this property's counts to, as one JSON line (bench/hostile_data.py reads it)."""
 
 
 def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Stores) -> None:
@@ -501,6 +514,9 @@ def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Sto
         plan_run(served, hostile)
         show_run(served, hostile)
         review_page(stores, served, hostile)
+        exported = export_run(served.store, hostile.run).to_bytes()
+        assert f"t-{hostile.run}-".encode() not in exported  # no token of the run in its export
+        assert b'"compensationToken"' not in exported
 
         tally.seen.update(hostile.expect.values())
         tally.seen.update("check answer broken" for a in hostile.answers.values() if a.breaks or a.bad_time)
@@ -513,11 +529,17 @@ def test_signed_hostile_objects_never_crash_plan_show_review_or_tick(stores: Sto
     assert min(tally.seen[kind] for kind in ("fits", "unresolved", "unreadable")) >= HOSTILE_RUNS, tally
     broken_answers = ("check answer broken", "undo answer broken")
     assert min(tally.seen[kind] for kind in broken_answers) >= HOSTILE_RUNS, tally
+    if TALLY:
+        with open(TALLY, "a") as out:
+            out.write(json.dumps({"runs": HOSTILE_RUNS, "objects": tally.objects, **tally.seen}) + "\n")
 
 
 # -- the cases the issue names, one by one ----------------------------------------------------------
 
-ISSUE_TIMES = ["2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"]
+ISSUE_TIMES = [
+    *("2026-11-08", "2026-11-08T10:00:00+02:00", "2026-11-08T10:00:00.123Z", "2026-11-08T23:59:60Z"),
+    "2026-11-08T10:00:00Z\n",  # a pattern ending in $ matched it: verified, then every reader of it crashed
+]
 
 
 def signed_with_undo_by(undo_by: str) -> dict[str, Any]:
@@ -589,15 +611,16 @@ def test_the_review_page_shows_each_unreadable_call_as_unreadable_and_the_rest_a
 
     assert page.status_code == 200
     unreadable = re.findall(r'data-entry="(e\d+)" class="unreadable" data-code="([A-Z_]+)"', page.text)
-    assert unreadable == [(f"e{n}", ReadCode.JOURNAL_UNREADABLE) for n in range(2, 6)]
+    assert unreadable == [(f"e{n}", ReadCode.JOURNAL_UNREADABLE) for n in range(2, len(ISSUE_TIMES) + 2)]
     assert re.findall(r'<tr class="window open" data-entry="(e\d+)"', page.text) == ["e1"]
 
 
+@pytest.mark.parametrize("undo_by", ["2026-11-08", "2026-11-08T10:00:00Z\n"])
 def test_planning_a_run_with_unreadable_calls_plans_them_unresolved_and_checks_the_rest(
-    tmp_path: Path,
+    tmp_path: Path, undo_by: str
 ) -> None:
     store = quick_store(tmp_path / "recorder.db")
-    run = kept_run(store, "2026-11-08")
+    run = kept_run(store, undo_by)
     checked: list[str] = []
 
     async def check(step: Step) -> dict[str, Any]:
@@ -667,3 +690,40 @@ def test_tick_skips_a_run_it_cannot_read_logs_why_and_still_reminds_every_other_
     assert failed == []
     assert [(e.run, e.kind) for e in appended] == [(fine, "review"), (fine, "reminder")]
     assert [(r.code, r.run) for r in caplog.records] == [(RUN_UNREADABLE, broken)]  # type: ignore[attr-defined]
+
+
+def test_tick_reminds_the_genuine_step_of_a_run_beside_a_signed_undo_by_with_a_trailing_newline(
+    tmp_path: Path,
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = kept_run(store, "2026-11-07T19:00:00Z\n")
+
+    appended, failed = tick(store, POLICY, DIRECTORY, MailSection(), NOW, "http://testserver")
+
+    assert failed == []
+    assert [(e.run, e.kind) for e in appended] == [(run, "review"), (run, "reminder")]
+    [reminder] = [e for e in appended if e.kind == "reminder"]
+    assert reminder.body["step"] == "e1"
+
+
+def test_a_signed_summary_with_line_breaks_is_mailed_in_a_one_line_subject_to_its_recipient_only(
+    tmp_path: Path,
+) -> None:
+    store = quick_store(tmp_path / "recorder.db")
+    run = store.open_run(agent="bot", principal=DANA).id
+    journal = journal_object("t-1", "k1")
+    journal["effect"]["summary"] = "Put k1\r\nBcc: eve@evil.example\n\x00\u2028 and more"
+    write_call(store, run, LinkIndex(), 1, signed_call(journal, {"key": "k1"}))
+    store.close_run(run)
+    [person] = DIRECTORY.people
+    directory = Directory(people=[person.model_copy(update={"email": "dana@acme.example"})])
+
+    with MailSink(tmp_path / "mail") as sink:
+        appended, failed = tick(store, POLICY, directory, MailSection(smtp_port=sink.port), NOW, "http://x")
+        mailed = sink.wait_for(2)
+
+    assert failed == []
+    assert [e.kind for e in appended] == ["review", "reminder"]
+    assert [m.envelope_to for m in mailed] == [("dana@acme.example",), ("dana@acme.example",)]
+    assert mailed[1].subject == f"Undo window closes {OPEN_WINDOW}: Put k1 Bcc: eve@evil.example and more"
+    assert "Bcc" not in mailed[1].message

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import kv_server
 
+from hatp_journal.recorder.gateway import _for_agent, result_members
 from hatp_journal.recorder.intake import MAX_DEPTH, MAX_NODES, MAX_STRING, Intake, bounded, take_in
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.bodies import _holds_token as holds_token
+from hatp_journal.recorder.tokens import BAD_JOURNAL
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url_decode
 from hatp_journal.toolkit.testing import JournalHarness
@@ -709,3 +714,79 @@ def test_a_receipt_spelled_differently_from_how_it_was_signed_is_not_verified(
     assert claim_of(journal) == genuine.claim
 
     assert genuine.judge(journal).status == "unresolved"
+
+
+# -- tokens wherever a server puts them --------------------------------------------------------
+
+TOKEN_RESULTS = int(os.environ.get("HATP_FUZZ_TOKEN_RESULTS", "300"))
+"""Results tried by the token property (bench/hostile_data.py runs it with 10,000 and more)."""
+
+TALLY = os.environ.get("HATP_FUZZ_TALLY")
+"""A file to add this property's counts to, as JSON lines (bench/hostile_data.py reads it)."""
+
+
+def containers(value: Any, path: JsonPath = ()) -> Iterator[JsonPath]:
+    """Every object and array inside ``value`` (itself included), by path."""
+    if isinstance(value, dict | list):
+        yield path
+        children = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in children:
+            yield from containers(child, (*path, key))
+
+
+def plant(result: dict[str, Any], path: JsonPath, key: str, value: Any) -> None:
+    """Put ``value`` into the container at ``path``: as member ``key`` of an object, appended to an array."""
+    target = value_at(result, path)
+    if isinstance(target, dict):
+        target[key] = value
+    else:
+        target.append(value)
+
+
+@fuzz(TOKEN_RESULTS)
+@given(data=st.data())
+def test_a_token_planted_anywhere_in_a_result_reaches_neither_the_record_nor_the_agent(
+    genuine: Genuine, data: st.DataObject
+) -> None:
+    token = genuine.journal["compensationToken"]
+    journal = genuine.copy()
+    placed_well = data.draw(st.booleans(), label="the genuine object in its place")
+    result: dict[str, Any] = {
+        "content": [{"type": "text", "text": data.draw(texts, label="text")}],
+        "structuredContent": data.draw(plain_values, label="structured"),
+        "_meta": {META_KEY: journal if placed_well else data.draw(plain_values, label="meta")},
+    }
+    how = data.draw(st.sampled_from(["token", "object", "wrapped", "none"]), label="how")
+    where = data.draw(st.sampled_from(list(containers(result))), label="where")
+    key = data.draw(st.sampled_from(["compensationToken", META_KEY, "x"]), label="key")
+    if how == "token":
+        plant(result, where, key, {"compensationToken": token})
+    elif how == "object":
+        plant(result, where, key, genuine.copy())
+    elif how == "wrapped":
+        result["_meta"][META_KEY] = [genuine.copy()]
+    # A new object, or one holding just the token, put in the place itself: there a token is stripped.
+    replaced = how in ("token", "object") and where == ("_meta",) and key == META_KEY
+    astray_expected = (
+        how == "wrapped"
+        or (how == "token" and not replaced)
+        or (how == "object" and not replaced)
+        or isinstance(result["_meta"].get(META_KEY), list)
+    )
+
+    members, tokens, astray = result_members(result, genuine.take, "kv", 1 << 20)
+    answer = _for_agent(result, "run", "e1") if astray is None else {"code": BAD_JOURNAL, "message": astray}
+
+    recorded = json.dumps({"arguments": {"compensationToken": "the agent's own"}, **members})
+    assert token not in recorded
+    assert token not in json.dumps(answer)
+    assert (astray is not None) == astray_expected, astray
+    genuine_in_place = not astray_expected and (placed_well or replaced)
+    assert [kept for _, _, kept in tokens] == ([token] if genuine_in_place else [])
+    if astray is not None:
+        assert members["intake"]["reason"].startswith("BAD_JOURNAL: ")
+    # The verifier agrees: no token in what is recorded, and the agent's own argument is none.
+    assert not holds_token(Entry.model_construct(kind="call", body=json.loads(recorded)))
+    if TALLY:
+        with open(TALLY, "a") as tally:
+            tally.write(json.dumps({"how": how, "code": BAD_JOURNAL if astray else "kept"}) + "\n")

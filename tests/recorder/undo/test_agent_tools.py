@@ -118,3 +118,29 @@ def test_a_server_named_with_the_reserved_prefix_is_refused_before_anything_star
     finally:
         store.dispose()
     assert reserved_clash(["chain", "hat"]) is None
+
+
+def test_arguments_an_agent_tool_refuses_are_journaled_as_a_refused_note_and_answered_with_a_code(
+    org: Org,
+) -> None:
+    results: list[Any] = []
+    bad = [
+        ("hatp_checkpoint", {"label": ""}),
+        ("hatp_checkpoint", {}),
+        ("hatp_request_undo", {"steps": "all of them"}),
+        ("hatp_list_changes", {"since": [1]}),
+        ("hatp_explain", {"server": "chain"}),
+    ]
+
+    run = org.agent([PUT, *bad], told=results)
+
+    assert codes(results) == [None, *["BAD_ARGUMENTS"] * len(bad)]
+    assert all(
+        told(result)["message"].startswith("the arguments do not fit the tool: ") for result in results[1:]
+    )
+    notes = [e for e in org.entries(run) if e.kind == "note"]
+    assert [(n.body["tool"], n.body["arguments"]) for n in notes] == [
+        (tool.removeprefix("hatp_"), arguments) for tool, arguments in bad
+    ]
+    assert [n.body["outcome"] for n in notes] == [{"status": "refused", "code": "BAD_ARGUMENTS"}] * len(bad)
+    assert [told(result)["entry"] for result in results[1:]] == [n.id for n in notes]

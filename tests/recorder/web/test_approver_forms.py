@@ -5,6 +5,8 @@ No browser here (fast); each refusal is checked by its stable code and by what t
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -243,3 +245,43 @@ def test_an_ask_form_altered_to_name_another_call_is_stale_and_the_call_stays_he
     assert (status, code(html)) == (409, "FORM_STALE")
     assert decisions(approver, agent.run) == []
     assert second["structured"]["status"] == "pending_approval"
+
+
+def with_host(approver: Approver, path: str, host: str) -> tuple[int, str]:
+    """GET ``path`` from the approver's own address, saying ``Host: host`` (as a page whose DNS name
+    was rebound to 127.0.0.1 would)."""
+    request = urllib.request.Request(approver.url + path, headers={"Host": host})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "localhost:{port}", "127.0.0.1:1"])
+def test_a_page_asked_for_under_another_host_is_refused_and_changes_nothing(
+    approver: Approver, host: str
+) -> None:
+    port = approver.url.rsplit(":", 1)[1]
+    link = approver.web.link(LEE).removeprefix(approver.url)
+
+    status, html = with_host(approver, link, host.format(port=port))
+    signed = signed_in_with(approver, link)
+
+    assert (status, code(html)) == (421, "HOST_NOT_SERVED")
+    assert "signed in as" not in html
+    assert signed == 200  # the refused request did not use the one-time link
+
+
+def test_the_host_it_serves_is_answered(approver: Approver) -> None:
+    host = approver.url.removeprefix("http://")
+
+    status, html = with_host(approver, "/asks", host)
+
+    assert (status, code(html)) == (401, "SIGNIN_REQUIRED")
+
+
+def signed_in_with(approver: Approver, link: str) -> int:
+    status, html = Browser(approver).get(link)
+    assert "signed in as" in html, html
+    return status
