@@ -99,10 +99,11 @@ async def test_a_server_declaring_ten_billion_days_does_not_stop_the_recorder_fo
         written = await world.agent.call_tool_mcp("notes_write", {"text": "hello"})
         kinds = [entry.kind for entry in world.entries()]
 
-    assert held.structured_content is not None
-    assert held.structured_content["status"] == "pending_approval"
+    # The keyless shop's declaration counts for nothing (docs/policy.md, precedence): its call is
+    # unknown, which this policy allows; what matters here is that the Recorder started and serves both.
+    assert not held.is_error
     assert not written.is_error
-    assert kinds == ["ask", "call"]
+    assert kinds == ["call", "call"]
 
 
 POLICY_VALUES = {
