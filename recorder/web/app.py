@@ -70,6 +70,8 @@ from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
 
 COOKIE = "hatp_session"
+TICK_FAILED = "TICK_FAILED"
+"""Printed by the scheduler for a tick that failed as a whole (the store away); the next one runs."""
 TEMPLATES = Path(__file__).parent / "templates"
 # No scripts at all, forms only to ourselves, never framed: defence in depth behind autoescaping.
 SECURITY_HEADERS = {
@@ -134,7 +136,8 @@ class WebApprover:
         return sign_in_link(self.config, person, now=self.clock(), valid_for=valid_for)
 
     def tick(self) -> list[str]:
-        """Send what is due (reviews, reminders, escalations) and record lapses; the mails that failed."""
+        """Send what is due (reviews, reminders, escalations) and record lapses; one line per notice
+        or mail that did not go, starting with its code."""
         _, failed = tick(
             self.store,
             self._policy(),
@@ -155,8 +158,12 @@ class WebApprover:
 
     async def _tick_forever(self) -> None:
         while True:
-            for failure in await anyio.to_thread.run_sync(self.tick):
-                print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr, flush=True)
+            try:
+                problems = await anyio.to_thread.run_sync(self.tick)
+            except Exception as error:  # noqa: BLE001 -- the scheduler outlives any one bad tick
+                problems = [f"{TICK_FAILED}: {type(error).__name__}: {error}"]
+            for problem in problems:
+                print(f"hatp-recorder: {problem}", file=sys.stderr, flush=True)
             await anyio.sleep(self.config.web.tick_seconds)
 
     def close(self) -> None:
