@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable
 from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.show import entry_lines
 from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.tick_lines import tick_lines
@@ -44,6 +46,8 @@ from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
+
+_log = logging.getLogger(__name__)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,8 +145,10 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     directory = Directory.load(Path(config.recorder.directory))
     asks = Asks(store)
     now = utc_now()
-    for run in store.runs():
-        asks.withdraw_overdue(run.id, now, directory)
+    overdue = lambda run: asks.withdraw_overdue(run.id, now, directory)  # noqa: E731
+    withdrawing = each_run(store, overdue, logger=_log, doing="withdrawing overdue asks")
+    for _ in withdrawing:
+        pass
     if args.command == "asks":
         for ask in asks.pending():
             body = ask.entry.body

@@ -33,13 +33,12 @@ from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
 from hatp_journal.recorder.record.written_bodies import NoticeRecord
+from hatp_journal.recorder.run_walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.mail import send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
-RUN_UNREADABLE = "RUN_UNREADABLE"
-"""Logged (as ``code``) by ``due`` for a run whose record could not be read; the other runs go on."""
 NOTICE_FAILED = "NOTICE_FAILED"
 """Logged (as ``code``) by ``tick`` for a notice it could not record; the other notices go on."""
 

@@ -8,6 +8,7 @@ autoescaping on, so whatever a tool server or agent wrote is shown as text, neve
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -29,6 +30,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     display_name,
@@ -68,6 +70,8 @@ from hatp_journal.recorder.web.views import (
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
+
+_log = logging.getLogger(__name__)
 
 COOKIE = "hatp_session"
 TICK_FAILED = "TICK_FAILED"
@@ -240,8 +244,11 @@ class WebApprover:
 
     def _withdraw_overdue(self, directory: Directory) -> None:
         asks = Asks(self.store)
-        for run in self.store.runs():
-            asks.withdraw_overdue(run.id, self.clock(), directory)
+        now = self.clock()
+        overdue = lambda run: asks.withdraw_overdue(run.id, now, directory)  # noqa: E731
+        withdrawing = each_run(self.store, overdue, logger=_log, doing="withdrawing overdue asks")
+        for _ in withdrawing:
+            pass
 
     # -- pages ----------------------------------------------------------------------------------
 
