@@ -252,7 +252,9 @@ async def serve_spawned(
                     await serve_http(recorder, mcp, host, port)
             tasks.cancel_scope.cancel()
     finally:
-        if recorder.close():
+        if recorder.run_id is None:
+            print("hatp-recorder: no call came: no run was opened", file=sys.stderr, flush=True)
+        elif recorder.close():
             print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
         else:  # callers may come back to it with its run key
             print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)

@@ -98,6 +98,8 @@ def _due_in_run(
 ) -> list[Notice]:
     """What is due for one closed run."""
     notices: list[Notice] = []
+    if not entries:
+        return notices  # a run nobody called in (made by an older Recorder at its start): nothing to review
     rules = policy.review
     escalate_to = rules.escalate_to or policy.undo_authority
     done = {(e.kind, _notice_step(e)) for e in entries if e.kind in NOTICE_KINDS}
