@@ -69,6 +69,7 @@ async def run_command(args: argparse.Namespace, config: RecorderConfig, store: R
             file=sys.stderr,
         )
         return 1 if code is None else code
+    assert code is not None  # the block returned normally, so the command ran to its end
     return code
 
 
