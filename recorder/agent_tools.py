@@ -189,8 +189,7 @@ class AgentTools:
         return steps_of(self._entries())
 
     def _entries(self) -> list[Entry]:
-        assert self.recorder.run_id is not None
-        return self.recorder.store.entries(self.recorder.run_id)
+        return self.recorder.store.entries(self.recorder.own_run())
 
     def _checkpoint(self, label: str) -> int:
         """The number of steps before the latest checkpoint called ``label``."""
@@ -222,7 +221,7 @@ class AgentTools:
             for step in steps_of(entries)
             if step.number > after and step.kind not in ("read", "no-effect")
         ]
-        return {"run": self.recorder.run_id, "changes": changes}
+        return {"run": self.recorder.own_run(), "changes": changes}
 
     def _explain(self, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         downstream = self.recorder.downstreams.get(server)
@@ -250,8 +249,7 @@ class AgentTools:
 
     async def _plan(self, request: UndoRequest) -> dict[str, Any]:
         recorder = self.recorder
-        run = recorder.run_id
-        assert run is not None
+        run = recorder.own_run()
         entries = self._entries()
         count = len(steps_of(entries))
         try:
@@ -302,8 +300,7 @@ class AgentTools:
     async def _answer_async(self, tool: str, arguments: dict[str, Any], work: Any) -> ToolResult:
         """Run ``work``, journal the call and its outcome as a note, answer the agent."""
         recorder = self.recorder
-        run = recorder.run_id
-        assert run is not None, "start() first"
+        run = recorder.own_run()
 
         def note(outcome: NoteOutcome) -> dict[str, Any]:
             return NoteRecord.model_construct(
@@ -415,7 +412,7 @@ _KEPT = {
 
 def _pending_plans(recorder: Recorder, entries: list[Entry]) -> list[PlanAsk]:
     """This run's plans still waiting for a decision (``entries`` are the run's)."""
-    run = recorder.run_id
+    run = recorder.own_run()
     plans = [find_plan(recorder.store, f"{run}/{e.id}") for e in entries if e.kind == "plan"]
     return [plan for plan in plans if plan.state == "pending"]
 

@@ -8,6 +8,7 @@ The agent learns the outcome by calling again: an approved call is forwarded the
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,9 +23,12 @@ from hatp_journal.recorder.record.written_bodies import (
     CallDecisionRecord,
     WithdrawnRecord,
 )
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
+
+_log = logging.getLogger(__name__)
 
 AskState = Literal["pending", "approved", "denied", "withdrawn", "used"]
 DEFAULT_DECIDE_WITHIN = timedelta(hours=4)
@@ -102,7 +106,8 @@ class Asks:
 
     def pending(self) -> list[Ask]:
         """Pending asks across all runs."""
-        return [ask for run in self.store.runs() for ask in self.all(run.id) if ask.state == "pending"]
+        walk = each_run(self.store, lambda run: self.all(run.id), logger=_log, doing="listing pending asks")
+        return [ask for _, asks in walk for ask in asks if ask.state == "pending"]
 
     def find(self, ref: str) -> Ask:
         """The ask named ``RUN/eN``; KeyError if there is none."""

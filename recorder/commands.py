@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 from collections.abc import Iterator
@@ -30,12 +31,15 @@ from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.downstream_errors import DownstreamError
 from hatp_journal.recorder.export import export_run_to
 from hatp_journal.recorder.not_counted import said_not_counted
+from hatp_journal.recorder.notice_mail import MAIL_DEFERRED
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
-from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import NoticeBody, OwnBodyUnreadable, Unreadable, read_as
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable
 from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.show import entry_lines
 from hatp_journal.recorder.store_check import store_check
+from hatp_journal.recorder.tick_lines import tick_lines
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -45,6 +49,8 @@ from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.text import shown
+
+_log = logging.getLogger(__name__)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,8 +148,10 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     directory = Directory.load(Path(config.recorder.directory))
     asks = Asks(store)
     now = utc_now()
-    for run in store.runs():
-        asks.withdraw_overdue(run.id, now, directory)
+    overdue = lambda run: asks.withdraw_overdue(run.id, now, directory)  # noqa: E731
+    withdrawing = each_run(store, overdue, logger=_log, doing="withdrawing overdue asks")
+    for _ in withdrawing:
+        pass
     if args.command == "asks":
         rows = [ask_row(ask) for ask in asks.pending()]
         for plan in pending_plans(store):
@@ -211,28 +219,13 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     # Closed first: a run's review is due once it has closed.
     for closed in RunKeys(store).close_idle(now, timedelta(seconds=config.recorder.run_idle_seconds)):
         print(f"{closed}\tclosed: idle for more than {config.recorder.run_idle_seconds:g} s")
-    entries, failed = tick(store, policy, directory, config.mail, now, config.web.base_url)
-    for text in aligned([_ticked(entry) for entry in entries]):
+    entries, problems = tick(store, policy, directory, config.mail, now, config.web.base_url)
+    for text in aligned(tick_lines(entries)):
         print(text)
-    for failure in failed:
-        print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr)
-    return 1 if failed else 0
-
-
-def _ticked(entry: Entry) -> list[str]:
-    """One line of ``tick``: the entry, its kind, which step, and whom it was mailed to (or why not)."""
-    body = read_as(NoticeBody, entry)
-    if isinstance(body, Unreadable):
-        return [f"{entry.run}/{entry.id}", entry.kind, f"unreadable: {body.text()}", "", ""]
-    about = f"{body.step}: {body.summary or ''}" if body.step else ""
-    after = f"after {body.after}" if body.after else ""
-    if body.mailed_to:
-        to = "mailed to " + ", ".join(body.mailed_to)
-    elif body.mailed_to is not None:
-        to = "not mailed (no address, or no [mail] configured)"
-    else:
-        to = ""
-    return [f"{entry.run}/{entry.id}", entry.kind, about, after, to]
+    for problem in problems:
+        print(f"hatp-recorder: {problem}", file=sys.stderr)
+    # A mail deferred is tried again by the next tick: only what is lost for good fails the command.
+    return 1 if any(not p.startswith(f"{MAIL_DEFERRED}:") for p in problems) else 0
 
 
 async def serve_spawned(
@@ -268,7 +261,9 @@ async def serve_spawned(
                     await serve_http(recorder, mcp, host, port)
             tasks.cancel_scope.cancel()
     finally:
-        if recorder.close():
+        if recorder.run_id is None:
+            print("hatp-recorder: no call came: no run was opened", file=sys.stderr, flush=True)
+        elif recorder.close():
             print(f"hatp-recorder: run {recorder.run_id} closed, head signed", file=sys.stderr, flush=True)
         else:  # callers may come back to it with its run key
             print(f"hatp-recorder: run {recorder.run_id} left open", file=sys.stderr, flush=True)

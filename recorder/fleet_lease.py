@@ -43,6 +43,7 @@ class RecFleetLease(SQLModel, table=True):
 FLEET_LEASE_SCHEMA = 1
 """The version of the lease table (``hatp_schema`` part ``fleet-lease``)."""
 _TABLE = SQLModel.metadata.tables["rec_fleet_lease"]
+FLEET_LEASE_TABLES = [_TABLE]
 
 TICK_LEASE = "tick"
 TICK_LEASE_TTL = timedelta(minutes=5)

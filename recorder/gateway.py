@@ -137,8 +137,13 @@ class Recorder:
             await passthrough.publish(self, downstream)
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
-        self.run_id = self.sessions.open(self.clock(), idle)
+        self.sessions.open(self.clock(), idle)  # the run itself opens at the first call
         return self.mcp
+
+    def own_run(self) -> str:
+        """This process's own run, opened now if no call opened it yet."""
+        self.run_id = self.sessions.own_run(self.clock())
+        return self.run_id
 
     def close(self) -> bool:
         """Close this process's run (its head is signed), unless callers may come back to it.
@@ -318,7 +323,7 @@ class Recorder:
 
         The arguments are kept as for any call, or, if the record can't hold them, what is kept of them.
         """
-        assert self.run_id is not None, "start() first"
+        own = self.own_run()
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
         body = RefusedRecord.model_validate(
@@ -334,7 +339,7 @@ class Recorder:
                 "host": host,
             }
         )
-        entry = await self._append(self.run_id, "refused", body.wire())
+        entry = await self._append(own, "refused", body.wire())
         return _refusal(str(refusal.code), refusal.message, entry.id)
 
     async def _refuse_arguments(
@@ -373,8 +378,7 @@ class Recorder:
 
     async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""
-        run = self.run_id
-        assert run is not None, "start() first"
+        run = self.own_run()
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         kept = {"arguments": arguments, "argumentsDigest": checked.digest}
         body = RefusedRecord.model_validate(

@@ -287,8 +287,7 @@ async def _journaled(recorder: Recorder, server: str, uri: str, reading: Awaitab
 
 async def journal_read(recorder: Recorder, server: str, uri: str, failed: Exception | None) -> None:
     """Append a read as a ``call`` entry of kind read: a step an undo plan lists as read, never undoes."""
-    run = recorder.run_id
-    assert run is not None, "start() first"
+    run = recorder.own_run()
     section = recorder.config.recorder
     arguments = {"uri": uri}
     if failed is None:

@@ -6,13 +6,16 @@ closes (lead time from the policy's ``review.remindBeforeSeconds``); if nobody h
 by ``review.escalateBeforeSeconds`` before it closes, the holders of ``review.escalateTo`` are told;
 a window that closed is recorded as a ``lapse``, ``after: "escalation"`` or ``after: "quiet"``.
 
-Each notice is an entry in the Run Record, appended as soon as its mail was accepted by the SMTP
-server (or refused), so a second tick finds it and sends nothing twice. Each mail has a stable
-Message-ID made from the run, the kind and the step (``<reminder.e2.run_…@acme.com>``), kept in the
-entry as ``messageId``: a tick killed before the server accepted the mail sends it on the next tick
-(none is lost), and one killed in the instant between the server's acceptance and the entry sends it
-again with the same Message-ID, which a receiver can recognise. Looking at a run's review page
-appends a ``seen`` entry, which is what "somebody has looked" means.
+Each notice is an entry in the Run Record, and the entry of a notice that is mailed is its queued
+mail (:mod:`hatp_journal.recorder.notice_mail`): it holds the addresses (``mailTo``), a stable
+Message-ID made from the run, the kind and the step (``<reminder.e2.run_…@acme.com>``), the subject
+and the text. The same tick then delivers it, and every later tick retries what is still queued; each
+attempt ends in a ``mail-delivered``, ``mail-deferred`` or ``mail-failed`` entry naming the notice.
+So a second tick finds the notice and queues nothing twice, a mail the server turns away for now is
+tried again with backoff, and the record calls a notice sent only once the server accepted it.
+Looking at a run's review page appends a ``seen`` entry, which is what "somebody has looked" means.
+A failure in one run (a record that can't be read, a notice that can't be recorded, a mail that
+can't be built or sent) is logged or recorded for that run, and every other run goes on.
 """
 
 from __future__ import annotations
@@ -24,18 +27,19 @@ from datetime import datetime, timedelta
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
+from hatp_journal.recorder.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import reversed_entries
-from hatp_journal.recorder.record.written_bodies import MailFailedRecord, NoticeRecord
+from hatp_journal.recorder.record.written_bodies import NoticeRecord
+from hatp_journal.recorder.run_walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import MailDeliveryError, compose, send_message
+from hatp_journal.toolkit.mail import compose, send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
-RUN_UNREADABLE = "RUN_UNREADABLE"
-"""Logged (as ``code``) by ``due`` for a run whose record could not be read; the other runs go on."""
+NOTICE_FAILED = "NOTICE_FAILED"
+"""Logged (as ``code``) by ``tick`` for a notice it could not record; the other notices go on."""
 
 _log = logging.getLogger(__name__)
 
@@ -58,12 +62,22 @@ def due(store: RunStore, policy: Policy, directory: Directory, now: datetime, ba
     Runs are looked at one by one: a run whose record can't be read at all is skipped and logged
     (``RUN_UNREADABLE``), and every other run still gets its notices.
     """
+    return _scan(store, policy, directory, now, base_url)[0]
+
+
+def _scan(
+    store: RunStore, policy: Policy, directory: Directory, now: datetime, base_url: str
+) -> tuple[list[Notice], list[QueuedMail]]:
+    """The notices due at ``now``, and the mail already queued and not yet delivered or given up."""
     notices: list[Notice] = []
+    queued: list[QueuedMail] = []
     for run in store.runs():
         if run.closed_at is None:
             continue
         try:
-            notices += _due_in_run(store, run, policy, directory, now, base_url)
+            entries = store.entries(run.id)
+            found = _due_in_run(entries, run, policy, directory, now, base_url)
+            queued += queued_mail(entries)
         except Exception as error:  # noqa: BLE001 -- one run's record never stops another run's reminders
             _log.warning(
                 "%s: run %s skipped: %s: %s",
@@ -73,18 +87,22 @@ def due(store: RunStore, policy: Policy, directory: Directory, now: datetime, ba
                 error,
                 extra={"code": RUN_UNREADABLE, "run": run.id},
             )
-    return notices
+            continue
+        notices += found
+    return notices, queued
 
 
 def _due_in_run(
-    store: RunStore, run: Run, policy: Policy, directory: Directory, now: datetime, base_url: str
+    entries: list[Entry], run: Run, policy: Policy, directory: Directory, now: datetime, base_url: str
 ) -> list[Notice]:
     """What is due for one closed run."""
     notices: list[Notice] = []
+    if not entries:
+        return notices  # a run nobody called in (made by an older Recorder at its start): nothing to review
     rules = policy.review
     escalate_to = rules.escalate_to or policy.undo_authority
-    entries = store.entries(run.id)
     done = {(e.kind, _notice_step(e)) for e in entries if e.kind in NOTICE_KINDS}
+    reached = delivered_to(entries)
     link = f"{base_url.rstrip('/')}/runs/{run.id}"
     principal = [run.principal]
     windows = _open_windows(entries)
@@ -110,9 +128,15 @@ def _due_in_run(
         about = NoticeRecord(step=step.id, undo_by=step.undo_by, summary=step.summary)
         if now >= undo_by:
             if ("lapse", step.id) not in done:
-                after = "escalation" if ("escalation", step.id) in done else "quiet"
-                reminded = ("reminder", step.id) in done
-                lapse = about.model_copy(update={"after": after, "reminded": reminded})
+                # What reached whom: only mail the SMTP server accepted counts.
+                got = [
+                    {"kind": e.kind, "notice": e.id, "to": reached[e.id]}
+                    for e in entries
+                    if e.kind in ("reminder", "escalation") and _notice_step(e) == step.id and e.id in reached
+                ]
+                after = "escalation" if any(g["kind"] == "escalation" for g in got) else "quiet"
+                reminded = any(g["kind"] == "reminder" for g in got)
+                lapse = about.model_copy(update={"after": after, "reminded": reminded, "reached": got})
                 notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
             continue
         if (
@@ -159,7 +183,8 @@ def tick(
     now: datetime,
     base_url: str,
 ) -> tuple[list[Entry], list[str]]:
-    """Record and send everything due; returns (entries appended, mails that could not be delivered).
+    """Record everything due and deliver the mail queued; returns (entries appended, one line per
+    notice or mail that did not go, starting with its code: ``MAIL_DEFERRED``, ``MAIL_FAILED``, …).
 
     Several Recorders on one store tick in turn: while another live process ticks, this one does
     nothing (that process sends what is due), so a notice is mailed once across the fleet.
@@ -176,34 +201,46 @@ def _tick(
     now: datetime,
     base_url: str,
 ) -> tuple[list[Entry], list[str]]:
-    appended, failed = [], []
-    for notice in due(store, policy, directory, now, base_url):
-        addresses = [a for a in (_address(directory, p) for p in notice.to) if a]
-        sending = bool(addresses and mail.smtp_port is not None)
-        message_id = notice_message_id(notice, mail.sender) if sending else None
-        body = notice.body.model_copy(
-            update={
-                "at": wire_time(now),
-                "mailed_to": (addresses if mail.smtp_port is not None else []) if notice.to else None,
-                "message_id": message_id,
-            }
-        )
-        refused: MailDeliveryError | None = None
-        if message_id is not None:
-            try:
-                _send(mail, addresses, notice.subject, notice.text, message_id)
-            except MailDeliveryError as error:
-                refused = error
-            else:
-                crash_point("reminders:mailed")
-        entry = store.append(notice.run, notice.kind, body.wire())
+    notices, waiting = _scan(store, policy, directory, now, base_url)
+    appended, problems = [], []
+    for notice in notices:
+        try:
+            entry, queued = _record(store, notice, directory, mail, now)
+        except Exception as error:  # noqa: BLE001 -- one notice never stops another run's
+            _log.warning(
+                "%s: run %s, %s: %s: %s",
+                NOTICE_FAILED,
+                notice.run,
+                notice.kind,
+                type(error).__name__,
+                error,
+                extra={"code": NOTICE_FAILED, "run": notice.run},
+            )
+            problems.append(f"{NOTICE_FAILED}: {notice.run} {notice.kind}: {type(error).__name__}: {error}")
+            continue
         appended.append(entry)
-        if refused is not None:
-            # The notice's entry says whom it was for; this one says the mail never left.
-            lost = MailFailedRecord(notice=entry.id, error=str(refused), at=wire_time(now))
-            appended.append(store.append(notice.run, "mail-failed", lost.wire()))
-            failed.append(f"{notice.run}/{entry.id} {notice.kind}: {refused}")
-    return appended, failed
+        if queued is not None:
+            waiting.append(queued)
+    delivery = deliver(store, waiting, mail, now, _send)
+    return appended + delivery.entries, problems + delivery.problems
+
+
+def _record(
+    store: RunStore, notice: Notice, directory: Directory, mail: MailSection, now: datetime
+) -> tuple[Entry, QueuedMail | None]:
+    """Append the notice's entry: with its mail queued in it, when there is anyone to mail."""
+    addresses = [a for a in (_address(directory, p) for p in notice.to) if a]
+    sending = bool(addresses and mail.smtp_port is not None)
+    message_id = notice_message_id(notice, mail.sender) if sending else None
+    mailed = {"mail_to": addresses, "message_id": message_id, "subject": notice.subject, "text": notice.text}
+    update: dict[str, object] = {"at": wire_time(now), **(mailed if sending else {})}
+    if notice.to and not sending:
+        update["mail_to"] = []  # for someone, but nobody to mail (no address, or no [mail])
+    entry = store.append(notice.run, notice.kind, notice.body.model_copy(update=update).wire())
+    if message_id is None:
+        return entry, None
+    mailing = (addresses, message_id, notice.subject, notice.text)
+    return entry, QueuedMail(notice.run, entry.id, notice.kind, *mailing)
 
 
 def notice_message_id(notice: Notice, sender: str) -> str:

@@ -206,9 +206,15 @@ class RunSessions:
         self.own_refusal: RunKeyRefusal | None = None  # the configured key can't be used
         self.states: dict[str, RunState] = {}
 
-    def open(self, now: datetime, idle: timedelta) -> str:
-        """Close runs left idle, then open (or continue) this process's own run."""
+    def open(self, now: datetime, idle: timedelta) -> None:
+        """At the process's start: close runs left idle. Its own run opens at its first call
+        (:meth:`own_run`), so a process that is never called leaves no empty run behind."""
         self.keys.close_idle(now, idle)
+
+    def own_run(self, now: datetime) -> str:
+        """This process's own run, opened (or continued, under the host's key) on first use."""
+        if self.own is not None:
+            return self.own
         if self.configured is not None:
             found = self.keys.open_or_find(self.configured, self.agent, self.principal, now)
             if not isinstance(found, RunKeyRefusal):
@@ -222,8 +228,9 @@ class RunSessions:
 
     def run_for(self, key: str | RunKeyRefusal | None, now: datetime) -> str | RunKeyRefusal:
         """The run a call with ``key`` (as :func:`sent_key` read it) goes to, or why it is refused."""
-        assert self.own is not None, "open() first"
         if key is None:
+            self.own_run(now)
+            assert self.own is not None
             if self.own_refusal is not None:
                 return self.own_refusal
             state = self.states[self.own]

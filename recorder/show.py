@@ -20,6 +20,8 @@ from hatp_journal.recorder.record.entry_bodies import (
     DecisionBody,
     HaltedBody,
     IntentBody,
+    MailDeferredBody,
+    MailDeliveredBody,
     MailFailedBody,
     MentionBody,
     NoticeBody,
@@ -93,6 +95,10 @@ def describe(body: Body | Unreadable) -> Line:
         return f"of plan {body.plan}", "done", counts, ""
     if isinstance(body, HaltedBody):
         return f"of plan {body.plan}", body.code, body.reason, ""
+    if isinstance(body, MailDeliveredBody):
+        return f"mail for {body.notice}", "delivered", ", ".join(body.to or []), ""
+    if isinstance(body, MailDeferredBody):
+        return f"mail for {body.notice}", f"deferred ({body.code})", body.error, f"next at {body.retry_at}"
     if isinstance(body, MailFailedBody):
         return f"mail for {body.notice}", "not delivered", body.error, ""
     if isinstance(body, NoticeBody):

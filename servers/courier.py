@@ -161,6 +161,9 @@ class Deliverer:
             envelope = Envelope(
                 row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
             )
+            # Counted before the send: a courier killed after the 250 and before its mark leaves
+            # the attempt counted, so a notice sent twice shows two attempts, not one.
+            self._count_attempt(row.id)
             try:
                 smtp.send(envelope)
             except MailDeliveryError as error:
@@ -188,13 +191,21 @@ class Deliverer:
             release_lease(self.leases, pid)
         return sent
 
+    def _count_attempt(self, notice_id: str) -> None:
+        """One more attempt at ``notice_id``, in one quick commit, before it is sent."""
+        with Session(self._marks) as session:
+            row = session.get(OutboxNotice, notice_id)
+            if row is not None:
+                row.attempts += 1
+                session.add(row)
+                session.commit()
+
     def _mark(self, notice_id: str, error: MailDeliveryError | None) -> None:
         """One attempt's outcome in one quick commit: sent (None), failed for good, or kept prepared."""
         with Session(self._marks) as session:
             row = session.get(OutboxNotice, notice_id)
             if row is None:
                 return
-            row.attempts += 1
             if error is None:
                 row.state, row.code, row.reason, row.sent_at = SENT, None, None, wire_time(utc_now())
             else:

@@ -27,8 +27,8 @@ CRASH_POINTS = (
     # servers/courier.py, in the courier (or the server, courier "inline"), for each notice:
     "courier:delivered",  # the SMTP server answered 250; not marked sent yet
     "courier:marked",  # marked sent
-    # recorder/reminders.py, for every review, reminder or escalation mail:
-    "reminders:mailed",  # the SMTP server accepted the mail; its entry not yet appended
+    # recorder/notice_mail.py, for every review, reminder or escalation mail:
+    "reminders:mailed",  # the SMTP server accepted the mail; its mail-delivered entry not yet appended
 )
 
 _reached: Counter[str] = Counter()

@@ -129,7 +129,7 @@ def open_store_engine(url: str | Path) -> Engine:
     except DBAPIError as error:
         engine.dispose()
         code = StoreCode.STORE_UNUSABLE if engine.dialect.name == "sqlite" else StoreCode.STORE_UNREACHABLE
-        raise StoreError(f"cannot open the store {_shown(str(url))}: {_reason(error)}", code) from None
+        raise StoreError(f"cannot open the store {shown_url(str(url))}: {_reason(error)}", code) from None
     return engine
 
 
@@ -152,12 +152,16 @@ def _engine_for(text: str) -> Engine:
         extra = missing_extra(error) if isinstance(error, ImportError) else None
         reason = f"it needs the {extra!r} extra: {install_hint(extra)}" if extra else str(error)
         raise StoreError(
-            f"not a usable store URL {_shown(text)}: {reason}", StoreCode.STORE_BAD_URL
+            f"not a usable store URL {shown_url(text)}: {reason}", StoreCode.STORE_BAD_URL
         ) from None
 
 
-def _shown(text: str) -> str:
-    """A URL as it may be printed: without its password."""
+def shown_url(text: str | Path) -> str:
+    """A store URL (or SQLite path) as it may be printed anywhere: its password masked.
+
+    The one place a store's address is made printable; every message naming a store goes through it.
+    """
+    text = str(text)
     try:
         return make_url(text).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):

@@ -15,7 +15,7 @@ don't collide on the catalog. On SQLite the toolkit engine's ``BEGIN IMMEDIATE``
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Column, Connection, Engine, Integer, MetaData, String, Table, inspect, select, text
@@ -47,7 +47,8 @@ class PartStatus:
 
     part: str
     expected: int
-    found: int | None  # None: the part was never created in this store
+    found: int | None  # None: no version recorded for the part (never used in this store)
+    created: bool = False  # its tables exist (made along with another part's), whatever ``found`` says
 
     @property
     def ok(self) -> bool:
@@ -86,13 +87,25 @@ def ensure_schema(engine: Engine, part: str, version: int, tables: Sequence[Tabl
     done.add((part, version))
 
 
-def check_schema(engine: Engine, expected: dict[str, int]) -> list[PartStatus]:
-    """Each part's version as stored, beside the version this code expects; changes nothing."""
+def check_schema(
+    engine: Engine, expected: dict[str, int], tables: Mapping[str, Sequence[str]] | None = None
+) -> list[PartStatus]:
+    """Each part's version as stored, beside the version this code expects, and whether its
+    ``tables`` (names, by part) exist; changes nothing."""
+    tables = tables or {}
     try:
         with engine.connect() as connection:
-            if not inspect(connection).has_table(SCHEMA_TABLE.name):
-                return [PartStatus(part, version, None) for part, version in expected.items()]
-            return [PartStatus(part, number, _version(connection, part)) for part, number in expected.items()]
+            names = set(inspect(connection).get_table_names())
+            versioned = SCHEMA_TABLE.name in names
+            return [
+                PartStatus(
+                    part,
+                    number,
+                    _version(connection, part) if versioned else None,
+                    bool(tables.get(part)) and all(name in names for name in tables.get(part, ())),
+                )
+                for part, number in expected.items()
+            ]
     except DBAPIError as error:
         raise StoreError(f"cannot read the store: {_reason(error)}", StoreCode.STORE_UNREACHABLE) from None
 

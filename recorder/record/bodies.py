@@ -62,6 +62,8 @@ KNOWN_KINDS = frozenset(
         "escalation",
         "lapse",
         "mail-failed",
+        "mail-deferred",
+        "mail-delivered",
         "seen",
         "note",
     }

@@ -268,9 +268,28 @@ class HaltedBody(BodyModel):
     reason: str = ""
 
 
-class MailFailedBody(BodyModel):
+class MailBody(BodyModel):
+    """What became of a notice's mail: ``mail-delivered``, ``mail-deferred`` or ``mail-failed``."""
+
     notice: str
     error: str = ""
+    code: str = ""
+    to: list[str] | None = None
+    attempts: int | None = None
+    attempt: int | None = None
+    retry_at: WireTime | None = None
+
+
+class MailFailedBody(MailBody):
+    """``mail-failed``: refused for good, or its last attempt failed."""
+
+
+class MailDeferredBody(MailBody):
+    """``mail-deferred``: one attempt failed in a way that may pass; tried again from ``retryAt``."""
+
+
+class MailDeliveredBody(MailBody):
+    """``mail-delivered``: the SMTP server accepted the mail."""
 
 
 class NoticeBody(BodyModel):
@@ -281,6 +300,7 @@ class NoticeBody(BodyModel):
     summary: str | None = None
     after: str | None = None
     mailed_to: list[str] | None = None
+    mail_to: list[str] | None = None
 
 
 class NoteOutcome(BodyModel):
@@ -320,6 +340,8 @@ Body = (
     | ReversalBody
     | HaltedBody
     | MailFailedBody
+    | MailDeferredBody
+    | MailDeliveredBody
     | NoticeBody
     | MentionBody
     | OtherBody
@@ -335,6 +357,8 @@ BODY_MODELS: dict[str, type[Body]] = {
     "reversal": ReversalBody,
     "undo-halted": HaltedBody,
     "mail-failed": MailFailedBody,
+    "mail-deferred": MailDeferredBody,
+    "mail-delivered": MailDeliveredBody,
     "review": NoticeBody,
     "reminder": NoticeBody,
     "escalation": NoticeBody,

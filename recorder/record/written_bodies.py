@@ -307,14 +307,43 @@ class NoticeRecord(Written):
     role: str | None = None
     to: list[str] | None = None
     link: str | None = None
+    reached: list[dict[str, Any]] | None = None  # a lapse: each notice of the step delivered, and to whom
     at: str | None = None
-    mailed_to: list[str] | None = None
+    mailed_to: list[str] | None = None  # records before the mail queue: the addresses it was sent to
+    mail_to: list[str] | None = None  # the addresses its mail is queued for (delivered: ``mail-delivered``)
     message_id: str | None = None
+    subject: str | None = None
+    text: str | None = None
+
+
+class MailDeliveredRecord(Written):
+    """A ``mail-delivered``: the SMTP server accepted the notice's mail (250), at which attempt."""
+
+    notice: str
+    to: list[str]
+    message_id: str
+    attempts: int
+    at: str
+
+
+class MailDeferredRecord(Written):
+    """A ``mail-deferred``: one attempt failed in a way that may pass (4xx, server unreachable);
+    the mail is tried again from ``retryAt``."""
+
+    notice: str
+    code: str
+    error: str
+    attempt: int
+    at: str
+    retry_at: str
 
 
 class MailFailedRecord(Written):
-    """A ``mail-failed``: the notice whose mail never left, and why."""
+    """A ``mail-failed``: the notice whose mail never left, and why (refused for good, or the last
+    of its attempts failed)."""
 
     notice: str
     error: str
     at: str
+    code: str | None = None
+    attempts: int | None = None

@@ -7,6 +7,7 @@ conflict is its own signature. A plan that changed since it was shown cannot be 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,7 +17,7 @@ from typing import Any, Literal
 from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, RecordedAsk
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.not_counted import NotCounted, Refused
-from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record import Entry, Run, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, PlanBody, read_as, read_own
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.record.written_bodies import (
@@ -26,11 +27,14 @@ from hatp_journal.recorder.record.written_bodies import (
     PlanRecord,
     SignedOverride,
 )
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
+
+_log = logging.getLogger(__name__)
 
 PlanState = Literal["pending", "approved", "denied"]
 
@@ -91,15 +95,14 @@ def find_plan(store: RunStore, ref: str) -> PlanAsk:
 
 def pending_plans(store: RunStore) -> list[PlanAsk]:
     """Plans across all runs still waiting for a decision (deadline not passed)."""
-    found = []
-    for run in store.runs():
+
+    def pending_in(run: Run) -> list[PlanAsk]:
         entries = store.entries(run.id)
-        for entry in entries:
-            if entry.kind == "plan":
-                ask = _state(run.id, entry, entries)
-                if ask.state == "pending":
-                    found.append(ask)
-    return found
+        asks = [_state(run.id, entry, entries) for entry in entries if entry.kind == "plan"]
+        return [ask for ask in asks if ask.state == "pending"]
+
+    walk = each_run(store, pending_in, logger=_log, doing="listing pending plans")
+    return [ask for _, asks in walk for ask in asks]
 
 
 def is_plan(store: RunStore, ref: str) -> bool:

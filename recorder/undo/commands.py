@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Literal
 
+import anyio
+import httpx2
+from mcp.shared.exceptions import MCPError
+
 from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.downstream_errors import DownstreamCode
 from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
@@ -44,21 +50,74 @@ from hatp_journal.toolkit.text import shown, shown_lines
 
 
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:
-    """Run one undo command; UndoError propagates to the CLI, which prints its code."""
+    """Run one undo command; UndoError propagates to the CLI, which prints its code.
+
+    A tool server that dies while the command talks to it never ends the command in a traceback:
+    its connection failing to close after the work is done is one line on stderr (the exit code is
+    the work's), and a connection that breaks so hard it stops the work (the MCP client's session
+    task fails, cancelling the command) is one line saying so and exit code 1. Either way what was
+    done is in the record, and running ``undo`` again finishes an undo.
+    """
     policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     directory = load_directory(config)
-    async with AsyncExitStack() as stack:
-        servers = UndoServers(config, store, stack)
-        if args.command == "plan":
-            return await _plan(args, store, policy, directory, servers)
-        if args.command in ("approve", "deny"):
-            return await _decide(args, store, policy, directory, servers, config)
-        if args.command == "undo":
-            return await _undo(args.plan, store, servers, config)
-        if args.command == "confirm-link":
-            return _confirm_link(args, store, policy, directory)
-        if args.command == "remedy":
-            return _remedy(args, store, policy, directory)
+    code: int | None = None
+    try:
+        async with AsyncExitStack() as stack:
+            code = await _dispatch(args, config, store, policy, directory, UndoServers(config, store, stack))
+    except Exception as error:
+        if not server_went_away(error):
+            raise
+        print(
+            f"hatp-recorder: {DownstreamCode.DOWNSTREAM_FAILED}: {_gone_text(args, error, code)}",
+            file=sys.stderr,
+        )
+        return 1 if code is None else code
+    assert code is not None  # the block returned normally, so the command ran to its end
+    return code
+
+
+_GONE = (OSError, MCPError, httpx2.TransportError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+"""What a connection to a server that died raises (over stdio or HTTP, in any of the MCP client's tasks)."""
+
+
+def server_went_away(error: BaseException) -> bool:
+    """Whether ``error`` (or every error of a group) is a broken connection to a tool server."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(server_went_away(inner) for inner in error.exceptions)
+    return isinstance(error, _GONE)
+
+
+def _gone_text(args: argparse.Namespace, error: BaseException, code: int | None) -> str:
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    why = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    if code is not None:  # the work was done; only closing the connection failed
+        return f"a tool server's connection did not close cleanly (it went away): {why}"
+    ref = getattr(args, "plan", None) or getattr(args, "ask", None)
+    again = (
+        f"; run `hatp-recorder undo {ref}` again to finish it" if args.command in ("approve", "undo") else ""
+    )
+    return f"a tool server went away during `{args.command}` ({why}); what was done is recorded{again}"
+
+
+async def _dispatch(
+    args: argparse.Namespace,
+    config: RecorderConfig,
+    store: RunStore,
+    policy: Policy,
+    directory: Directory,
+    servers: UndoServers,
+) -> int:
+    if args.command == "plan":
+        return await _plan(args, store, policy, directory, servers)
+    if args.command in ("approve", "deny"):
+        return await _decide(args, store, policy, directory, servers, config)
+    if args.command == "undo":
+        return await _undo(args.plan, store, servers, config)
+    if args.command == "confirm-link":
+        return _confirm_link(args, store, policy, directory)
+    if args.command == "remedy":
+        return _remedy(args, store, policy, directory)
     raise AssertionError(f"not an undo command: {args.command}")  # pragma: no cover
 
 

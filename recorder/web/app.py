@@ -8,6 +8,7 @@ autoescaping on, so whatever a tool server or agent wrote is shown as text, neve
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -31,6 +32,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
+from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     display_name,
@@ -73,7 +75,11 @@ from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
 
+_log = logging.getLogger(__name__)
+
 COOKIE = "hatp_session"
+TICK_FAILED = "TICK_FAILED"
+"""Printed by the scheduler for a tick that failed as a whole (the store away); the next one runs."""
 TEMPLATES = Path(__file__).parent / "templates"
 # No scripts at all, forms only to ourselves, never framed: defence in depth behind autoescaping.
 SECURITY_HEADERS = {
@@ -144,7 +150,8 @@ class WebApprover:
         return sign_in_link(self.config, person, now=self.clock(), valid_for=valid_for)
 
     def tick(self) -> list[str]:
-        """Send what is due (reviews, reminders, escalations) and record lapses; the mails that failed."""
+        """Send what is due (reviews, reminders, escalations) and record lapses; one line per notice
+        or mail that did not go, starting with its code."""
         _, failed = tick(
             self.store,
             self._policy(),
@@ -165,8 +172,12 @@ class WebApprover:
 
     async def _tick_forever(self) -> None:
         while True:
-            for failure in await anyio.to_thread.run_sync(self.tick):
-                print(f"hatp-recorder: MAIL_FAILED: {failure}", file=sys.stderr, flush=True)
+            try:
+                problems = await anyio.to_thread.run_sync(self.tick)
+            except Exception as error:  # noqa: BLE001 -- the scheduler outlives any one bad tick
+                problems = [f"{TICK_FAILED}: {type(error).__name__}: {error}"]
+            for problem in problems:
+                print(f"hatp-recorder: {problem}", file=sys.stderr, flush=True)
             await anyio.sleep(self.config.web.tick_seconds)
 
     def close(self) -> None:
@@ -252,8 +263,11 @@ class WebApprover:
 
     def _withdraw_overdue(self, directory: Directory) -> None:
         asks = Asks(self.store)
-        for run in self.store.runs():
-            asks.withdraw_overdue(run.id, self.clock(), directory)
+        now = self.clock()
+        overdue = lambda run: asks.withdraw_overdue(run.id, now, directory)  # noqa: E731
+        withdrawing = each_run(self.store, overdue, logger=_log, doing="withdrawing overdue asks")
+        for _ in withdrawing:
+            pass
 
     # -- pages ----------------------------------------------------------------------------------
 

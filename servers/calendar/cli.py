@@ -66,17 +66,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_courier_argument(serve)
     edit = commands.add_parser("edit", help="a colleague's edit, outside any agent run (no mail is sent)")
-    edit.add_argument("--db", type=Path, required=True)
+    edit.add_argument("--db", required=True, help=_DB_HELP)
     edit.add_argument("uid", help="the event's UID")
     edit.add_argument("--summary")
     edit.add_argument("--start", type=_time, help="ISO 8601 with a timezone, e.g. 2026-11-05T15:00:00Z")
     edit.add_argument("--end", type=_time, help="ISO 8601 with a timezone")
     edit.add_argument("--by", required=True, help="who made the edit, e.g. eve@acme.com")
     show = commands.add_parser("show", help="list events, or print one with its stored iCalendar text")
-    show.add_argument("--db", type=Path, required=True)
+    show.add_argument("--db", required=True, help=_DB_HELP)
     show.add_argument("uid", nargs="?", help="the event's UID (omit to list all)")
     outbox = commands.add_parser("outbox", help="print every mail notice and its state (one JSON line each)")
-    outbox.add_argument("--db", type=Path, required=True)
+    outbox.add_argument("--db", required=True, help=_DB_HELP)
     outbox.add_argument(
         "--send", action="store_true", help="first send the notices still prepared (with the server stopped)"
     )
@@ -153,10 +153,31 @@ def _outbox(args: argparse.Namespace) -> int:
     return 0
 
 
-def _existing(db: Path) -> Path:
-    # Opening a store creates it; a typo in --db must not silently create an empty calendar.
-    if not db.is_file():
-        raise _BadInput(f"--db: no calendar database at {db}")
+_DB_HELP = "the calendar's store: a SQLite file, or a database URL (postgresql://…)"
+
+
+def _existing(db: str) -> str:
+    """``db`` if a calendar store is there (a file, or a database holding the calendar's table).
+
+    Opening a store creates it; a typo in --db must not silently create an empty calendar. Every
+    message names the store with its password masked.
+    """
+    if "://" not in db:
+        if not Path(db).is_file():
+            raise _BadInput(f"--db: no calendar database at {db}")
+        return db
+    from sqlalchemy import inspect
+
+    from hatp_journal.toolkit.store import open_store_engine, shown_url
+
+    engine = open_store_engine(db)  # StoreError (password masked) if it can't be used
+    try:
+        with engine.connect() as connection:
+            found = inspect(connection).has_table("cal_event")
+    finally:
+        engine.dispose()
+    if not found:
+        raise _BadInput(f"--db: no calendar in the database at {shown_url(db)}")
     return db
 
 

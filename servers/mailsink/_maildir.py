@@ -65,8 +65,14 @@ class DeliveredMessage:
 
 
 def ensure_maildir(directory: Path) -> None:
-    """Create ``directory`` as an empty Maildir (with ``tmp/``, ``new/``, ``cur/``) if needed."""
+    """Create ``directory`` as an empty Maildir (with ``tmp/``, ``new/``, ``cur/``) if needed.
+
+    A folder that exists already (made empty beforehand, as a deployment does) gets the three
+    subfolders it lacks: ``mailbox.Maildir`` makes them only when it makes the folder itself.
+    """
     mailbox.Maildir(directory, create=True)
+    for part in ("tmp", "new", "cur"):
+        (directory / part).mkdir(exist_ok=True)
 
 
 def deliver(directory: Path, envelope_from: str, envelope_to: Sequence[str], data: bytes) -> str:

@@ -14,6 +14,7 @@ from hatp_journal.recorder.cli import main
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.store_check import PART_TABLES  # every part's tables known, as in `serve`
 from hatp_journal.toolkit import SigningKey, StoreError
 from hatp_journal.toolkit.errors import StoreCode
 from hatp_journal.toolkit.store import create_store_engine
@@ -42,6 +43,7 @@ def closed_port() -> int:
 def test_a_started_store_checks_out_part_by_part(
     store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    assert PART_TABLES["fleet-lease"] == ["rec_fleet_lease"]
     store = RunStore(store_url, SigningKey.generate())
     PinStore(store.engine)
     StoredLedger(store.engine)
@@ -50,16 +52,46 @@ def test_a_started_store_checks_out_part_by_part(
     code, out, err = cli(configure(tmp_path, store_url), "store-check", capsys)
 
     assert code == 0, err
-    parts = {line.split("\t")[0]: line.split("\t")[1:3] for line in out.splitlines()}
+    parts = {line.split("\t")[0]: line.split("\t")[1:] for line in out.splitlines()}
+    unused = "created, not used yet (its version is recorded on first use)"
     assert parts == {
-        "record": ["1", "1"],
-        "pins": ["1", "1"],
-        "ledger": ["1", "1"],
-        "lease": ["-", "1"],
-        "fleet-lease": ["-", "1"],
-        "runs": ["-", "1"],
-        "web": ["-", "1"],
+        "record": ["1", "1", "ok"],
+        "pins": ["1", "1", "ok"],
+        "ledger": ["1", "1", "ok"],
+        "lease": ["-", "1", unused],  # its table exists: the store's first start made every table
+        "fleet-lease": ["-", "1", unused],
+        "runs": ["-", "1", unused],
+        "web": ["-", "1", unused],
+        "undo": ["1", "1", "ok"],
     }
+
+
+def test_a_part_whose_tables_were_never_made_is_reported_not_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    with store.engine.begin() as connection:
+        connection.execute(text("DROP TABLE rec_fleet_lease"))
+    store.dispose()
+
+    code, out, err = cli(configure(tmp_path, "recorder.db"), "store-check", capsys)
+
+    assert code == 0, err
+    [fleet] = [line.split("\t") for line in out.splitlines() if line.startswith("fleet-lease")]
+    assert fleet == ["fleet-lease", "-", "1", "not created yet (made on first use)"]
+
+
+def test_a_postgresql_store_never_started_is_named_without_its_password(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with_password = postgres_url.replace("postgres@", "postgres:s3cret-pw@", 1)
+
+    code, _, err = cli(configure(tmp_path, with_password), "store-check", capsys)
+
+    assert code == 2
+    assert err.startswith(f"hatp-recorder: {StoreCode.STORE_SCHEMA_MISSING}: ")
+    assert "s3cret" not in err
+    assert "postgres:***@" in err
 
 
 def test_a_store_of_a_later_schema_is_refused_on_start_and_by_the_check_and_left_as_it_was(

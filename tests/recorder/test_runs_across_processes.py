@@ -170,3 +170,37 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
     assert repeat.structured_content is not None
     assert repeat.structured_content["status"] == "pending_approval"
     assert forwarded(tmp_path, run) == ["ok"]
+
+
+async def test_a_run_opens_at_its_first_call_so_processes_that_make_none_leave_no_empty_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = configure(tmp_path)
+    entry = documented_entry("mcp-servers-stdio")
+    args = [str(config) if arg.endswith("recorder.toml") else arg for arg in entry["args"]]
+    idle = StdioTransport(
+        str(Path(sys.executable).parent / entry["command"]),
+        args,
+        env=dict(os.environ),
+        cwd=str(tmp_path),
+        log_file=tmp_path / "recorder.log",
+        keep_alive=False,
+    )
+    async with Client(idle, timeout=60) as agent:  # connects and lists the tools, calls nothing
+        assert "plain_shout" in {tool.name for tool in await agent.list_tools()}
+    held = await call_in_a_new_process(config)
+    run, key = recorded(held)["run"], recorded(held)["runKey"]
+    await call_in_a_new_process(config, meta={"hatp/runKey": key})  # continues the run: opens none
+
+    store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
+    try:
+        runs = [r.id for r in store.runs()]
+    finally:
+        store.dispose()
+    capsys.readouterr()
+    ticked = recorder_cli(["--config", str(config), "tick"])
+
+    assert runs == [run]
+    assert ticked == 0
+    assert "nothing in this run can be undone" not in capsys.readouterr().out
+    assert "no call came: no run was opened" in (tmp_path / "recorder.log").read_text()

@@ -183,9 +183,12 @@ def test_a_courier_killed_between_the_250_and_its_mark_is_the_one_resend_with_th
     flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()  # takes the dead one's lease
 
     copies = Counter(str(m.message["Message-ID"]) for m in mail_sink.wait_for(2))
+    sent = row(engine, staged.id)
     assert killed.returncode == -signal.SIGKILL
     assert flushed == [staged.id]
     assert copies == {staged.message_id: 2}  # a receiver can collapse them by their Message-ID
+    assert sent is not None
+    assert (sent.state, sent.attempts) == ("sent", 2)  # the killed courier's send is counted too
 
 
 def test_a_courier_whose_server_is_gone_delivers_what_waits_then_exits_and_gives_the_lease_back(

@@ -505,11 +505,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--key", type=Path, required=True)
+    parser.add_argument("--port", type=int, help="serve streamable HTTP on 127.0.0.1:PORT (default: stdio)")
     args = parser.parse_args()
     global _STORE
     _STORE = args.db
     mcp, _ = build(args.db, SigningKey.load_or_create(args.key))
-    mcp.run(show_banner=False)
+    if args.port is None:
+        mcp.run(show_banner=False)
+    else:
+        mcp.run(transport="http", host="127.0.0.1", port=args.port, show_banner=False)
 
 
 if __name__ == "__main__":

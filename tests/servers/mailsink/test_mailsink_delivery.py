@@ -107,3 +107,15 @@ def test_sending_to_a_stopped_sink_fails_with_the_delivery_error_code(tmp_path):
 def test_the_port_of_a_sink_that_is_not_running_is_an_error(tmp_path):
     with pytest.raises(RuntimeError):
         _ = MailSink(Path(tmp_path)).port
+
+
+def test_a_sink_on_a_folder_made_empty_beforehand_makes_its_maildir_there_and_stores_mail(tmp_path: Path):
+    folder = tmp_path / "mail"
+    folder.mkdir()  # as a deployment makes the folder before the sink first starts
+
+    with MailSink(folder) as sink:
+        send_message(_email("Into a folder made beforehand"), sink.host, sink.port)
+        [delivered] = sink.wait_for(1)
+
+    assert delivered.subject == "Into a folder made beforehand"
+    assert sorted(p.name for p in folder.iterdir()) == ["cur", "new", "tmp"]
