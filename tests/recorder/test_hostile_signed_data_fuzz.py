@@ -723,7 +723,8 @@ def test_a_signed_summary_with_line_breaks_is_mailed_in_a_one_line_subject_to_it
         mailed = sink.wait_for(2)
 
     assert failed == []
-    assert [e.kind for e in appended] == ["review", "reminder"]
+    assert [e.kind for e in appended if e.kind in ("review", "reminder")] == ["review", "reminder"]
+    assert [e.kind for e in appended].count("mail-delivered") == 2  # each delivery is in the record
     assert [m.envelope_to for m in mailed] == [("dana@acme.example",), ("dana@acme.example",)]
     assert mailed[1].subject == f"Undo window closes {OPEN_WINDOW}: Put k1 Bcc: eve@evil.example and more"
     assert "Bcc" not in mailed[1].message

@@ -62,7 +62,7 @@ def test_a_started_store_checks_out_part_by_part(
         "fleet-lease": ["-", "1", unused],
         "runs": ["-", "1", unused],
         "web": ["-", "1", unused],
-        "undo": ["1", "1", "ok"],
+        "undo": ["2", "2", "ok"],
     }
 
 
