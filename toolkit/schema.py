@@ -9,7 +9,6 @@ from typing import Any
 
 from hatp_journal.toolkit.wire import SCHEMA_MODELS
 
-
 TOKEN_DIGEST = {
     "description": "The compensation token replaced by its digest (lowercase hex SHA-256 of its UTF-8 "
     "bytes): the form a Run Record keeps, which the server's receipt signs",
