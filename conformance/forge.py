@@ -598,8 +598,7 @@ def write(source: Path, out: Path) -> list[dict[str, Any]]:
     }
     for name, data in reencoded.items():
         (out / "tampered" / f"{name}.json").write_bytes(data)
-        codes = ("NOT_CANONICAL",)
-        expected.append(_expectation(name, lies[name], codes, codes, False))
+        expected.append(_expectation(name, lies[name], ("NOT_CANONICAL",), ("NOT_CANONICAL",), False))
     for item in expected:
         item.setdefault("flagged", [])
         item.setdefault("rewritesHistory", False)

@@ -222,7 +222,7 @@ class BodyChecks:
         self.receipts_checked += 1
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
-        if valid:
+        if valid and isinstance(receipt, Mapping):  # (a valid receipt is one)
             self._used(entry, receipt)
             self._replayed(entry, receipt)
         else:
