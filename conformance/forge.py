@@ -293,10 +293,10 @@ def _decision_naming_nothing(record: Record, signers: Signers) -> Record:
 
 
 def _pinned_at_moved(record: Record, signers: Signers) -> Record:
-    # A server key said to be pinned after the calls it signed (nothing signs pinnedAt).
+    # One flipped bit in a server key's pinnedAt (nothing signs it): month 12 becomes 13.
     server = entry(record, "call")["body"]["server"]
-    later = record["entries"][-1]["time"].replace(record["entries"][-1]["time"][:4], "2099", 1)
-    record["serverKeys"][server][0]["pinnedAt"] = later
+    pinned = record["serverKeys"][server][0]
+    pinned["pinnedAt"] = pinned["pinnedAt"][:5] + "13" + pinned["pinnedAt"][7:]
     return record
 
 
@@ -492,7 +492,7 @@ FORGERIES = (
     ),
     Forgery(
         "pinned-at-moved",
-        "a server key's pinnedAt moved after the calls it signed",
+        "a server key's pinnedAt made a month 13 (one flipped bit)",
         ("BAD_TIME",),
         _pinned_at_moved,
         rewrites_history=False,

@@ -127,8 +127,6 @@ class BodyChecks:
     recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
     pinned_directory: Directory | None = None
     opened_at: str | None = None
-    first_use: dict[str, str] = field(default_factory=dict)
-    """kid → the time of the first entry holding a valid signature by that server key."""
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
@@ -185,14 +183,6 @@ class BodyChecks:
         if isinstance(receipt, Mapping) and "issuedAt" in receipt:
             self._time(entry, f"{what} issuedAt", receipt["issuedAt"])
 
-    def _used(self, entry: Entry, receipt: Any) -> None:
-        """Note the first entry a server key's valid signature is in (its ``pinnedAt`` is before)."""
-        kid = receipt.get("kid") if isinstance(receipt, Mapping) else None
-        if isinstance(kid, str) and is_wire_time(entry.time):
-            known = self.first_use.get(kid)
-            if known is None or entry.time < known:
-                self.first_use[kid] = entry.time
-
     # -- calls ----------------------------------------------------------------
 
     def _call(self, entry: Entry) -> None:
@@ -223,7 +213,6 @@ class BodyChecks:
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
         if valid and isinstance(receipt, Mapping):  # (a valid receipt is one)
-            self._used(entry, receipt)
             self._replayed(entry, receipt)
         else:
             detail = f"call receipt of server {server!r} {_why(keys)}"
@@ -330,8 +319,6 @@ class BodyChecks:
             self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
         elif answer.get("tokenDigest") != call.token_digest:
             self.found.add(code, entry.id, f"{what} for {step} is about another token")
-        elif not call.host:
-            self._used(entry, answer.get("receipt"))
 
     # -- decisions ------------------------------------------------------------------
 

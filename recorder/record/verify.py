@@ -452,24 +452,13 @@ class RecordVerifier:
         return signed or 0
 
     def _pinned_at(self) -> None:
-        """Each shipped server key's ``pinnedAt``: a time, and not after the first entry holding a
-        valid signature by that key (the Recorder pins a key before it accepts anything it signs).
-        The member is not signed: a pin moved earlier can't show."""
-        used = self.bodies.first_use
+        """Each shipped server key's ``pinnedAt`` is a time. Nothing signs it, and it is written by
+        another clock than the entries' (pins outlive runs): only its form can be checked."""
         for server, shipped in self.header.server_keys.items():
             for key in shipped:
                 at = key.pinned_at
-                if at is None:
-                    continue  # keys handed to the export, not pinned by the Recorder, carry none
-                if not is_wire_time(at):
+                if at is not None and not is_wire_time(at):  # absent: keys handed to the export
                     self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pinnedAt {at!r}")
-                elif key.kid in used and at > used[key.kid]:
-                    self.found.add(
-                        Check.BAD_TIME,
-                        None,
-                        f"serverKeys.{server}: key {key.kid!r} pinned at {at}, after an entry of "
-                        f"{used[key.kid]} holds its signature",
-                    )
 
     def _check_latest(self, head: Checkpoint) -> None:
         label = entry_id(head.size) if head.size else None
