@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -30,7 +29,6 @@ from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import (
     VerifyKey,
@@ -68,10 +66,6 @@ KNOWN_KINDS = frozenset(
     }
 )
 """Every entry kind a Recorder writes (``docs/run-record.md``); any other is ``UNKNOWN_KIND``."""
-
-CLOCK_SKEW = timedelta(minutes=5)
-"""How far a tool server's clock may be behind the Recorder's: a call receipt issued earlier than
-this before its run opened was issued for another call (``RECEIPT_REPLAYED``)."""
 
 _MAX_SCAN = 100_000
 """Values looked at per body when searching for a token (bodies are bounded at intake)."""
@@ -126,7 +120,6 @@ class BodyChecks:
     receipts_checked: int = 0
     recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
     pinned_directory: Directory | None = None
-    opened_at: str | None = None
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
@@ -224,23 +217,13 @@ class BodyChecks:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
 
     def _replayed(self, entry: Entry, receipt: Mapping[str, Any]) -> None:
-        """A server's call receipt is issued for one call: it is in one entry only, and was not
-        issued before the run opened (allowing :data:`CLOCK_SKEW`)."""
+        """A server's call receipt is issued for one call: it is in one entry only. (Its time is the
+        server's clock, never compared with the Recorder's: a server running late is no replay.)"""
         sig = receipt.get("sig")
         if sig in self._call_receipts:
             self.found.add(Check.RECEIPT_REPLAYED, entry.id, "a call receipt already in an earlier entry")
         elif isinstance(sig, str):
             self._call_receipts.add(sig)
-        issued, opened = receipt.get("issuedAt"), self.opened_at
-        if is_wire_time(issued) and is_wire_time(opened):
-            assert isinstance(issued, str)
-            assert isinstance(opened, str)
-            if parse_wire_time(issued) < parse_wire_time(opened) - CLOCK_SKEW:
-                self.found.add(
-                    Check.RECEIPT_REPLAYED,
-                    entry.id,
-                    f"a call receipt issued at {issued}, before the run opened",
-                )
 
     def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:
         """A call the host undoes (recorder/host_undo.py): its ``hostUndo`` member is signed by the

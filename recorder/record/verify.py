@@ -210,7 +210,6 @@ class RecordVerifier:
             found,
             recorder_keys=self.recorder_keys,
             pinned_directory=pinned_directory,
-            opened_at=header.run.opened_at,
         )
         # Heads are kept only at the sizes a checkpoint (or the latest head) signs.
         self.wanted = {c.size for c in header.checkpoints} | ({self.latest.size} if self.latest else set())

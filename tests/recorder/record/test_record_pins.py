@@ -2,8 +2,8 @@
 
 A directory pinned is never replaced by the file's: a decision naming another is
 ``DIRECTORY_NOT_PINNED`` and is judged by the pinned one; a run whose directory changed between
-decisions verifies with each of its directories pinned. A call receipt issued long before its run
-opened is ``RECEIPT_REPLAYED``; one within the clock skew is not. A not-counted decision whose
+decisions verifies with each of its directories pinned. A call receipt in a second entry is
+``RECEIPT_REPLAYED``; one from a server whose clock runs late is not. A not-counted decision whose
 signature fails is flagged, not a problem, and never silent.
 """
 
@@ -99,12 +99,13 @@ def signed_call(server_key: SigningKey, issued_at: str, n: int) -> dict[str, Any
     return {"server": "crm", "tool": "update_deal", "arguments": arguments, "journal": journal}
 
 
-def test_a_call_receipt_issued_long_before_its_run_opened_is_replayed_one_within_the_clock_skew_is_not(
+def test_a_call_receipt_is_replayed_when_a_second_entry_holds_it_not_when_its_server_runs_late(
     store: RunStore, server_key: SigningKey
 ) -> None:
     run = store.open_run(agent="sales-bot", principal="dana")  # the store's clock: 2026-11-04T09:00:01Z
-    store.append(run.id, "call", signed_call(server_key, "2026-11-04T08:56:01Z", 1))  # 4 minutes before
-    store.append(run.id, "call", signed_call(server_key, "2026-11-03T09:00:00Z", 2))  # a day before
+    store.append(run.id, "call", signed_call(server_key, "2026-11-03T09:00:00Z", 1))  # a server a day late
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2))
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2))  # the same call again
     store.close_run(run.id)
 
     report = verify_record(
@@ -112,4 +113,4 @@ def test_a_call_receipt_issued_long_before_its_run_opened_is_replayed_one_within
     )
 
     assert store.export(run.id).run.opened_at == "2026-11-04T09:00:01Z"
-    assert [(p.entry, p.check.value) for p in report.problems] == [("e2", "RECEIPT_REPLAYED")]
+    assert [(p.entry, p.check.value) for p in report.problems] == [("e3", "RECEIPT_REPLAYED")]
