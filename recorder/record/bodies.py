@@ -123,7 +123,7 @@ class BodyChecks:
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
-    _call_receipts: set[str] = field(default_factory=set)
+    _signed_tokens: set[str] = field(default_factory=set)
 
     def check(self, entry: Entry) -> None:
         """Check one entry (entries come in chain order)."""
@@ -205,8 +205,8 @@ class BodyChecks:
         self.receipts_checked += 1
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
-        if valid and isinstance(receipt, Mapping):  # (a valid receipt is one)
-            self._replayed(entry, receipt)
+        if valid:
+            self._replayed(entry, digest if isinstance(digest, str) else None)
         else:
             detail = f"call receipt of server {server!r} {_why(keys)}"
             intake = body.get("intake")
@@ -216,14 +216,20 @@ class BodyChecks:
             else:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
 
-    def _replayed(self, entry: Entry, receipt: Mapping[str, Any]) -> None:
-        """A server's call receipt is issued for one call: it is in one entry only. (Its time is the
-        server's clock, never compared with the Recorder's: a server running late is no replay.)"""
-        sig = receipt.get("sig")
-        if sig in self._call_receipts:
-            self.found.add(Check.RECEIPT_REPLAYED, entry.id, "a call receipt already in an earlier entry")
-        elif isinstance(sig, str):
-            self._call_receipts.add(sig)
+    def _replayed(self, entry: Entry, token_digest: str | None) -> None:
+        """A call receipt that signs a compensation token is for one call only: tokens are minted
+        once per call, so the same one signed in two entries is a replayed call. (A receipt without
+        a token can repeat honestly: the same read made twice in one second is signed alike. Its
+        time is the server's clock, never compared with the Recorder's.)"""
+        if token_digest is None:
+            return
+        if token_digest in self._signed_tokens:
+            self.found.add(
+                Check.RECEIPT_REPLAYED,
+                entry.id,
+                "a call receipt for a token already signed in an earlier entry",
+            )
+        self._signed_tokens.add(token_digest)
 
     def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:
         """A call the host undoes (recorder/host_undo.py): its ``hostUndo`` member is signed by the

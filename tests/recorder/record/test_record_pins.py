@@ -2,8 +2,9 @@
 
 A directory pinned is never replaced by the file's: a decision naming another is
 ``DIRECTORY_NOT_PINNED`` and is judged by the pinned one; a run whose directory changed between
-decisions verifies with each of its directories pinned. A call receipt in a second entry is
-``RECEIPT_REPLAYED``; one from a server whose clock runs late is not. A not-counted decision whose
+decisions verifies with each of its directories pinned. A call receipt signing a token another
+entry's receipt signs is ``RECEIPT_REPLAYED``; one from a server whose clock runs late, or the same
+read made twice, is not. A not-counted decision whose
 signature fails is flagged, not a problem, and never silent.
 """
 
@@ -16,7 +17,7 @@ from record_helpers import pins, server_pins
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.signing import SigningKey, b64url, call_payload
+from hatp_journal.toolkit.signing import SigningKey, b64url, call_payload, token_digest
 
 LEE, KIM, ROLE = "human://acme.com/lee", "human://acme.com/kim", "human://acme.com/role/team-lead"
 AT = "2026-11-04T09:30:00Z"
@@ -92,20 +93,24 @@ def test_a_not_counted_decision_whose_signature_fails_is_flagged_not_a_problem(s
     assert [(p.entry, p.check.value) for p in report.flagged] == [("e3", "APPROVAL_SIGNATURE_INVALID")]
 
 
-def signed_call(server_key: SigningKey, issued_at: str, n: int) -> dict[str, Any]:
+def signed_call(server_key: SigningKey, issued_at: str, n: int, *, token: bool = True) -> dict[str, Any]:
     arguments = {"deal": f"D-{n}"}
-    journal: dict[str, Any] = {"protocol": "hatp-journal/0.3", "server": "crm", "read": False}
+    journal: dict[str, Any] = {"protocol": "hatp-journal/0.3", "server": "crm", "read": not token}
+    if token:
+        journal["compensationTokenDigest"] = token_digest(f"ctk_{n}")
     journal["receipt"] = server_key.sign(call_payload(journal, "update_deal", arguments), issued_at).wire()
     return {"server": "crm", "tool": "update_deal", "arguments": arguments, "journal": journal}
 
 
-def test_a_call_receipt_is_replayed_when_a_second_entry_holds_it_not_when_its_server_runs_late(
+def test_a_receipt_signing_a_token_already_signed_is_replayed_a_late_server_or_a_repeated_read_is_not(
     store: RunStore, server_key: SigningKey
 ) -> None:
     run = store.open_run(agent="sales-bot", principal="dana")  # the store's clock: 2026-11-04T09:00:01Z
     store.append(run.id, "call", signed_call(server_key, "2026-11-03T09:00:00Z", 1))  # a server a day late
-    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2))
-    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2))  # the same call again
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2, token=False))
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:02Z", 2, token=False))  # same read
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:03Z", 3))
+    store.append(run.id, "call", signed_call(server_key, "2026-11-04T09:00:03Z", 3))  # the same call again
     store.close_run(run.id)
 
     report = verify_record(
@@ -113,4 +118,4 @@ def test_a_call_receipt_is_replayed_when_a_second_entry_holds_it_not_when_its_se
     )
 
     assert store.export(run.id).run.opened_at == "2026-11-04T09:00:01Z"
-    assert [(p.entry, p.check.value) for p in report.problems] == [("e3", "RECEIPT_REPLAYED")]
+    assert [(p.entry, p.check.value) for p in report.problems] == [("e5", "RECEIPT_REPLAYED")]
