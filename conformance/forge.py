@@ -50,6 +50,13 @@ class Forgery:
     """The verifier is given the latest signed head (without it, the lie cannot show)."""
     codes_from_file: tuple[str, ...] | None = None
     """What a verifier that pinned nothing reports, where it differs (trust on first use)."""
+    flagged: tuple[str, ...] = ()
+    """Problems flagged, not counted: failures the Recorder itself recorded (shown, and failing the
+    command line unless it is told to accept them)."""
+    directory: Callable[[Record], Record] | None = None
+    """The directory the verifier pins for this file, made from the genuine one (None: the genuine)."""
+    rewrites_history: bool = True
+    """Made by a holder of the Recorder's key (so, given the latest head, it is also ``ROLLBACK``)."""
 
 
 # -- re-chaining, as a holder of the Recorder's key would ---------------------------------------
@@ -67,19 +74,24 @@ def genesis(run: Record) -> str:
     return sha256_digest({**fields, "openedAt": run["openedAt"]})
 
 
-def rechain(record: Record, recorder: SigningKey) -> Record:
-    """Every hash and link recomputed, every checkpoint re-signed over the new heads."""
+def rechain(record: Record, recorder: SigningKey, *, broken: str | None = None) -> Record:
+    """Every hash and link recomputed, every checkpoint re-signed over the new heads (but the link
+    into entry ``broken``, which is left pointing nowhere)."""
     previous = genesis(record["run"])
     heads = [previous]
     for entry in record["entries"]:
-        entry["prevHash"] = previous
+        entry["prevHash"] = "sha256:" + "0" * 64 if entry["id"] == broken else previous
         entry["hash"] = previous = entry_hash(entry)
         heads.append(previous)
     for checkpoint in record["checkpoints"]:
         checkpoint["head"] = heads[checkpoint["size"]]
-        payload = {k: checkpoint[k] for k in ("run", "size", "head", "at", "reason")}
-        checkpoint["receipt"] = recorder.sign({"checkpoint": payload}, checkpoint["at"]).wire()
+        sign_checkpoint(checkpoint, recorder)
     return record
+
+
+def sign_checkpoint(checkpoint: Record, key: SigningKey) -> None:
+    payload = {k: checkpoint[k] for k in ("run", "size", "head", "at", "reason")}
+    checkpoint["receipt"] = key.sign({"checkpoint": payload}, checkpoint["at"]).wire()
 
 
 def entry(record: Record, kind: str, nth: int = 1) -> Record:
@@ -204,6 +216,162 @@ def _directory_rewritten(record: Record, signers: Signers) -> Record:
     return record
 
 
+def _unresolved_summary_forged(record: Record, signers: Signers) -> Record:
+    # The summary forged as in forged-call-receipt, and the call marked as one the Recorder could
+    # not resolve at intake: its failed receipt is then flagged, never silently passed.
+    call = entry(record, "call")
+    effect = call["body"]["journal"]["effect"]
+    effect["summary"] = effect["summary"].replace("Won", "Lost")
+    call["body"]["intake"] = {**call["body"]["intake"], "status": "unresolved", "reason": "RECEIPT_INVALID"}
+    return rechain(record, signers.recorder)
+
+
+def _mallory_in_a_refiled_directory(record: Record, signers: Signers) -> Record:
+    # Mallory (her own key, the approver's role) filed into a new directory, and every decision
+    # moved to it and re-signed by her: the file is consistent, only a pinned directory shows it.
+    mallory = SigningKey.generate()
+    (old,) = record["directories"].values()
+    person = {
+        "id": "human://acme.com/mallory",
+        "name": "Mallory",
+        "roles": ["human://acme.com/role/team-lead"],
+    }
+    refiled = {"people": [*old["people"], {**person, "publicKey": mallory.public.wire().public_key}]}
+    digest = sha256_digest(refiled)
+    record["directories"] = {digest: refiled}
+    for item in record["entries"]:
+        if item["kind"] != "decision":
+            continue
+        body = item["body"]
+        body["directory"] = digest
+        body["approval"]["by"] = person["id"]
+        body["receipt"] = mallory.sign({"approval": body["approval"]}, body["receipt"]["issuedAt"]).wire()
+        for override in body.get("overrides", []):
+            override["override"]["by"] = person["id"]
+            stamp = override["receipt"]["issuedAt"]
+            override["receipt"] = mallory.sign({"override": override["override"]}, stamp).wire()
+    return rechain(record, signers.recorder)
+
+
+def _lee_lost_the_role(record: Record, signers: Signers) -> Record:
+    return record  # the genuine record: the lie is in the directory the verifier is handed
+
+
+def _directory_without_lees_role(directory: Record) -> Record:
+    people = [
+        {**person, "roles": []} if person["name"] == "Lee" else person for person in directory["people"]
+    ]
+    return {**directory, "people": people}
+
+
+def _arguments_rewritten_under_approval(record: Record, signers: Signers) -> Record:
+    # The ask Lee approved now shows another recipient; its callDigest (which Lee signed) is kept.
+    ask = entry(record, "ask")["body"]
+    ask["arguments"]["to"] = ["ceo@rival.example"]
+    ask["argumentsDigest"] = sha256_digest(ask["arguments"])
+    return rechain(record, signers.recorder)
+
+
+def _receipt_replayed(record: Record, signers: Signers) -> Record:
+    # The first call journaled again at the end, its server's receipt and all: a replayed call.
+    first, last = record["entries"][0], record["entries"][-1]
+    seq = last["seq"] + 1
+    again = {**copy.deepcopy(first), "seq": seq, "id": f"e{seq}", "time": last["time"]}
+    record["entries"].append(again)
+    record["checkpoints"].append({**record["checkpoints"][-1], "size": seq, "reason": "export"})
+    return rechain(record, signers.recorder)
+
+
+def _counted_yes(record: Record, signers: Signers) -> Record:
+    entry(record, "decision")["body"]["counted"] = "yes"
+    return rechain(record, signers.recorder)
+
+
+def _decision_naming_nothing(record: Record, signers: Signers) -> Record:
+    entry(record, "decision")["body"]["ask"] = "e99"
+    return rechain(record, signers.recorder)
+
+
+def _pinned_at_moved(record: Record, signers: Signers) -> Record:
+    # One flipped bit in a server key's pinnedAt (nothing signs it): month 12 becomes 13.
+    server = entry(record, "call")["body"]["server"]
+    pinned = record["serverKeys"][server][0]
+    pinned["pinnedAt"] = pinned["pinnedAt"][:5] + "13" + pinned["pinnedAt"][7:]
+    return record
+
+
+def _plan_digest_kept(record: Record, signers: Signers) -> Record:
+    plan = entry(record, "plan")["body"]
+    plan["plan"]["steps"] = plan["plan"]["steps"][:1]
+    return rechain(record, signers.recorder)
+
+
+def _malformed_entry(record: Record, signers: Signers) -> Record:
+    entry(record, "undo-outcome")["seq"] = str(entry(record, "undo-outcome")["seq"])
+    return rechain(record, signers.recorder)
+
+
+def _override_on_no_conflict(record: Record, signers: Signers) -> Record:
+    # The approver's own key signs an override of a step that is no conflict of the plan.
+    decision = entry(record, "decision", 2)["body"]
+    approval = decision["approval"]
+    choice = {k: approval[k] for k in ("plan", "planDigest", "by", "at")}
+    choice |= {"step": entry(record, "call")["id"], "versionFound": "v1"}
+    lee = signers.people[approval["by"]]
+    decision["overrides"] = [
+        {"override": choice, "receipt": lee.sign({"override": choice}, approval["at"]).wire()}
+    ]
+    return rechain(record, signers.recorder)
+
+
+def _chain_broken(record: Record, signers: Signers) -> Record:
+    return rechain(record, signers.recorder, broken=entry(record, "plan")["id"])
+
+
+def _seq_skipped(record: Record, signers: Signers) -> Record:
+    item = entry(record, "undo-intent", 2)
+    item["seq"] += 1
+    item["id"] = f"e{item['seq']}"
+    return rechain(record, signers.recorder)
+
+
+def _id_changed(record: Record, signers: Signers) -> Record:
+    entry(record, "undo-intent", 2)["id"] = "e99"
+    return rechain(record, signers.recorder)
+
+
+def _entry_of_another_run(record: Record, signers: Signers) -> Record:
+    entry(record, "undo-intent")["run"] = "run_" + "X" * 16
+    return rechain(record, signers.recorder)
+
+
+def _checkpoint_signature_forged(record: Record, signers: Signers) -> Record:
+    sign_checkpoint(record["checkpoints"][0], SigningKey.generate())
+    return record
+
+
+def _checkpoint_size_down(record: Record, signers: Signers) -> Record:
+    # A genuine head re-signed after a later one: a checkpoint going back in size.
+    again = {
+        **copy.deepcopy(record["checkpoints"][0]),
+        "reason": "manual",
+        "at": record["checkpoints"][-1]["at"],
+    }
+    sign_checkpoint(again, signers.recorder)
+    record["checkpoints"].append(again)
+    return record
+
+
+def _last_checkpoint_dropped(record: Record, signers: Signers) -> Record:
+    record["checkpoints"] = record["checkpoints"][:-1]
+    return record
+
+
+def _remedy_of_nothing(record: Record, signers: Signers) -> Record:
+    entry(record, "call", 3)["body"]["remedies"] = "e99"
+    return rechain(record, signers.recorder)
+
+
 FORGERIES = (
     Forgery(
         "forged-call-receipt",
@@ -242,7 +410,12 @@ FORGERIES = (
         _approval_without_the_role,
     ),
     Forgery(
-        "rolled-back", "cut back to an older genuine checkpoint", ("ROLLBACK",), _rolled_back, with_head=True
+        "rolled-back",
+        "cut back to an older genuine checkpoint",
+        ("ROLLBACK",),
+        _rolled_back,
+        with_head=True,
+        rewrites_history=False,
     ),
     Forgery(
         "token-in-export",
@@ -253,8 +426,9 @@ FORGERIES = (
     Forgery(
         "edited-without-the-key",
         "a call's arguments edited, nothing re-chained",
-        ("HASH_MISMATCH", "RECEIPT_INVALID"),
+        ("CALL_DIGEST_MISMATCH", "HASH_MISMATCH", "RECEIPT_INVALID"),
         _edited_without_the_key,
+        rewrites_history=False,
     ),
     Forgery("unknown-kind", "an entry of a kind no Recorder writes", ("UNKNOWN_KIND",), _unknown_kind),
     Forgery("bad-time", "an entry time with an offset", ("BAD_TIME",), _bad_time),
@@ -264,6 +438,7 @@ FORGERIES = (
         ("DIRECTORY_MISMATCH",),
         _directory_rewritten,
         codes_from_file=("DIRECTORY_MISMATCH", "DIRECTORY_MISSING"),
+        rewrites_history=False,
     ),
     Forgery(
         "server-key-substituted",
@@ -271,6 +446,100 @@ FORGERIES = (
         ("CHECK_RECEIPT_INVALID", "KEY_SUBSTITUTED", "RECEIPT_INVALID", "UNDO_RECEIPT_INVALID"),
         _server_key_substituted,
         codes_from_file=(),  # trust on first use can't see it: pin the servers' keys
+    ),
+    Forgery(
+        "unresolved-summary-forged",
+        "a call's summary changed and the call marked unresolved at intake",
+        (),
+        _unresolved_summary_forged,
+        flagged=("RECEIPT_INVALID",),
+    ),
+    Forgery(
+        "mallory-in-a-refiled-directory",
+        "Mallory added with the approver's role to a re-filed directory, every approval re-signed by her",
+        ("APPROVAL_SIGNATURE_INVALID", "DIRECTORY_NOT_PINNED"),
+        _mallory_in_a_refiled_directory,
+        codes_from_file=(),  # trust on first use can't see it: pin the directory
+    ),
+    Forgery(
+        "lee-lost-the-role",
+        "the genuine record, checked against a directory in which Lee no longer holds the role",
+        ("APPROVER_NOT_AUTHORIZED", "DIRECTORY_NOT_PINNED"),
+        _lee_lost_the_role,
+        codes_from_file=(),
+        directory=_directory_without_lees_role,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "arguments-rewritten-under-approval",
+        "the recipient of an approved email rewritten in its ask, the approval kept",
+        ("CALL_DIGEST_MISMATCH",),
+        _arguments_rewritten_under_approval,
+    ),
+    Forgery(
+        "receipt-replayed",
+        "the first call journaled again at the end with its server's receipt",
+        ("RECEIPT_REPLAYED",),
+        _receipt_replayed,
+        rewrites_history=False,  # appended after the latest head: nothing before it changed
+    ),
+    Forgery("counted-yes", 'a decision\'s counted written "yes"', ("BAD_BODY",), _counted_yes),
+    Forgery(
+        "decision-naming-nothing",
+        "a decision that names an ask the run does not have",
+        ("DECISION_UNKNOWN_TARGET",),
+        _decision_naming_nothing,
+    ),
+    Forgery(
+        "pinned-at-moved",
+        "a server key's pinnedAt made a month 13 (one flipped bit)",
+        ("BAD_TIME",),
+        _pinned_at_moved,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "plan-digest-kept",
+        "a step dropped from the plan, its planDigest left as it was",
+        ("PLAN_DIGEST_MISMATCH",),
+        _plan_digest_kept,
+    ),
+    Forgery("malformed-entry", "an entry's seq written as a string", ("MALFORMED",), _malformed_entry),
+    Forgery(
+        "override-on-no-conflict",
+        "an override, signed by the approver, of a step that is no conflict of the plan",
+        ("OVERRIDE_INVALID",),
+        _override_on_no_conflict,
+    ),
+    Forgery("chain-broken", "the plan's prevHash pointing nowhere", ("CHAIN_BROKEN",), _chain_broken),
+    Forgery("seq-skipped", "an entry numbered one further than the one before", ("SEQ_GAP",), _seq_skipped),
+    Forgery("id-changed", "an entry's id not e<seq>", ("ID_MISMATCH",), _id_changed),
+    Forgery("entry-of-another-run", "an entry naming another run", ("RUN_MISMATCH",), _entry_of_another_run),
+    Forgery(
+        "checkpoint-signature-forged",
+        "a checkpoint signed by a key not the Recorder's",
+        ("BAD_CHECKPOINT_SIGNATURE",),
+        _checkpoint_signature_forged,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "checkpoint-size-down",
+        "an older genuine head signed again after a later one",
+        ("CHECKPOINT_MISMATCH",),
+        _checkpoint_size_down,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "last-checkpoint-dropped",
+        "the last checkpoint removed: entries no checkpoint signs",
+        ("UNSIGNED_TAIL",),
+        _last_checkpoint_dropped,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "remedy-of-nothing",
+        "a call said to remedy an entry the run does not have",
+        ("REMEDY_UNKNOWN_ENTRY",),
+        _remedy_of_nothing,
     ),
 )
 """Every forgery, in the order ``expected.json`` lists them (``duplicate-member`` is added by hand)."""
@@ -303,13 +572,36 @@ def write(source: Path, out: Path) -> list[dict[str, Any]]:
         forged = forgery.forge(copy.deepcopy(genuine), signers)
         (out / "tampered" / f"{forgery.name}.json").write_bytes(canonical_bytes(forged))
         from_file = forgery.codes if forgery.codes_from_file is None else forgery.codes_from_file
-        expected.append(_expectation(forgery.name, forgery.lie, forgery.codes, from_file, forgery.with_head))
+        item = _expectation(forgery.name, forgery.lie, forgery.codes, from_file, forgery.with_head)
+        item["flagged"] = sorted(forgery.flagged)
+        item["rewritesHistory"] = forgery.rewrites_history
+        if forgery.directory is not None:
+            pinned = f"{forgery.name}.directory.json"
+            text = json.dumps(forgery.directory(copy.deepcopy(directory)), indent=2) + "\n"
+            (out / "tampered" / pinned).write_text(text, encoding="utf-8")
+            item["directory"] = pinned
+        expected.append(item)
     # A member named twice: hand-written, since a parsed object can't hold it.
     first_entry = genuine_bytes.index(b'"entries":[{') + len(b'"entries":[{')
     doubled = genuine_bytes[:first_entry] + b'"body":{},' + genuine_bytes[first_entry:]
     (out / "tampered" / "duplicate-member.json").write_bytes(doubled)
     codes = ("DUPLICATE_KEY", "NOT_CANONICAL")
     expected.append(_expectation("duplicate-member", "an entry names its body twice", codes, codes, False))
+    # The same record written by another JSON encoder: equal values, other bytes.
+    reencoded = {
+        "re-encoded-escapes": json.dumps(genuine, sort_keys=True, separators=(",", ":")).encode("ascii"),
+        "re-encoded-sorted": json.dumps(genuine, sort_keys=True).encode("ascii"),
+    }
+    lies = {
+        "re-encoded-escapes": "written with \\uXXXX escapes for every non-ASCII character",
+        "re-encoded-sorted": "written by json.dumps(sort_keys=True): escapes and spaces",
+    }
+    for name, data in reencoded.items():
+        (out / "tampered" / f"{name}.json").write_bytes(data)
+        expected.append(_expectation(name, lies[name], ("NOT_CANONICAL",), ("NOT_CANONICAL",), False))
+    for item in expected:
+        item.setdefault("flagged", [])
+        item.setdefault("rewritesHistory", False)
     (out / "tampered" / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
     return expected
 

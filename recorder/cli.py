@@ -109,9 +109,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=KEY",
         help="pin a tool server's key (a file as for --recorder-key); repeat for each key",
     )
-    verify.add_argument("--directory", type=Path, help="the directory file to check decisions against")
+    verify.add_argument(
+        "--directory",
+        type=Path,
+        action="append",
+        default=[],
+        help="pin the directory decisions were made under; repeat for each of the run's moments, newest last",
+    )
     verify.add_argument(
         "--head", type=Path, help="the latest signed head, held outside the Recorder (from `head`)"
+    )
+    verify.add_argument(
+        "--accept-flagged",
+        action="store_true",
+        help="exit 0 when the only problems are flagged ones (failures the Recorder itself recorded)",
     )
     args = parser.parse_args(argv)
     if args.command == "serve":  # its tool servers are spawned before the rest is imported

@@ -58,7 +58,7 @@ class ReferenceRecorder:
         entry goes through the Run Record store."""
         store, run_id = run.handle
         body = {"remedies": fixes, "server": STUB, "tool": remedy.tool, "arguments": dict(remedy.arguments)}
-        store.append(run_id, "remedy", body)
+        store.append(run_id, "call", body)  # a remedy is a call naming what it remedies
         return RecordedRun(store.export(run_id).to_bytes(), run.handle)
 
     def verify(self, record: bytes) -> RecordVerdict:

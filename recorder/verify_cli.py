@@ -1,7 +1,8 @@
 """``hatp-recorder verify``: check an exported Run Record with the keys you pinned.
 
-Exit codes: 0 the record verifies, 1 it fails (each problem printed with its code and entry),
-2 the command could not run (a key, directory or head file that can't be read).
+Exit codes: 0 the record verifies, 1 it fails (each problem printed with its code and entry; a
+flagged one too, unless ``--accept-flagged``), 2 the command could not run (a key, directory or
+head file that can't be read).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def verify_command(args: argparse.Namespace) -> int:
     try:
         recorder = _pinned_key(args.recorder_key) if args.recorder_key else None
         servers = _server_keys(args.server_key)
-        directory = Directory.load(args.directory) if args.directory else None
+        directory = [Directory.load(path) for path in args.directory] or None
         head = _head(args.head) if args.head else None
         with _open(args.file) as document:  # read one entry at a time: a record of any length fits
             report = verify_record(
@@ -43,16 +44,23 @@ def verify_command(args: argparse.Namespace) -> int:
     # A record file is anyone's text: each value is escaped, so none can pass for a line of the verdict.
     for problem in report.problems:
         print("\t".join(shown(str(cell)) for cell in (problem.entry or "-", problem.check, problem.detail)))
+    for problem in report.flagged:
+        cells = (problem.entry or "-", problem.check, f"flagged: {problem.detail}")
+        print("\t".join(shown(str(cell)) for cell in cells))
     if report.trusted_from_file:
         trusted = "; ".join(report.trusted_from_file)
         print(shown(f"keys taken from the file: trust on first use ({trusted})"))
     if head is None:
         print("no latest head given (--head): a rollback to an older signed head would not show")
+    accepted = report.ok and (not report.flagged or args.accept_flagged)
+    verdict = "ok" if accepted else "FAILED"
+    if report.ok and report.flagged:
+        verdict += f" ({len(report.flagged)} flagged{', accepted' if accepted else ''})"
     print(
-        f"{'ok' if report.ok else 'FAILED'}: {report.entries} entries, {report.signed_size} signed, "
+        f"{verdict}: {report.entries} entries, {report.signed_size} signed, "
         f"{report.receipts_checked} signatures of tool servers checked"
     )
-    return 0 if report.ok else 1
+    return 0 if accepted else 1
 
 
 def _open(file: Path) -> BinaryIO:

@@ -9,13 +9,30 @@ from typing import Any
 
 from hatp_journal.toolkit.wire import SCHEMA_MODELS
 
+TOKEN_DIGEST = {
+    "description": "The compensation token replaced by its digest (lowercase hex SHA-256 of its UTF-8 "
+    "bytes): the form a Run Record keeps, which the server's receipt signs",
+    "pattern": "^[0-9a-f]{64}$",
+    "title": "Compensationtokendigest",
+    "type": "string",
+}
+
 
 def schemas() -> dict[str, dict[str, Any]]:
     """Schema file name → JSON Schema, in serialization (wire) mode."""
-    return {
+    written = {
         f"{name}.schema.json": model.model_json_schema(by_alias=True, mode="serialization")
         for name, model in SCHEMA_MODELS.items()
     }
+    _journal_as_kept(written["journal-object.schema.json"])
+    return written
+
+
+def _journal_as_kept(schema: dict[str, Any]) -> None:
+    """A journal object as a server sends it (``compensationToken``) or as a record keeps it and the
+    receipt signs it (``compensationTokenDigest``), never both (``docs/run-record.md``)."""
+    schema["properties"]["compensationTokenDigest"] = TOKEN_DIGEST
+    schema["not"] = {"required": ["compensationToken", "compensationTokenDigest"]}
 
 
 def render(schema: dict[str, Any]) -> str:

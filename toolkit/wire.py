@@ -131,6 +131,9 @@ class UndoInfo(WireModel):
 class Receipt(WireModel):
     """An Ed25519 signature over RFC 8785 canonical JSON (see ``signing``)."""
 
+    # On the wire every member is written, alg included: a receipt has exactly these four.
+    model_config = ConfigDict(**WireModel.model_config, json_schema_serialization_defaults_required=True)
+
     alg: Literal["Ed25519"] = "Ed25519"
     kid: str
     sig: str

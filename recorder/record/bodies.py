@@ -50,7 +50,6 @@ KNOWN_KINDS = frozenset(
         "decision",
         "refused",
         "withdrawn",
-        "remedy",
         "plan",
         "undo-intent",
         "undo-outcome",
@@ -92,6 +91,14 @@ class _Ask:
 
 
 @dataclass(frozen=True)
+class _Target:
+    found: bool
+    role: Any
+    why: str
+    unknown: bool = False  # the decision names no earlier ask or plan at all
+
+
+@dataclass(frozen=True)
 class _Plan:
     digest: Any
     approver: Any
@@ -100,7 +107,13 @@ class _Plan:
 
 @dataclass
 class BodyChecks:
-    """Checks each entry's body in order; ``run`` is the run id, keys are the verifier's."""
+    """Checks each entry's body in order; ``run`` is the run id, keys are the verifier's.
+
+    ``directories`` are the directories decisions may be checked against (digest → directory).
+    When the verifier pinned its own, ``pinned_directory`` is the one a decision naming any other
+    digest is checked against (and that decision is ``DIRECTORY_NOT_PINNED``): a pin is never
+    replaced by what the file says.
+    """
 
     run: str
     server_keys: Mapping[str, Mapping[str, VerifyKey]]
@@ -108,9 +121,11 @@ class BodyChecks:
     found: Findings
     receipts_checked: int = 0
     recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
+    pinned_directory: Directory | None = None
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
+    _signed_tokens: set[str] = field(default_factory=set)
 
     def check(self, entry: Entry) -> None:
         """Check one entry (entries come in chain order)."""
@@ -119,12 +134,49 @@ class BodyChecks:
         if _holds_token(entry):
             self.found.add(Check.TOKEN_IN_RECORD, entry.id, "a compensation token is written in the record")
         check = _BY_KIND.get(entry.kind)
-        if check is None:
-            return
         try:
-            check(self, entry)
+            if entry.kind in _CALL_FIELDS:
+                self._call_digests(entry)
+            if check is not None:
+                check(self, entry)
         except BadBody as error:
             self.found.add(Check.BAD_BODY, entry.id, f"{entry.kind} body: {error}")
+
+    # -- digests and times ------------------------------------------------------------
+
+    def _call_digests(self, entry: Entry) -> None:
+        """``argumentsDigest`` is the digest of the arguments kept beside it; a call or refusal made
+        after an ask is exactly the call asked about (the digest of ``{server, tool, arguments}``
+        is the ask's ``callDigest``)."""
+        body = entry.body
+        arguments = body.get("arguments")
+        if "arguments" in body and not isinstance(arguments, Mapping):
+            raise BadBody("arguments is not an object")
+        stated = body.get("argumentsDigest")
+        if arguments is not None and stated is not None and _safely_digest(arguments) != stated:
+            self.found.add(
+                Check.CALL_DIGEST_MISMATCH, entry.id, "argumentsDigest is not the digest of the arguments"
+            )
+        asked = body.get("ask")
+        if entry.kind == "ask" or asked is None or arguments is None:
+            return
+        ask = self._asks.get(asked) if isinstance(asked, str) else None
+        if ask is None:
+            self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"ask {asked!r} is not an earlier ask")
+        elif _call_digest(body) != ask.call_digest:
+            self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"not the call {asked} asked about")
+
+    def _time(self, entry: Entry, what: str, value: Any, *, optional: bool = False) -> None:
+        """A time in a body, written as every time in a record is (``BAD_TIME`` otherwise)."""
+        if value is None and optional:
+            return
+        if not is_wire_time(value):
+            self.found.add(Check.BAD_TIME, entry.id, f"{what} {value!r}")
+
+    def _receipt_time(self, entry: Entry, what: str, receipt: Any) -> None:
+        """The ``issuedAt`` of a receipt that is one (its other members are the signature's business)."""
+        if isinstance(receipt, Mapping) and "issuedAt" in receipt:
+            self._time(entry, f"{what} issuedAt", receipt["issuedAt"])
 
     # -- calls ----------------------------------------------------------------
 
@@ -153,7 +205,11 @@ class BodyChecks:
         else:
             raise BadBody("a call with a journal object has neither arguments nor argumentsDigest")
         self.receipts_checked += 1
-        if not valid:
+        receipt = journal.get("receipt")
+        self._receipt_time(entry, "call receipt", receipt)
+        if valid:
+            self._replayed(entry, digest if isinstance(digest, str) else None)
+        else:
             detail = f"call receipt of server {server!r} {_why(keys)}"
             intake = body.get("intake")
             if isinstance(intake, Mapping) and intake.get("status") == "unresolved":
@@ -162,12 +218,28 @@ class BodyChecks:
             else:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
 
+    def _replayed(self, entry: Entry, token_digest: str | None) -> None:
+        """A call receipt that signs a compensation token is for one call only: tokens are minted
+        once per call, so the same one signed in two entries is a replayed call. (A receipt without
+        a token can repeat honestly: the same read made twice in one second is signed alike. Its
+        time is the server's clock, never compared with the Recorder's.)"""
+        if token_digest is None:
+            return
+        if token_digest in self._signed_tokens:
+            self.found.add(
+                Check.RECEIPT_REPLAYED,
+                entry.id,
+                "a call receipt for a token already signed in an earlier entry",
+            )
+        self._signed_tokens.add(token_digest)
+
     def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:
         """A call the host undoes (recorder/host_undo.py): its ``hostUndo`` member is signed by the
         Recorder, and so are the undo answers about it, named by the member's digest."""
         self._calls[entry.id] = _Call(server, _safely_digest(dict(host)), host=True)
         signed = {"hostUndo": {k: v for k, v in host.items() if k != "receipt"}}
         self.receipts_checked += 1
+        self._receipt_time(entry, "hostUndo receipt", host.get("receipt"))
         receipt = strict_receipt(host.get("receipt"))
         if receipt is None or not _safely(lambda: verify(receipt, signed, self.recorder_keys)):
             self.found.add(
@@ -175,7 +247,18 @@ class BodyChecks:
             )
 
     def _ask(self, entry: Entry) -> None:
-        self._asks[entry.id] = _Ask(entry.body.get("callDigest"), entry.body.get("approver"))
+        body = entry.body
+        stated = body.get("callDigest")
+        if not isinstance(body.get("arguments"), Mapping):
+            raise BadBody("an ask that keeps no arguments")
+        if _call_digest(body) != stated:
+            self.found.add(
+                Check.CALL_DIGEST_MISMATCH,
+                entry.id,
+                "callDigest is not the digest of {server, tool, arguments}",
+            )
+        self._time(entry, "decideBy", body.get("decideBy"))
+        self._asks[entry.id] = _Ask(stated, body.get("approver"))
 
     # -- plans and undo answers ---------------------------------------------------
 
@@ -188,6 +271,7 @@ class BodyChecks:
                 raise BadBody("a conflict that names no entry")
             conflicts[conflict["entry"]] = conflict.get("versionFound")
         self._plans[entry.id] = _Plan(body.get("planDigest"), body.get("approver"), conflicts)
+        self._time(entry, "decideBy", body.get("decideBy"))
         if _safely_digest(plan) != body.get("planDigest"):
             self.found.add(Check.PLAN_DIGEST_MISMATCH, entry.id, "the plan does not hash to its planDigest")
         for step, answer in _mapping(body, "checks").items():
@@ -220,6 +304,8 @@ class BodyChecks:
             self.found.add(code, entry.id, f"{what} for {step}, which is not a call of this run")
             return
         keys = self.recorder_keys if call.host else self._keys(call.server)
+        if isinstance(answer, Mapping):
+            self._receipt_time(entry, what, answer.get("receipt"))
         if not isinstance(answer, Mapping) or not _safely(lambda: verify_answer(answer, keys)):
             self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
         elif answer.get("tokenDigest") != call.token_digest:
@@ -230,11 +316,17 @@ class BodyChecks:
     def _decision(self, entry: Entry) -> None:
         body = entry.body
         approval = _mapping(body, "approval")
-        counted = body.get("counted") is True
-        target, role, expected = self._target(body, approval)
-        if target is None:
-            self.found.add(Check.APPROVAL_TARGET_MISMATCH, entry.id, expected)
-        directory = self._directory(body.get("directory"))
+        counted = body.get("counted")
+        if not isinstance(counted, bool):
+            raise BadBody("counted is not true or false")
+        self._time(entry, "approval at", approval.get("at"))
+        self._receipt_time(entry, "approval receipt", body.get("receipt"))
+        target = self._target(body, approval)
+        if target.unknown:
+            self.found.add(Check.DECISION_UNKNOWN_TARGET, entry.id, target.why)
+        elif not target.found:
+            self.found.add(Check.APPROVAL_TARGET_MISMATCH, entry.id, target.why)
+        directory = self._directory(body.get("directory"), entry)
         if directory is None:
             if counted:
                 self.found.add(
@@ -251,13 +343,21 @@ class BodyChecks:
             else:
                 self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
             return
-        if not is_wire_time(approval.get("at")):
-            self.found.add(Check.BAD_TIME, entry.id, f"approval time {approval.get('at')!r}")
         assert person is not None
         assert key is not None
-        if counted and (not isinstance(role, str) or not (role in person.roles or person.id == role)):
+        role = target.role
+        if (
+            counted
+            and not target.unknown
+            and not (isinstance(role, str) and (role in person.roles or person.id == role))
+        ):
             self.found.add(Check.APPROVER_NOT_AUTHORIZED, entry.id, f"{person.id} does not hold {role!r}")
         for number, override in enumerate(_list(body, "overrides")):
+            if isinstance(override, Mapping):
+                choice = override.get("override")
+                if isinstance(choice, Mapping):
+                    self._time(entry, f"override {number + 1} at", choice.get("at"))
+                self._receipt_time(entry, f"override {number + 1} receipt", override.get("receipt"))
             problem = self._override(override, approval, body.get("plan"), key)
             if problem:
                 self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
@@ -269,12 +369,13 @@ class BodyChecks:
             return
         receipt = body.get("receipt")
         stamp = receipt.get("issuedAt") if isinstance(receipt, Mapping) else None
+        self._receipt_time(entry, "link receipt", receipt)
         confirmation = {
             "run": self.run,
             **{name: body.get(name) for name in ("entry", "on", "via", "by")},
             "at": stamp,
         }
-        directory = self._directory(body.get("directory"))
+        directory = self._directory(body.get("directory"), entry)
         key = _person_key(directory, str(body.get("by"))) if directory is not None else None
         if directory is None:
             self.found.add(
@@ -284,23 +385,25 @@ class BodyChecks:
             detail = f"the link confirmation is not signed by {body.get('by')!r}'s key in the directory"
             self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
 
-    def _target(self, body: Mapping[str, Any], approval: Mapping[str, Any]) -> tuple[object, Any, str]:
-        """(the ask or plan decided, the role deciding it needs, why not when it is None)."""
+    def _target(self, body: Mapping[str, Any], approval: Mapping[str, Any]) -> _Target:
+        """The ask or plan decided, the role deciding it needs, and why not when it is not found."""
         if "plan" in body:
-            plan = self._plans.get(str(body["plan"]))
-            ref = f"{self.run}/{body['plan']}"
+            named, kind = body["plan"], "plan"
+            plan = self._plans.get(named) if isinstance(named, str) else None
+            ref = f"{self.run}/{named}"
             if plan is None:
-                return None, None, f"{body['plan']!r} is not an earlier plan of this run"
+                return _Target(False, None, f"{named!r} is not an earlier {kind} of this run", unknown=True)
             if approval.get("plan") != ref or approval.get("planDigest") != plan.digest:
-                return None, plan.approver, f"the approval signs another plan than {ref}"
-            return plan, plan.approver, ""
-        ask = self._asks.get(str(body.get("ask")))
-        ref = f"{self.run}/{body.get('ask')}"
+                return _Target(False, plan.approver, f"the approval signs another plan than {ref}")
+            return _Target(True, plan.approver, "")
+        named = body.get("ask")
+        ask = self._asks.get(named) if isinstance(named, str) else None
+        ref = f"{self.run}/{named}"
         if ask is None:
-            return None, None, f"{body.get('ask')!r} is not an earlier ask of this run"
+            return _Target(False, None, f"{named!r} is not an earlier ask of this run", unknown=True)
         if approval.get("ask") != ref or approval.get("callDigest") != ask.call_digest:
-            return None, ask.approver, f"the approval signs another call than {ref}'s"
-        return ask, ask.approver, ""
+            return _Target(False, ask.approver, f"the approval signs another call than {ref}'s")
+        return _Target(True, ask.approver, "")
 
     def _override(
         self, override: Any, approval: Mapping[str, Any], plan_id: Any, key: VerifyKey
@@ -329,8 +432,15 @@ class BodyChecks:
     def _keys(self, server: str | None) -> Mapping[str, VerifyKey]:
         return self.server_keys.get(server, {}) if server is not None else {}
 
-    def _directory(self, digest: Any) -> Directory | None:
-        return self.directories.get(digest) if isinstance(digest, str) else None
+    def _directory(self, digest: Any, entry: Entry) -> Directory | None:
+        """The directory a decision or confirmation names; with a pinned directory, never another."""
+        known = self.directories.get(digest) if isinstance(digest, str) else None
+        if known is None and self.pinned_directory is not None:
+            self.found.add(
+                Check.DIRECTORY_NOT_PINNED, entry.id, f"names directory {digest!r}, not the one pinned"
+            )
+            return self.pinned_directory
+        return known
 
 
 _BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
@@ -343,6 +453,15 @@ _BY_KIND: dict[str, Callable[[BodyChecks, Entry], None]] = {
     "decision": BodyChecks._decision,
     "link": BodyChecks._link,
 }
+
+
+_CALL_FIELDS = frozenset({"call", "ask", "refused"})
+"""Kinds whose bodies carry a call's fields (``server``, ``tool``, ``arguments``, ``argumentsDigest``)."""
+
+
+def _call_digest(body: Mapping[str, Any]) -> str | None:
+    """What an approval of a call signs: the digest of ``{server, tool, arguments}``."""
+    return _safely_digest({name: body.get(name) for name in ("server", "tool", "arguments")})
 
 
 def parse_directory(snapshot: Any) -> Directory | None:

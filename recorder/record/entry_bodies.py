@@ -349,7 +349,6 @@ Body = (
 
 BODY_MODELS: dict[str, type[Body]] = {
     "call": CallBody,
-    "remedy": CallBody,
     "plan": PlanBody,
     "decision": DecisionBody,
     "undo-intent": IntentBody,

@@ -40,6 +40,10 @@ class Check(StrEnum):
     BAD_BODY = "BAD_BODY"
     BAD_TIME = "BAD_TIME"
     DUPLICATE_KEY = "DUPLICATE_KEY"
+    DIRECTORY_NOT_PINNED = "DIRECTORY_NOT_PINNED"
+    CALL_DIGEST_MISMATCH = "CALL_DIGEST_MISMATCH"
+    RECEIPT_REPLAYED = "RECEIPT_REPLAYED"
+    DECISION_UNKNOWN_TARGET = "DECISION_UNKNOWN_TARGET"
 
 
 class Problem(WireModel):
@@ -51,7 +55,8 @@ class Problem(WireModel):
 
 
 class VerifyReport(WireModel):
-    """The outcome of :func:`verify_record`. ``ok`` means no problem was found."""
+    """The outcome of :func:`verify_record`. ``ok`` means no problem was found; ``flagged`` ones
+    are shown too and fail ``hatp-recorder verify`` unless it is told to accept them."""
 
     ok: bool
     problems: list[Problem] = Field(default_factory=list)
@@ -71,6 +76,10 @@ class VerifyReport(WireModel):
     def codes(self) -> set[str]:
         """The distinct problem codes."""
         return {problem.check.value for problem in self.problems}
+
+    def flagged_codes(self) -> set[str]:
+        """The distinct codes of flagged problems."""
+        return {problem.check.value for problem in self.flagged}
 
 
 class Findings:

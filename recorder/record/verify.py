@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -30,8 +30,8 @@ from hatp_journal.recorder.record.models import Checkpoint, Entry, RunRecordFile
 from hatp_journal.recorder.record.report import Check, Findings, Problem, VerifyReport
 from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
+from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode, verify
 
 if TYPE_CHECKING:
     # Imported when used: the directory module reaches the policy package, which reaches back here.
@@ -49,7 +49,7 @@ def verify_record(
     *,
     recorder_keys: Mapping[str, VerifyKey] | None = None,
     server_keys: ServerKeys | None = None,
-    directory: Directory | Mapping[str, Any] | None = None,
+    directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None = None,
     latest_head: Checkpoint | Mapping[str, Any] | None = None,
 ) -> VerifyReport:
     """Verify a Run Record offline.
@@ -58,9 +58,12 @@ def verify_record(
     file: a path or a binary file object, read one entry at a time (``stream.py``), so a record
     of any length is verified in little memory. Bytes must also be the canonical bytes the
     Recorder wrote. ``recorder_keys`` (kid → key), ``server_keys`` (server → kid → key) and
-    ``directory`` are what the verifier pinned; whatever is not given is taken from the file and
-    reported in ``trusted_from_file``. ``latest_head`` is a signed head held outside the
-    Recorder's store; without it, a rollback to an older genuine checkpoint cannot be detected.
+    ``directory`` (one, or several: the directories of the moments the run's decisions were made,
+    the newest last) are what the verifier pinned; whatever is not given is taken from the file and
+    reported in ``trusted_from_file``. A pin is never replaced by what the file says: a decision
+    naming a directory not pinned is checked against the newest pinned one. ``latest_head`` is a
+    signed head held outside the Recorder's store; without it, a rollback to an older genuine
+    checkpoint cannot be detected.
     A file that cannot be read raises ``OSError``; nothing in its content makes this raise.
     """
     pinned = _Pinned(recorder_keys, server_keys, directory, latest_head)
@@ -83,7 +86,7 @@ class _Pinned:
 
     recorder_keys: Mapping[str, VerifyKey] | None
     server_keys: ServerKeys | None
-    directory: Directory | Mapping[str, Any] | None
+    directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None
     latest_head: Checkpoint | Mapping[str, Any] | None
 
 
@@ -191,7 +194,7 @@ class RecordVerifier:
         found: Findings,
         recorder_keys: Mapping[str, VerifyKey] | None,
         server_keys: ServerKeys | None,
-        directory: Directory | Mapping[str, Any] | None,
+        directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None,
         latest_head: Checkpoint | Mapping[str, Any] | None,
     ) -> None:
         self.header = header
@@ -199,12 +202,14 @@ class RecordVerifier:
         self.trusted: list[str] = []
         self.recorder_keys = self._recorder_keys(recorder_keys)
         self.latest = self._latest(latest_head)
+        directories, pinned_directory = self._directories(directory)
         self.bodies = BodyChecks(
             header.run.id,
             self._server_keys(server_keys),
-            self._directories(directory),
+            directories,
             found,
             recorder_keys=self.recorder_keys,
+            pinned_directory=pinned_directory,
         )
         # Heads are kept only at the sizes a checkpoint (or the latest head) signs.
         self.wanted = {c.size for c in header.checkpoints} | ({self.latest.size} if self.latest else set())
@@ -224,6 +229,8 @@ class RecordVerifier:
 
     def _recorder_keys(self, pinned: Mapping[str, VerifyKey] | None) -> Mapping[str, VerifyKey]:
         shipped = self.header.recorder_key
+        if pinned is not None and not _derived(shipped.kid, shipped.public_key):
+            self.found.add(Check.MALFORMED, None, f"recorderKey: kid {shipped.kid!r} does not name its key")
         if pinned is None:
             self.trusted.append("the Recorder's key")
             try:
@@ -244,6 +251,12 @@ class RecordVerifier:
         if pinned is not None:
             for server, shipped in self.header.server_keys.items():
                 for key in shipped:
+                    if not _derived(key.kid, key.public_key):
+                        self.found.add(
+                            Check.MALFORMED,
+                            None,
+                            f"serverKeys.{server}: kid {key.kid!r} does not name its key",
+                        )
                     mine = pinned.get(server, {}).get(key.kid)
                     if mine is None or b64url(mine.raw()) != key.public_key:
                         self.found.add(
@@ -259,15 +272,21 @@ class RecordVerifier:
                 self.found.add(Check.MALFORMED, None, f"serverKeys.{server}: not published Ed25519 keys")
         return keys
 
-    def _directories(self, given: Directory | Mapping[str, Any] | None) -> dict[str, Directory | None]:
+    def _directories(
+        self, given: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None
+    ) -> tuple[dict[str, Directory | None], Directory | None]:
+        """The directories decisions are checked against, and the newest pinned one (if pinned).
+
+        Pinned directories are the only ones used; the file's are then only checked to hash to
+        the digest they are filed under. Without a pin, the file's are used: trust on first use.
+        """
         from hatp_journal.recorder.directory import Directory
 
-        known: dict[str, Directory | None] = {}
-        pinned = None
+        pins: list[Directory] = []
         if given is not None:
-            given = given if isinstance(given, Directory) else Directory.model_validate(given)
-            pinned = sha256_digest(given.snapshot())
-            known[pinned] = given
+            many = given if isinstance(given, Sequence) else [given]
+            pins = [item if isinstance(item, Directory) else Directory.model_validate(item) for item in many]
+        known: dict[str, Directory | None] = {sha256_digest(pin.snapshot()): pin for pin in pins}
         for digest, snapshot in self.header.directories.items():
             try:
                 actual = sha256_digest(snapshot)
@@ -278,15 +297,14 @@ class RecordVerifier:
                     Check.DIRECTORY_MISMATCH, None, f"the directory under {digest} does not hash to it"
                 )
                 continue
-            if digest != pinned:
-                known[digest] = parse_directory(snapshot)
-                if known[digest] is None:
-                    self.found.add(Check.MALFORMED, None, f"directories.{digest}: not a directory")
-        if len(known) > (1 if pinned else 0):
-            self.trusted.append(
-                "the directory as the file gives it" + (" (not the one pinned)" if pinned else "")
-            )
-        return known
+            if pins:
+                continue
+            known[digest] = parse_directory(snapshot)
+            if known[digest] is None:
+                self.found.add(Check.MALFORMED, None, f"directories.{digest}: not a directory")
+        if known and not pins:
+            self.trusted.append("the directory as the file gives it")
+        return known, (pins[-1] if pins else None)
 
     def _latest(self, latest: Checkpoint | Mapping[str, Any] | None) -> Checkpoint | None:
         if latest is None:
@@ -333,6 +351,13 @@ class RecordVerifier:
         if not is_wire_time(entry.time):
             self.found.add(Check.BAD_TIME, label, f"entry time {entry.time!r}")
         recomputed = _rehash(entry, stored)
+        if stored is not None and recomputed and recomputed != entry.hash:
+            # Bytes that hash to another value may be a re-encoding of the very same entry (escapes,
+            # number spellings): that is NOT_CANONICAL, and the entry is hashed in canonical form.
+            canonical = _rehash(entry, None)
+            if canonical and _canonical_entry(entry) != stored:
+                self.found.add(Check.NOT_CANONICAL, label, "the entry is not written in canonical form")
+                recomputed = canonical
         if not recomputed:
             self.found.add(Check.MALFORMED, label, "entry is not canonical JSON")
         elif recomputed != entry.hash:
@@ -369,6 +394,7 @@ class RecordVerifier:
     def finish(self) -> VerifyReport:
         """Check the checkpoints against the heads seen, and the latest head if given."""
         signed = self._checkpoints() if self.previous_hash is not None or self.size else 0
+        self._pinned_at()
         if self.latest is not None:
             self._check_latest(self.latest)
         found = self.found
@@ -395,6 +421,10 @@ class RecordVerifier:
                 valid = False
             if not is_wire_time(checkpoint.at):
                 found.add(Check.BAD_TIME, label, f"checkpoint time {checkpoint.at!r}")
+            if not is_wire_time(checkpoint.receipt.issued_at):
+                found.add(
+                    Check.BAD_TIME, label, f"checkpoint receipt issuedAt {checkpoint.receipt.issued_at!r}"
+                )
             if not verify(checkpoint.receipt, checkpoint.signed(), self.recorder_keys):
                 found.add(Check.BAD_CHECKPOINT_SIGNATURE, label, f"checkpoint at size {checkpoint.size}")
                 valid = False
@@ -420,6 +450,15 @@ class RecordVerifier:
             found.add(Check.RUN_MISMATCH, None, "closedAt is not the time of the first close checkpoint")
         return signed or 0
 
+    def _pinned_at(self) -> None:
+        """Each shipped server key's ``pinnedAt`` is a time. Nothing signs it, and it is written by
+        another clock than the entries' (pins outlive runs): only its form can be checked."""
+        for server, shipped in self.header.server_keys.items():
+            for key in shipped:
+                at = key.pinned_at
+                if at is not None and not is_wire_time(at):  # absent: keys handed to the export
+                    self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pinnedAt {at!r}")
+
     def _check_latest(self, head: Checkpoint) -> None:
         label = entry_id(head.size) if head.size else None
         if head.run != self.header.run.id:
@@ -438,6 +477,21 @@ class RecordVerifier:
             self.found.add(
                 Check.ROLLBACK, label, f"the file's head at size {head.size} is not the latest signed one"
             )
+
+
+def _canonical_entry(entry: Entry) -> bytes | None:
+    try:
+        return canonical_bytes(entry.hashed())
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def _derived(kid: str, public_key: str) -> bool:
+    """Whether ``kid`` is the key id of ``public_key`` (base64url of the raw key)."""
+    try:
+        return VerifyKey.from_raw(b64url_decode(public_key)).kid == kid
+    except ValueError:
+        return False
 
 
 def _rehash(entry: Entry, stored: bytes | None) -> str:

@@ -69,12 +69,16 @@ def answer_body(
 
 
 def fill(store: RunStore, run_id: str, count: int, server_key: SigningKey | None = None) -> None:
-    """Append ``count`` entries: a signed call every fifth entry when a server key is given, else notes."""
-    for n in range(1, count + 1):
-        if server_key is not None and n % 5 == 1:
+    """Append ``count`` entries: a signed call every fifth entry when a server key is given, else notes.
+    Numbered on from the run's entries: a server signs each call once (a receipt in two entries is
+    a replayed call)."""
+    start = len(store.entries(run_id))
+    for i in range(1, count + 1):
+        n = start + i
+        if server_key is not None and i % 5 == 1:
             store.append(run_id, "call", call_body(server_key, n))
         else:
-            store.append(run_id, "note", {"n": n, "text": "checked the pipeline"})
+            store.append(run_id, "note", {"n": i, "text": "checked the pipeline"})
 
 
 def pins(store: RunStore) -> dict[str, VerifyKey]:

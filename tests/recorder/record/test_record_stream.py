@@ -187,8 +187,9 @@ class AppendingWhileWritten(io.BytesIO):
 def test_an_export_while_an_agent_appends_is_the_snapshot_at_its_signed_head_and_keeps_no_one_waiting(
     tmp_path: Path, recorder_key: SigningKey, server_key: SigningKey
 ) -> None:
-    exporter = RunStore(tmp_path / "shared.db", recorder_key, checkpoint_every=4)
-    agent = RunStore(tmp_path / "shared.db", recorder_key, checkpoint_every=4)
+    # On the clock the receipts were issued by (a receipt from before the run opened is replayed).
+    exporter = RunStore(tmp_path / "shared.db", recorder_key, checkpoint_every=4, clock=TickingClock())
+    agent = RunStore(tmp_path / "shared.db", recorder_key, checkpoint_every=4, clock=TickingClock())
     run = exporter.open_run(agent="sales-bot", principal="dana")
     fill(exporter, run.id, 6, server_key)
     # Before the entries (after the head was signed), and while they are being written.
@@ -231,7 +232,7 @@ def exported(store: RunStore, server_key: SigningKey) -> bytes:
     """The record of a run with every shape of body, signed calls and an undo answer."""
     run_id = bodies_of_every_shape(store, server_key)
     fill(store, run_id, 11, server_key)
-    store.append(run_id, "undo-outcome", answer_body(server_key, step="e5", n=1))
+    store.append(run_id, "undo-outcome", answer_body(server_key, step="e5", n=5))
     store.close_run(run_id)
     return streamed(store, run_id, {"crm": [server_key.public]})
 
