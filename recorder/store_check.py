@@ -12,6 +12,7 @@ from pathlib import Path
 from hatp_journal.recorder.fleet_lease import FLEET_LEASE_SCHEMA
 from hatp_journal.recorder.pins import PINS_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
+from hatp_journal.recorder.record.answers import ANSWERS_SCHEMA
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
 from hatp_journal.recorder.runs import RUNS_SCHEMA
 from hatp_journal.recorder.undo.lease import LEASE_SCHEMA
@@ -22,6 +23,7 @@ from hatp_journal.toolkit.store_schema import PartStatus, check_schema
 
 RECORDER_PARTS = {
     "record": RECORD_SCHEMA,
+    "answers": ANSWERS_SCHEMA,
     "pins": PINS_SCHEMA,
     "ledger": LEDGER_SCHEMA,
     "lease": LEASE_SCHEMA,

@@ -131,17 +131,23 @@ async def test_the_first_answer_issues_a_run_key_and_a_call_sending_it_back_cont
     assert held.calls(recorded(first)["run"], "one") == ["ok"]
 
 
-async def test_a_second_repeat_after_the_approved_call_is_a_new_ask_and_is_not_forwarded(held: Held) -> None:
+async def test_a_repeat_of_the_approved_call_gets_its_answer_and_one_after_the_retry_window_is_a_new_ask(
+    held: Held,
+) -> None:
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
     run, ask = recorded(first)["run"], recorded(first)["ask"]
     held.approve(run, ask)
-    await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    used = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
 
-    repeat = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    retry = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    held.clock.advance(held.recorder.config.recorder.retry_window_seconds + 1)
+    later = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
 
-    assert repeat.structured_content is not None
-    assert repeat.structured_content["status"] == "pending_approval"
-    assert repeat.structured_content["ask"] != ask
+    assert retry.content == used.content
+    assert recorded(retry) == {**recorded(used), "replayed": True}
+    assert later.structured_content is not None
+    assert later.structured_content["status"] == "pending_approval"
+    assert later.structured_content["ask"] != ask
     assert held.calls(run, "two") == ["ok"]
 
 
