@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import anyio
 
-from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
@@ -142,10 +142,21 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     for run in store.runs():
         asks.withdraw_overdue(run.id, now, directory)
     if args.command == "asks":
+        from hatp_journal.recorder.runs import stalled_approvals  # as in _tick: the run-key tables
+
         for ask in asks.pending():
             body = ask.entry.body
             reasons = "; ".join(r["detail"] for r in body["decision"]["reasons"])
-            print(f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}")
+            earlier = in_doubt(store, ask.run).get(str(body["callDigest"]), [])
+            history = "".join(
+                f"\tan earlier approval of this call ({ref}) is in doubt: {why}" for ref, why in earlier
+            )
+            print(
+                f"{ask.ref}\t{body['server']}.{body['tool']}\t{reasons}\tdecide by {ask.decide_by}{history}"
+            )
+        for ask, what in stalled_approvals(store, now):
+            body = ask.entry.body
+            print(f"{ask.ref}\t{body['server']}.{body['tool']}\tapproved: {what}")
         for plan in pending_plans(store):
             body = plan.entry.body
             summary = f"{len(plan.plan.steps)} steps, {len(plan.plan.conflicts)} conflicts"

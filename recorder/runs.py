@@ -28,7 +28,7 @@ from sqlalchemy import Connection, inspect, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.asks import Ask, Asks
 from hatp_journal.recorder.config import RUN_KEY_SHAPE
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.errors import UnknownRun
@@ -209,7 +209,7 @@ class RunKeys:
 
     def _take_over(self, run: str, ask: str, now: datetime) -> ClaimState:
         found = self.claim_of(run, ask)
-        if found is None or not _holder_dead(found, now):
+        if found is None or not holder_dead(found, now):
             return ClaimState.TAKEN
         with self.store.engine.begin() as connection:
             theirs = (_CLAIMS.c.run == run) & (_CLAIMS.c.ask == ask) & (_CLAIMS.c.at == found.at)
@@ -241,13 +241,34 @@ class RunKeys:
             session.commit()
 
 
-def _holder_dead(claim: RecAskClaim, now: datetime) -> bool:
+def holder_dead(claim: RecAskClaim, now: datetime) -> bool:
     """The claim's process is gone (known at once on its own host), or it claimed ``CLAIM_TTL`` ago."""
     if now - parse_wire_time(claim.at) > CLAIM_TTL:
         return True
     host, _, rest = (claim.holder or "").partition(":")
     pid = rest.partition(":")[0]
     return host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
+
+
+def stalled_approvals(store: RunStore, now: datetime) -> list[tuple[Ask, str]]:
+    """Approved asks claimed by a Recorder that died before recording the call, with what is known of each."""
+    keys, asks = RunKeys(store), Asks(store)
+    found = []
+    for run in store.runs():
+        for ask in asks.all(run.id):
+            claim = keys.claim_of(run.id, ask.entry.id) if ask.state == "approved" else None
+            if claim is None or not holder_dead(claim, now):
+                continue
+            if claim.holder is not None and claim.sent is None:
+                what = "the Recorder making it stopped before sending it; the agent's next call makes it"
+            else:
+                what = (
+                    f"the Recorder making it sent it at {claim.sent or 'an unknown time'} and stopped before"
+                    " its answer was recorded: whether it was made is unknown (in doubt);"
+                    " the agent's next call is told so and it is never sent again"
+                )
+            found.append((ask, what))
+    return found
 
 
 @dataclass
