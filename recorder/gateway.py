@@ -49,6 +49,7 @@ from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.retries import (
+    CallName,
     KeyRefusal,
     Retries,
     RetryCode,
@@ -231,9 +232,9 @@ class Recorder:
         retry = None
         if facts.kind != "read" and self.retries.watched(key):
             # A retry gets the first answer (recorder/retries.py): no second write, no new ask.
-            retry = {"call": call_digest(server, tool, arguments), "key": key}
-            found = self.retries.find(run, retry["call"], key, now)
-            if found is not None and found.call != retry["call"]:
+            retry = CallName(f"{server}/{tool}", call_digest(server, tool, arguments), key)
+            found = self.retries.find(run, retry, now)
+            if found is not None and found.call != retry.call:
                 refusal = KeyRefusal(
                     RetryCode.IDEMPOTENCY_KEY_REUSED, f"this key was sent with another call ({found.entry})"
                 )
@@ -483,9 +484,9 @@ class Recorder:
         call: dict[str, Any],
         held: Hold | None,
         snapshot: dict[str, Any] | None = None,
-        retry: dict[str, Any] | None = None,
+        retry: CallName | None = None,
     ) -> dict[str, Any]:
-        """Forward the call and journal it; ``retry`` (call digest and key): keep its answer for a retry."""
+        """Forward the call and journal it; with ``retry`` (the call's name), keep its answer for a retry."""
         tool, arguments = call["tool"], call["arguments"]
         compensation = self._compensation(downstream, tool)
         failed = None
@@ -537,9 +538,7 @@ class Recorder:
         self.ledger.settle(held, moved=not is_error)
         kept = None
         if retry is not None:
-            kept = self.retries.keep(
-                unsent(_for_agent(result, run, "")), retry["call"], retry["key"], self.clock()
-            )
+            kept = self.retries.keep(unsent(_for_agent(result, run, "")), retry, self.clock())
         entry = await self._append_linked(run, call, tokens, kept)
         crash_point("gateway:answered")  # journaled, its answer kept: the agent has not got it yet
         return _for_agent(result, run, entry.id)

@@ -2,10 +2,12 @@
 
 An agent that did not get the answer to a call (its connection dropped, its Recorder was killed)
 calls again. A call is a **retry** when it is the same call — same run, server, tool and arguments —
-as a write answered in the last ``retry_window_seconds``, or when it sends the same idempotency key
-(``_meta["hatp/idempotencyKey"]``) as an earlier call of its run, within ``KEY_KEPT``. A retry is not
-forwarded and opens no ask: it gets the answer the first call got, from the store (``rec_answer``,
-kept in the same transaction as the call's entry), marked ``"replayed": true``.
+as the latest write of that tool in its run, answered in the last ``retry_window_seconds`` (a write
+of the tool with other arguments since means this one is meant: A, B, A is three writes), or when
+it sends the same idempotency key (``_meta["hatp/idempotencyKey"]``) as an earlier call of its run,
+within ``KEY_KEPT``. A retry is not forwarded and opens no ask: it gets the answer the first call
+got, from the store (``rec_answer``, kept in the same transaction as the call's entry), marked
+``"replayed": true``.
 
 A call with an idempotency key is matched by its key alone: the same call with a new key is a new
 call, so an agent that means to do the same thing twice says so. Reads are never replayed (a read
@@ -70,6 +72,15 @@ def sent_idempotency_key(meta: Any) -> str | KeyRefusal | None:
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class CallName:
+    """What names a call for retries: its tool (server/tool), its digest, and the agent's key if any."""
+
+    tool: str
+    call: str
+    key: str | None
+
+
 class Retries:
     """Finds the answer a retried call gets, and keeps the answers later retries may get."""
 
@@ -83,12 +94,12 @@ class Retries:
         """Whether a call with ``key`` may be a retry, or be retried (0 turns the window off)."""
         return key is not None or self.window > timedelta(0)
 
-    def find(self, run: str, call: str, key: str | None, now: datetime) -> FoundAnswer | None:
-        """The earlier answer a call with digest ``call`` and key ``key`` gets, if it is a retry."""
-        since = now - (KEY_KEPT if key is not None else self.window)
-        return find_answer(self.engine, run, call=call, key=key, since=since)
+    def find(self, run: str, name: CallName, now: datetime) -> FoundAnswer | None:
+        """The earlier answer the call ``name`` gets, if it is a retry."""
+        since = now - (KEY_KEPT if name.key is not None else self.window)
+        return find_answer(self.engine, run, tool=name.tool, call=name.call, key=name.key, since=since)
 
-    def keep(self, answer: dict[str, Any], call: str, key: str | None, now: datetime) -> KeptAnswer:
+    def keep(self, answer: dict[str, Any], name: CallName, now: datetime) -> KeptAnswer:
         """What to keep of ``answer`` (as the agent gets it, but for ``_meta["hatp/recorder"]``)."""
         self._kept += 1
         if self._kept % PRUNE_EVERY == 0:
@@ -99,7 +110,7 @@ class Retries:
             data = None
         if data is not None and len(data) > self.max_bytes:
             data = None
-        return KeptAnswer(call=call, key=key, at=wire_time(now), data=data)
+        return KeptAnswer(tool=name.tool, call=name.call, key=name.key, at=wire_time(now), data=data)
 
     def prune(self, now: datetime) -> int:
         """Drop answers no retry can get any more."""
@@ -125,9 +136,9 @@ def replayed(found: FoundAnswer, run: str) -> dict[str, Any]:
             "isError": True,
         }
     answer: dict[str, Any] = json.loads(found.data)
-    meta = answer.get("_meta") if isinstance(answer.get("_meta"), dict) else {}
+    meta = answer.get("_meta")
     ours = {"run": run, "entry": found.entry, "replayed": True}
-    return {**answer, "_meta": {**meta, "hatp/recorder": ours}}
+    return {**answer, "_meta": {**(meta if isinstance(meta, dict) else {}), "hatp/recorder": ours}}
 
 
 def unsent(answer: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,8 @@ class RecAnswer(SQLModel, table=True):
 
     run: str = Field(primary_key=True)
     seq: int = Field(primary_key=True)
-    call: str = Field(index=True)  # sha256 of server, tool and arguments (asks.call_digest)
+    tool: str = Field(index=True)  # server/tool
+    call: str  # sha256 of server, tool and arguments (asks.call_digest)
     key: str | None = Field(default=None, index=True)  # sha256 of the idempotency key
     at: str  # wire time, as the Recorder's clock said when it journaled the call
     data: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # None: too large
@@ -42,8 +43,9 @@ _TABLE = ANSWERS_TABLES[0]
 
 @dataclass(frozen=True)
 class KeptAnswer:
-    """What an append keeps of a call's answer: ``data`` is its canonical JSON, None if too large."""
+    """What an append keeps of a call's answer: ``data`` is its JSON, None if too large."""
 
+    tool: str
     call: str
     key: str | None
     at: str
@@ -70,21 +72,24 @@ def ensure_answers(engine: Engine) -> None:
 
 def answer_row(run: str, seq: int, kept: KeptAnswer) -> dict[str, object]:
     """The row an append inserts for entry ``seq`` of ``run``."""
-    return {"run": run, "seq": seq, "call": kept.call, "key": kept.key, "at": kept.at, "data": kept.data}
+    row = {"run": run, "seq": seq, "tool": kept.tool, "call": kept.call, "key": kept.key, "at": kept.at}
+    return {**row, "data": kept.data}
 
 
 def find_answer(
-    engine: Engine, run: str, *, call: str, key: str | None, since: datetime
+    engine: Engine, run: str, *, tool: str, call: str, key: str | None, since: datetime
 ) -> FoundAnswer | None:
-    """The latest answer in ``run`` to the call with idempotency key ``key`` (any time since ``since``),
-    or without a key, to the same call (``call`` digest) since ``since``."""
+    """The answer in ``run`` of the call that sent idempotency key ``key`` since ``since``; without a
+    key, the latest answer of ``tool`` since ``since``, if it answered this very call (``call``)."""
     query = select(_TABLE.c.seq, _TABLE.c.call, _TABLE.c.data).where(
         _TABLE.c.run == run, _TABLE.c.at >= wire_time(since)
     )
-    query = query.where(_TABLE.c.key == key) if key is not None else query.where(_TABLE.c.call == call)
+    query = query.where(_TABLE.c.key == key) if key is not None else query.where(_TABLE.c.tool == tool)
     with engine.connect() as connection:
         row = connection.execute(query.order_by(_TABLE.c.seq.desc()).limit(1)).first()
-    return None if row is None else FoundAnswer(int(row[0]), str(row[1]), row[2])
+    if row is None or (key is None and row[1] != call):
+        return None  # the tool was called with other arguments since: this call is meant
+    return FoundAnswer(int(row[0]), str(row[1]), row[2])
 
 
 def prune_answers(engine: Engine, *, unkeyed_before: datetime, keyed_before: datetime) -> int:

@@ -79,7 +79,9 @@ _ANSWER_TABLE = SQLModel.metadata.tables["rec_answer"]
 _HEAD_SQL = "SELECT seq, hash FROM rec_entry WHERE run = ? ORDER BY seq DESC LIMIT 1"
 _INSERT_ENTRY_SQL = "INSERT INTO rec_entry (run, seq, kind, hash, data) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TOKEN_SQL = "INSERT OR IGNORE INTO rec_token (digest, server, token) VALUES (?, ?, ?)"
-_INSERT_ANSWER_SQL = "INSERT INTO rec_answer (run, seq, call, key, at, data) VALUES (?, ?, ?, ?, ?, ?)"
+_INSERT_ANSWER_SQL = (
+    "INSERT INTO rec_answer (run, seq, tool, call, key, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _INSERT_CHECKPOINT_SQL = (
     "INSERT INTO rec_checkpoint (run, size, head, at, reason, kid, sig) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )

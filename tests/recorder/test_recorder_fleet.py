@@ -133,10 +133,13 @@ def recorded(result: Any) -> dict[str, Any]:
     return meta
 
 
-async def charge(client: Client[Any], amount: str, key: str | None = None) -> Any:
+async def charge(client: Client[Any], amount: str, key: str | None = None, once: str | None = None) -> Any:
+    """Charge ``amount`` in the run of ``key``, if given, as the call named ``once`` (an idempotency key)."""
     arguments = {"order_id": ORDER, "amount": amount, "currency": "USD"}
-    meta = {"hatp/runKey": key} if key else None
-    return await client.call_tool_mcp("crm_charge_order", arguments, meta=meta)
+    meta = {"hatp/runKey": key} if key else {}
+    if once is not None:
+        meta["hatp/idempotencyKey"] = once
+    return await client.call_tool_mcp("crm_charge_order", arguments, meta=meta or None)
 
 
 def pending(result: Any) -> bool:
@@ -173,9 +176,11 @@ async def one_charge(agent: Agent, client: Client[Any], amount: str) -> None:
 
 
 async def retries(agent: Agent, url: str, amount: str) -> tuple[Any, Any]:
-    """The approved call made again through another Recorder, then once more."""
+    """The approved call made again through another Recorder, then retried. Agents share runs, so
+    another's charge may come between the two: the agent names its call (an idempotency key)."""
+    once = f"agent-{agent.number}-{amount}"
     async with Client(url, timeout=120) as client:
-        return await charge(client, amount, agent.key), await charge(client, amount, agent.key)
+        return await charge(client, amount, agent.key, once), await charge(client, amount, agent.key, once)
 
 
 async def waited_for(config: Path, agent: Agent, url: str, amount: str) -> Any:

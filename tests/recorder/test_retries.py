@@ -218,3 +218,14 @@ async def test_a_retry_window_of_zero_makes_every_repeat_a_new_call(tmp_path: Pa
         await world.charge()
 
         assert len(world.charges()) == 2
+
+
+async def test_a_write_made_again_after_a_write_of_the_same_tool_with_other_arguments_is_made(
+    world: World,
+) -> None:
+    await world.charge("10.00")
+    await world.charge("11.00")
+    third = await world.charge("10.00")  # within the window, but meant: 10, 11, 10 is three charges
+
+    assert "replayed" not in recorded(third)
+    assert len(world.charges()) == 3
