@@ -112,7 +112,7 @@ class Recorder:
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
         self._decided: dict[tuple[str, str], tuple[Decision, dict[str, Any]]] = {}  # see _decide
-        self.retries = Retries(store.engine, section.retry_window_seconds, section.max_journal_bytes)
+        self.retries = Retries(store, section.retry_window_seconds, section.max_journal_bytes)
 
     async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools.

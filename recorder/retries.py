@@ -24,9 +24,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Engine
-
-from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer, find_answer, prune_answers
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer, prune_answers
 from hatp_journal.toolkit.clock import wire_time
 
 IDEMPOTENCY_META = "hatp/idempotencyKey"
@@ -84,8 +83,8 @@ class CallName:
 class Retries:
     """Finds the answer a retried call gets, and keeps the answers later retries may get."""
 
-    def __init__(self, engine: Engine, window_seconds: float, max_bytes: int) -> None:
-        self.engine = engine
+    def __init__(self, store: RunStore, window_seconds: float, max_bytes: int) -> None:
+        self.store = store
         self.window = timedelta(seconds=window_seconds)
         self.max_bytes = max_bytes
         self._kept = 0
@@ -97,7 +96,7 @@ class Retries:
     def find(self, run: str, name: CallName, now: datetime) -> FoundAnswer | None:
         """The earlier answer the call ``name`` gets, if it is a retry."""
         since = now - (KEY_KEPT if name.key is not None else self.window)
-        return find_answer(self.engine, run, tool=name.tool, call=name.call, key=name.key, since=since)
+        return self.store.find_answer(run, tool=name.tool, call=name.call, key=name.key, since=since)
 
     def keep(self, answer: dict[str, Any], name: CallName, now: datetime) -> KeptAnswer:
         """What to keep of ``answer`` (as the agent gets it, but for ``_meta["hatp/recorder"]``)."""
@@ -114,7 +113,7 @@ class Retries:
 
     def prune(self, now: datetime) -> int:
         """Drop answers no retry can get any more."""
-        return prune_answers(self.engine, unkeyed_before=now - self.window, keyed_before=now - KEY_KEPT)
+        return prune_answers(self.store.engine, unkeyed_before=now - self.window, keyed_before=now - KEY_KEPT)
 
 
 def replayed(found: FoundAnswer, run: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Engine, LargeBinary, delete, or_, select
 from sqlmodel import Column, Field, SQLModel
@@ -76,6 +77,14 @@ def answer_row(run: str, seq: int, kept: KeptAnswer) -> dict[str, object]:
     return {**row, "data": kept.data}
 
 
+_FIND = (
+    "SELECT seq, call, data FROM rec_answer WHERE run = ? AND at >= ? AND {} = ? ORDER BY seq DESC LIMIT 1"
+)
+FIND_BY_KEY_SQL = _FIND.format("key")
+FIND_BY_TOOL_SQL = _FIND.format("tool")
+"""The lookups, for the SQLite driver (a plain read: no ``BEGIN IMMEDIATE``, no write lock)."""
+
+
 def find_answer(
     engine: Engine, run: str, *, tool: str, call: str, key: str | None, since: datetime
 ) -> FoundAnswer | None:
@@ -87,6 +96,11 @@ def find_answer(
     query = query.where(_TABLE.c.key == key) if key is not None else query.where(_TABLE.c.tool == tool)
     with engine.connect() as connection:
         row = connection.execute(query.order_by(_TABLE.c.seq.desc()).limit(1)).first()
+    return found_in(row, call, key)
+
+
+def found_in(row: Any, call: str, key: str | None) -> FoundAnswer | None:
+    """The answer a lookup's row (seq, call, data) gives the call ``call`` sent with ``key``."""
     if row is None or (key is None and row[1] != call):
         return None  # the tool was called with other arguments since: this call is meant
     return FoundAnswer(int(row[0]), str(row[1]), row[2])

@@ -31,7 +31,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
-from hatp_journal.recorder.record.answers import KeptAnswer, answer_row, ensure_answers
+from hatp_journal.recorder.record.answers import (
+    FIND_BY_KEY_SQL,
+    FIND_BY_TOOL_SQL,
+    FoundAnswer,
+    KeptAnswer,
+    answer_row,
+    ensure_answers,
+    find_answer,
+    found_in,
+)
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
@@ -367,6 +376,21 @@ class RunStore:
             if checkpoints:
                 connection.execute(insert(_CHECKPOINT_TABLE), checkpoints)
         return made
+
+    def find_answer(
+        self, run_id: str, *, tool: str, call: str, key: str | None, since: datetime
+    ) -> FoundAnswer | None:
+        """The answer kept for a retry of a call (``answers.find_answer``); on SQLite a plain read
+        on the appends' connection, which takes no write lock."""
+        if not self._sqlite_driver:
+            return find_answer(self.engine, run_id, tool=tool, call=call, key=key, since=since)
+        statement, named = (FIND_BY_KEY_SQL, key) if key is not None else (FIND_BY_TOOL_SQL, tool)
+        with self._appender.driver() as driver:
+            try:
+                row = driver.execute(statement, (run_id, wire_time(since), named)).fetchone()
+            except sqlite3.Error as error:
+                raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
+        return found_in(row, call, key)
 
     def entries(self, run_id: str) -> list[Entry]:
         """The run's entries in order, parsed from the bytes stored."""
