@@ -188,6 +188,19 @@ class Asks:
         return self.store.append(run, kind, {**body, "ask": ask.entry.id}, tokens=tokens)
 
 
+def in_doubt(store: RunStore, run: str) -> dict[str, list[tuple[str, str]]]:
+    """The approved calls of ``run`` whose Recorder died after sending them (``CALL_IN_DOUBT``):
+    call digest -> [(ask ref, what is known)], for the approver of a new ask for the same call."""
+    entries = store.entries(run)
+    digests = {e.id: e.body.get("callDigest") for e in entries if e.kind == "ask"}
+    found: dict[str, list[tuple[str, str]]] = {}
+    for entry in entries:
+        ask = entry.body.get("ask")
+        if entry.kind == "refused" and entry.body.get("code") == "CALL_IN_DOUBT" and ask in digests:
+            found.setdefault(str(digests[ask]), []).append((f"{run}/{ask}", str(entry.body.get("why", ""))))
+    return found
+
+
 def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:
     decision = next((e for e in followers if e.kind == "decision" and e.body.get("counted")), None)
     withdrawn = next((e for e in followers if e.kind == "withdrawn"), None)

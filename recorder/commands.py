@@ -24,7 +24,7 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal.recorder.ask_words import ask_row
-from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory, DirectoryError
@@ -153,7 +153,21 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     for _ in withdrawing:
         pass
     if args.command == "asks":
-        rows = [ask_row(ask) for ask in asks.pending()]
+        from hatp_journal.recorder.runs import stalled_approvals  # as in _tick: the run-key tables
+
+        rows = []
+        for ask in asks.pending():
+            row = ask_row(ask)
+            earlier = in_doubt(store, ask.run).get(str(ask.entry.body.get("callDigest")), [])
+            row[-1] += "".join(
+                f"; an earlier approval of this call ({ref}) is in doubt: {why}" for ref, why in earlier
+            )
+            rows.append(row)
+        for ask, what in stalled_approvals(store, now):
+            body = ask.entry.body
+            rows.append(
+                [ask.ref, f"{body.get('server')}.{body.get('tool')}", f"approved: {what}", "", "", "", ""]
+            )
         for plan in pending_plans(store):
             body = plan.entry.body
             summary = (

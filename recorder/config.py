@@ -107,6 +107,11 @@ class RecorderSection(BaseModel):
         le=MAX_WINDOW_SECONDS,
         description="The longest an agent may ask an ask to hold its call open",
     )
+    retry_window_seconds: float = Field(
+        default=60,
+        ge=0,
+        description="The same write again within this long is a retry and gets the first answer (0: off)",
+    )
 
     @model_validator(mode="after")
     def _run_fields(self) -> RecorderSection:

@@ -47,10 +47,20 @@ from hatp_journal.recorder.policy.decide import Decision, same_for_every_call
 from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.answers import KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
-from hatp_journal.recorder.runs import RunKeyRefusal, RunSessions, sent_key
+from hatp_journal.recorder.retries import (
+    CallName,
+    KeyRefusal,
+    Retries,
+    RetryCode,
+    replayed,
+    sent_idempotency_key,
+    unsent,
+)
+from hatp_journal.recorder.runs import ClaimState, RunKeyRefusal, RunSessions, sent_key
 from hatp_journal.recorder.tokens import (
     BAD_JOURNAL,
     Kept,
@@ -62,6 +72,7 @@ from hatp_journal.recorder.tokens import (
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.wire import META_KEY
 
 HOST_META_KEY = "hatp/host"
@@ -111,6 +122,7 @@ class Recorder:
         self._facts_of: dict[tuple[str, str], CallFacts] = {}  # each tool's facts, read at connect
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
         self._decided: dict[tuple[str, str], tuple[Decision, dict[str, Any]]] = {}  # see _decide
+        self.retries = Retries(store, section.retry_window_seconds, section.max_journal_bytes)
 
     async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools.
@@ -138,6 +150,7 @@ class Recorder:
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
         self.sessions.open(self.clock(), idle)  # the run itself opens at the first call
+        self.retries.prune(self.clock())
         return self.mcp
 
     def own_run(self) -> str:
@@ -197,7 +210,10 @@ class Recorder:
             self.run_id = self.sessions.own  # a new one if the last closed as idle meanwhile
             if isinstance(run, RunKeyRefusal):
                 return await self._refuse_run_key(server, tool, arguments, run, _host_meta(meta))
-            answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress)
+            key = sent_idempotency_key(meta)
+            if isinstance(key, KeyRefusal):
+                return await self._refuse_key(run, server, tool, arguments, key, _host_meta(meta))
+            answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress, key)
             answer = _with_recorder_meta(answer, self.sessions.state(run).key, wait.said())
         finally:
             self._in_flight -= 1
@@ -221,6 +237,7 @@ class Recorder:
         run: str,
         wait: Wait | None = None,
         progress: Progress | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         if checked.refusal is not None:
@@ -228,6 +245,18 @@ class Recorder:
         downstream = self.downstreams[server]
         now: datetime = self.clock()
         facts = self._facts(downstream, tool, arguments, now, run)
+        retry = None
+        if facts.kind != "read" and self.retries.watched(key):
+            # A retry gets the first answer (recorder/retries.py): no second write, no new ask.
+            retry = CallName(f"{server}/{tool}", call_digest(server, tool, arguments), key)
+            found = self.retries.find(run, retry, now)
+            if found is not None and found.call != retry.call:
+                refusal = KeyRefusal(
+                    RetryCode.IDEMPOTENCY_KEY_REUSED, f"this key was sent with another call ({found.entry})"
+                )
+                return await self._refuse_key(run, server, tool, arguments, refusal, host)
+            if found is not None:
+                return replayed(found, run)
         call: dict[str, Any] = {  # CallRecord's members, written by call_wire (call_body.py)
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
@@ -244,17 +273,22 @@ class Recorder:
             # Only a run with asks still open reads its record back; every other call stays O(1).
             self.asks.withdraw_overdue(run, now, self._directory())
             earlier = self._open_ask(run, server, tool, arguments)
-        if (
-            earlier is not None
-            and earlier.state == "approved"
-            and not self.sessions.keys.claim(run, earlier.entry.id, now)
-        ):
-            earlier = None  # another caller is forwarding it: this call is a new one
+        if earlier is not None and earlier.state == "approved":
+            claim = self.sessions.keys.claim(run, earlier.entry.id, now)
+            if claim is ClaimState.TAKEN:
+                earlier = None  # another caller is forwarding it: this call is a new one
+            elif claim is ClaimState.IN_DOUBT:
+                unsettled.discard(earlier.entry.id)
+                return self._in_doubt(run, earlier, call)
+            else:
+                crash_point("gateway:claimed")
         if earlier is not None:
             unsettled.discard(earlier.entry.id)
             if earlier.state == "pending":
                 unsettled.add(earlier.entry.id)
-                return await self._held(server, tool, arguments, host, run, earlier.entry.id, wait, progress)
+                return await self._held(
+                    server, tool, arguments, host, run, earlier.entry.id, wait, progress, key
+                )
             if earlier.state != "approved":
                 code = "ASK_DENIED" if earlier.state == "denied" else "DEADLINE_EXCEEDED"
                 entry = self.asks.settle(run, earlier, "refused", {**call_wire(call), "code": code})
@@ -263,7 +297,7 @@ class Recorder:
             approved_by = read_own(DecisionBody, earlier.decision).approval.by
             call = {**call, "ask": earlier.entry.id, "decision": {"action": "approved", "by": approved_by}}
             # A person approved it: its amount counts without another look at the caps.
-            return await self._forward(run, downstream, facts, call, self.ledger.hold(facts))
+            return await self._forward(run, downstream, facts, call, self.ledger.hold(facts), retry=retry)
         # Deciding and holding the amount is one step, so Recorders racing for a cap take turns.
         decision, held, recorded = self._decide(facts)
         snapshot = None
@@ -286,8 +320,25 @@ class Recorder:
                 within=None if within is None else timedelta(seconds=within),
             )
             unsettled.add(entry.id)
-            return await self._held(server, tool, arguments, host, run, entry.id, wait, progress)
-        return await self._forward(run, downstream, facts, call, held, snapshot)
+            return await self._held(server, tool, arguments, host, run, entry.id, wait, progress, key)
+        return await self._forward(run, downstream, facts, call, held, snapshot, retry)
+
+    def _in_doubt(self, run: str, ask: Ask, call: dict[str, Any]) -> dict[str, Any]:
+        """Report an approved call whose Recorder died after sending it, before its answer was journaled.
+
+        Sending it again could make it twice, and nothing says whether the server made it: the ask
+        is settled as ``CALL_IN_DOUBT`` with what is known, for the approver to see (``asks``, the web).
+        """
+        claim = self.sessions.keys.claim_of(run, ask.entry.id)
+        sent = claim.sent if claim is not None and claim.sent else "an unknown time"
+        why = (
+            f"the Recorder that was making this approved call sent it to {call['server']} at {sent} and"
+            " stopped before its answer was recorded: whether it was made is unknown; it is not sent again"
+        )
+        entry = self.asks.settle(
+            run, ask, "refused", {**call_wire(call), "code": "CALL_IN_DOUBT", "why": why}
+        )
+        return _refusal("CALL_IN_DOUBT", why, entry.id)
 
     async def _held(
         self,
@@ -299,6 +350,7 @@ class Recorder:
         ask: str,
         wait: Wait | None,
         progress: Progress | None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Answer a call waiting for its ask: pending, or (within the wait) what the decision made of it."""
         if wait is None or wait.seconds <= 0:
@@ -306,7 +358,7 @@ class Recorder:
         state = await wait_for_decision(lambda: self._ask_state(run, ask), wait, progress, ask)
         if state == "pending":
             return _pending(run, ask)
-        return await self._answer(server, tool, arguments, host, run)  # as if called again: no wait
+        return await self._answer(server, tool, arguments, host, run, key=key)  # as if called again: no wait
 
     def _ask_state(self, run: str, ask: str) -> str:
         return next((a.state for a in self.asks.all(run) if a.entry.id == ask), "pending")
@@ -340,6 +392,33 @@ class Recorder:
             }
         )
         entry = await self._append(own, "refused", body.wire())
+        return _refusal(str(refusal.code), refusal.message, entry.id)
+
+    async def _refuse_key(
+        self,
+        run: str,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        refusal: KeyRefusal,
+        host: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Journal a call whose idempotency key can't be used, and refuse it (it is not forwarded)."""
+        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+        kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
+        body = RefusedRecord.model_validate(
+            {
+                "agent": self.config.recorder.agent,
+                "principal": self.config.recorder.principal,
+                "server": server,
+                "tool": tool,
+                **kept,
+                "code": str(refusal.code),
+                "argumentsDigest": checked.digest,
+                "host": host,
+            }
+        )
+        entry = await self._append(run, "refused", body.wire())
         return _refusal(str(refusal.code), refusal.message, entry.id)
 
     async def _refuse_arguments(
@@ -395,7 +474,12 @@ class Recorder:
         return _tool_result(_refusal("UNKNOWN_TOOL", f"the Recorder publishes no tool {name!r}", entry.id))
 
     async def _append(
-        self, run: str, kind: str, body: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
+        self,
+        run: str,
+        kind: str,
+        body: dict[str, Any],
+        tokens: list[tuple[str, str, str]] | None = None,
+        answer: KeptAnswer | None = None,
     ) -> Entry:
         """Append durably, without holding up other calls.
 
@@ -404,8 +488,8 @@ class Recorder:
         writer thread commits, so they run on during the fsync, and shares commits among them.
         """
         if self._in_flight <= 1:
-            return self.store.append(run, kind, body, tokens=tokens or ())
-        return await self.store.append_async(run, kind, body, tokens=tokens or ())
+            return self.store.append(run, kind, body, tokens=tokens or (), answer=answer)
+        return await self.store.append_async(run, kind, body, tokens=tokens or (), answer=answer)
 
     async def _forward(
         self,
@@ -415,7 +499,9 @@ class Recorder:
         call: dict[str, Any],
         held: Hold | None,
         snapshot: dict[str, Any] | None = None,
+        retry: CallName | None = None,
     ) -> dict[str, Any]:
+        """Forward the call and journal it; with ``retry`` (the call's name), keep its answer for a retry."""
         tool, arguments = call["tool"], call["arguments"]
         compensation = self._compensation(downstream, tool)
         failed = None
@@ -424,6 +510,13 @@ class Recorder:
                 snapshot = await take_snapshot(compensation, arguments, downstream.call)
             except HostReadFailed as error:
                 failed = f"the host's snapshot failed, the call ran on its approval: {error}"
+        if "ask" in call:
+            # Said before it is sent: a claim whose holder died after this is in doubt, never resent.
+            if not self.sessions.keys.claim_sent(run, call["ask"], self.clock()):
+                self.ledger.settle(held, moved=False)
+                why = "another Recorder took this approved call over: it was not sent from here"
+                return _refusal("ASK_CLAIMED_ELSEWHERE", why, call["ask"])
+            crash_point("gateway:sent")
         try:
             result = await downstream.call_wire(tool, arguments)
         except DownstreamError as error:
@@ -462,19 +555,30 @@ class Recorder:
             )
         call = {**call, **members, "outcome": outcome("error" if is_error else "ok"), "host_undo": host_undo}
         self.ledger.settle(held, moved=not is_error)
-        entry = await self._append_linked(run, call, tokens)
-        if astray is not None:
-            return _refusal(BAD_JOURNAL, f"{downstream.name} answered {tool} with {astray}", entry.id)
+        refusal = f"{downstream.name} answered {tool} with {astray}" if astray is not None else None
+        kept = None
+        if retry is not None:
+            # A result refused whole is kept as its refusal: a token out of its place reaches no retry.
+            first = _refusal(BAD_JOURNAL, refusal, "") if refusal is not None else _for_agent(result, run, "")
+            kept = self.retries.keep(unsent(first), retry, self.clock())
+        entry = await self._append_linked(run, call, tokens, kept)
+        crash_point("gateway:answered")  # journaled, its answer kept: the agent has not got it yet
+        if refusal is not None:
+            return _refusal(BAD_JOURNAL, refusal, entry.id)
         return _for_agent(result, run, entry.id)
 
     async def _append_linked(
-        self, run: str, call: dict[str, Any], tokens: list[tuple[str, str, str]] | None = None
+        self,
+        run: str,
+        call: dict[str, Any],
+        tokens: list[tuple[str, str, str]] | None = None,
+        answer: KeptAnswer | None = None,
     ) -> Entry:
         """Append a ``call`` entry linked to the run's earlier calls, and one later calls may link to."""
         links = self.sessions.state(run).links
         body = call_wire(call)
         body = call_wire({**call, "links": links.links(body)})
-        entry = await self._append(run, "call", body, tokens)
+        entry = await self._append(run, "call", body, tokens, answer)
         links.add(entry.id, body)
         return entry
 

@@ -8,28 +8,34 @@ SHA-256 digest is stored: the store alone can't be used to join a run.
 
 A keyed run stays open when its process ends and closes, its head signed, once nobody has called
 under its key for ``run_idle_seconds``. An approved ask is claimed in the store before its call
-is forwarded, so two processes calling again at once forward it once.
+is forwarded, so two processes calling again at once forward it once. A claim names its holder and
+says when the call was sent: a claim whose holder died before sending is taken over by the next
+caller; one whose holder died after sending is in doubt, never sent again (``ClaimState``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy import Connection, inspect, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.asks import Ask, Asks
 from hatp_journal.recorder.config import RUN_KEY_SHAPE
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.errors import UnknownRun
+from hatp_journal.recorder.undo.lease import process_alive
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.store_schema import ensure_schema
+from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
 RUN_KEY_META = "hatp/runKey"
 """Where a call sends its run key back: ``_meta["hatp/runKey"]``."""
@@ -73,11 +79,40 @@ class RecAskClaim(SQLModel, table=True):
     run: str = Field(primary_key=True, foreign_key="rec_run.id")
     ask: str = Field(primary_key=True)
     at: str
+    holder: str | None = None  # host:pid:nonce of the process that claimed it (None: claimed before v2)
+    sent: str | None = None  # when its holder sent the call to the server (None: not sent)
 
 
-RUNS_SCHEMA = 1
-"""The version of the run-key tables (``hatp_schema`` part ``runs``)."""
+RUNS_SCHEMA = 2
+"""The version of the run-key tables (``hatp_schema`` part ``runs``); 2: claims name their holder."""
 RUNS_TABLES = [SQLModel.metadata.tables["rec_run_key"], SQLModel.metadata.tables["rec_ask_claim"]]
+_CLAIMS = SQLModel.metadata.tables["rec_ask_claim"]
+CLAIM_TTL = timedelta(minutes=10)
+"""When a claim's holder on another host is taken as dead (one on this host is checked at once)."""
+HOLDER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+"""This process, as its claims name it."""
+
+
+def _claims_name_their_holder(connection: Connection) -> None:
+    """Runs part 1 -> 2: ``rec_ask_claim`` gains ``holder`` and ``sent`` (unless made with them)."""
+    inspector = inspect(connection)
+    if not inspector.has_table("rec_ask_claim"):
+        return  # created below, at version 2
+    present = {column["name"] for column in inspector.get_columns("rec_ask_claim")}
+    for column in ("holder", "sent"):
+        if column not in present:
+            connection.execute(text(f"ALTER TABLE rec_ask_claim ADD COLUMN {column} VARCHAR"))
+
+
+MIGRATIONS[("runs", 1)] = _claims_name_their_holder
+
+
+class ClaimState(StrEnum):
+    """What :meth:`RunKeys.claim` found."""
+
+    OURS = "ours"  # this caller forwards the call (a new claim, or one whose holder died before sending)
+    TAKEN = "taken"  # a live caller has it
+    IN_DOUBT = "in-doubt"  # its holder died after sending the call: this caller reports it, never resends
 
 
 def key_digest(key: str) -> str:
@@ -147,15 +182,43 @@ class RunKeys:
                 session.add(row)
                 session.commit()
 
-    def claim(self, run: str, ask: str, now: datetime) -> bool:
-        """Take the approved ask ``run/ask`` for forwarding; False if another caller has it."""
+    def claim(self, run: str, ask: str, now: datetime) -> ClaimState:
+        """Take the approved ask ``run/ask`` for forwarding, or say who has it.
+
+        A claim whose holder is dead (its process gone on this host, or ``CLAIM_TTL`` passed) is
+        taken over: to forward the call if the holder never sent it, to report it if it did.
+        """
         try:
             with Session(self.store.engine) as session:
-                session.add(RecAskClaim(run=run, ask=ask, at=wire_time(now)))
+                session.add(RecAskClaim(run=run, ask=ask, at=wire_time(now), holder=HOLDER))
                 session.commit()
         except IntegrityError:
-            return False
-        return True
+            return self._take_over(run, ask, now)
+        return ClaimState.OURS
+
+    def claim_sent(self, run: str, ask: str, now: datetime) -> bool:
+        """Note that this process sends the call of its claim now; False if the claim is no longer its own."""
+        with self.store.engine.begin() as connection:
+            mine = (_CLAIMS.c.run == run) & (_CLAIMS.c.ask == ask) & (_CLAIMS.c.holder == HOLDER)
+            return bool(connection.execute(update(_CLAIMS).where(mine).values(sent=wire_time(now))).rowcount)
+
+    def claim_of(self, run: str, ask: str) -> RecAskClaim | None:
+        """The claim on ``run/ask``, if any."""
+        with Session(self.store.engine) as session:
+            return session.get(RecAskClaim, (run, ask))
+
+    def _take_over(self, run: str, ask: str, now: datetime) -> ClaimState:
+        found = self.claim_of(run, ask)
+        if found is None or not holder_dead(found, now):
+            return ClaimState.TAKEN
+        with self.store.engine.begin() as connection:
+            theirs = (_CLAIMS.c.run == run) & (_CLAIMS.c.ask == ask) & (_CLAIMS.c.at == found.at)
+            theirs &= _CLAIMS.c.holder.is_(None) if found.holder is None else _CLAIMS.c.holder == found.holder
+            ours = {"holder": HOLDER, "at": wire_time(now)}
+            if not connection.execute(update(_CLAIMS).where(theirs).values(ours)).rowcount:
+                return ClaimState.TAKEN  # another caller took it over first
+        # A claim made before claims said when they were sent may have been sent.
+        return ClaimState.OURS if found.holder is not None and found.sent is None else ClaimState.IN_DOUBT
 
     def close_idle(self, now: datetime, idle: timedelta) -> list[str]:
         """Close (and sign) every open keyed run nobody called under its key for ``idle``."""
@@ -176,6 +239,36 @@ class RunKeys:
         with Session(self.store.engine) as session:
             session.add(RecRunKey(digest=key_digest(key), run=run, seen_at=wire_time(now)))
             session.commit()
+
+
+def holder_dead(claim: RecAskClaim, now: datetime) -> bool:
+    """The claim's process is gone (known at once on its own host), or it claimed ``CLAIM_TTL`` ago."""
+    if now - parse_wire_time(claim.at) > CLAIM_TTL:
+        return True
+    host, _, rest = (claim.holder or "").partition(":")
+    pid = rest.partition(":")[0]
+    return host == socket.gethostname() and pid.isdigit() and not process_alive(int(pid))
+
+
+def stalled_approvals(store: RunStore, now: datetime) -> list[tuple[Ask, str]]:
+    """Approved asks claimed by a Recorder that died before recording the call, with what is known of each."""
+    keys, asks = RunKeys(store), Asks(store)
+    found = []
+    for run in store.runs():
+        for ask in asks.all(run.id):
+            claim = keys.claim_of(run.id, ask.entry.id) if ask.state == "approved" else None
+            if claim is None or not holder_dead(claim, now):
+                continue
+            if claim.holder is not None and claim.sent is None:
+                what = "the Recorder making it stopped before sending it; the agent's next call makes it"
+            else:
+                what = (
+                    f"the Recorder making it sent it at {claim.sent or 'an unknown time'} and stopped before"
+                    " its answer was recorded: whether it was made is unknown (in doubt);"
+                    " the agent's next call is told so and it is never sent again"
+                )
+            found.append((ask, what))
+    return found
 
 
 @dataclass

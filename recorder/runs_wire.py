@@ -38,6 +38,13 @@ class CallMeta(BaseModel):
     host: dict[str, Any] | None = Field(
         default=None, alias="hatp/host", description='What the call relied on: {"uses": ["e2"]}'
     )
+    idempotency_key: str | None = Field(
+        default=None,
+        alias="hatp/idempotencyKey",
+        min_length=1,
+        max_length=255,
+        description="Names this call for retries: a call with a key answered before gets that answer again",
+    )
 
 
 class WaitSaid(BaseModel):
@@ -65,6 +72,9 @@ class AnswerMeta(BaseModel):
     status: str | None = Field(default=None, description="pending_approval while a person decides")
     ask: str | None = Field(default=None, description="The ask a pending call waits on")
     code: str | None = Field(default=None, description="Why the call was refused (a stable code)")
+    replayed: bool | None = Field(
+        default=None, description="A retry: the answer the first call got (entry), not made again"
+    )
 
 
 def write_schemas(directory: Path) -> list[Path]:

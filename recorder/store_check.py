@@ -15,6 +15,7 @@ from hatp_journal.recorder.fleet_lease import FLEET_LEASE_SCHEMA, FLEET_LEASE_TA
 from hatp_journal.recorder.pins import PINS_SCHEMA, PINS_TABLES
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import TABLES as LEDGER_TABLES
+from hatp_journal.recorder.record.answers import ANSWERS_SCHEMA, ANSWERS_TABLES
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
 from hatp_journal.recorder.record.tables import TABLES as RECORD_TABLES
 from hatp_journal.recorder.runs import RUNS_SCHEMA, RUNS_TABLES
@@ -26,6 +27,7 @@ from hatp_journal.toolkit.store_schema import PartStatus, check_schema
 
 RECORDER_PARTS = {
     "record": RECORD_SCHEMA,
+    "answers": ANSWERS_SCHEMA,
     "pins": PINS_SCHEMA,
     "ledger": LEDGER_SCHEMA,
     "lease": LEASE_SCHEMA,
@@ -38,6 +40,7 @@ RECORDER_PARTS = {
 
 _PART_TABLES: dict[str, list[Table]] = {
     "record": RECORD_TABLES,
+    "answers": ANSWERS_TABLES,
     "pins": PINS_TABLES,
     "ledger": LEDGER_TABLES,
     "lease": LEASE_TABLES,

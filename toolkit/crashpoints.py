@@ -29,6 +29,10 @@ CRASH_POINTS = (
     "courier:marked",  # marked sent
     # recorder/notice_mail.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its mail-delivered entry not yet appended
+    # recorder/gateway.py, for an approved call (an ask) or any call journaled with its answer:
+    "gateway:claimed",  # the approved ask is claimed in the store; its call not sent
+    "gateway:sent",  # the claim says the call is sent; the server not yet asked
+    "gateway:answered",  # the call's entry and its answer are durable; the agent has not got it
 )
 
 _reached: Counter[str] = Counter()

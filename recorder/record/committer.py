@@ -17,11 +17,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from hatp_journal.recorder.record.answers import KeptAnswer
 from hatp_journal.recorder.record.models import Entry
 
 Tokens = tuple[tuple[str, str, str], ...]
-Append = tuple[str, str, dict[str, Any], Tokens]
-"""One append: run, kind, body, tokens."""
+Append = tuple[str, str, dict[str, Any], Tokens, KeptAnswer | None]
+"""One append: run, kind, body, tokens, and the answer to keep for a retry (``answers.py``)."""
 
 MAX_BATCH = 256
 """Most entries per transaction: bounds how long one commit holds the database."""

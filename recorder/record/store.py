@@ -31,6 +31,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, col, select
 
+from hatp_journal.recorder.record.answers import (
+    FIND_BY_KEY_SQL,
+    FIND_BY_TOOL_SQL,
+    FoundAnswer,
+    KeptAnswer,
+    answer_row,
+    ensure_answers,
+    find_answer,
+    found_in,
+)
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
@@ -72,11 +82,15 @@ _ENTRY_ID = re.compile(r"^e([1-9][0-9]{0,17})$")
 _ENTRY_TABLE = SQLModel.metadata.tables["rec_entry"]
 _CHECKPOINT_TABLE = SQLModel.metadata.tables["rec_checkpoint"]
 _TOKEN_TABLE = SQLModel.metadata.tables["rec_token"]
+_ANSWER_TABLE = SQLModel.metadata.tables["rec_answer"]
 
 # The append's statements, for the driver (SQLite) and for Core (any other database).
 _HEAD_SQL = "SELECT seq, hash FROM rec_entry WHERE run = ? ORDER BY seq DESC LIMIT 1"
 _INSERT_ENTRY_SQL = "INSERT INTO rec_entry (run, seq, kind, hash, data) VALUES (?, ?, ?, ?, ?)"
 _INSERT_TOKEN_SQL = "INSERT OR IGNORE INTO rec_token (digest, server, token) VALUES (?, ?, ?)"
+_INSERT_ANSWER_SQL = (
+    "INSERT INTO rec_answer (run, seq, tool, call, key, at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _INSERT_CHECKPOINT_SQL = (
     "INSERT INTO rec_checkpoint (run, size, head, at, reason, kid, sig) VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
@@ -111,6 +125,7 @@ class RunStore:
         self._owns_engine = not isinstance(store, Engine)
         self.engine = create_store_engine(store) if not isinstance(store, Engine) else store
         ensure_schema(self.engine, "record", RECORD_SCHEMA, TABLES)
+        ensure_answers(self.engine)
         self.key = key
         self.checkpoint_every = checkpoint_every
         self.clock = clock
@@ -179,17 +194,24 @@ class RunStore:
     # -- entries --------------------------------------------------------------
 
     def append(
-        self, run_id: str, kind: str, body: dict[str, Any], *, tokens: Sequence[tuple[str, str, str]] = ()
+        self,
+        run_id: str,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        tokens: Sequence[tuple[str, str, str]] = (),
+        answer: KeptAnswer | None = None,
     ) -> Entry:
         """Append one entry after the current head, atomically; sign every N-th head.
 
         ``tokens`` — (digest, server, token) — are kept beside the record in the same
-        transaction: the entry names each by its digest only (``recorder/tokens.py``).
+        transaction: the entry names each by its digest only (``recorder/tokens.py``). So is
+        ``answer``, what the agent is answered, for a retry of the call (``answers.py``).
         """
         _check_entry(kind, body)
         for attempt in range(_APPEND_ATTEMPTS):
             try:
-                return self._append_once(run_id, kind, body, tokens)
+                return self._append_once(run_id, kind, body, tokens, answer)
             except IntegrityError:
                 # Another writer took this seq; read the new head and try again.
                 if attempt == _APPEND_ATTEMPTS - 1:
@@ -197,7 +219,13 @@ class RunStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def append_async(
-        self, run_id: str, kind: str, body: dict[str, Any], *, tokens: Sequence[tuple[str, str, str]] = ()
+        self,
+        run_id: str,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        tokens: Sequence[tuple[str, str, str]] = (),
+        answer: KeptAnswer | None = None,
     ) -> Entry:
         """:meth:`append` for async code: the event loop runs on while the entry is made durable.
 
@@ -206,25 +234,32 @@ class RunStore:
         """
         _check_entry(kind, body)
         if self._group is None:
-            self._group = GroupCommit(self.append_many, lambda one: self.append(*one[:3], tokens=one[3]))
-        return await self._group.append((run_id, kind, body, tuple(tokens)))
+            self._group = GroupCommit(
+                self.append_many, lambda one: self.append(*one[:3], tokens=one[3], answer=one[4])
+            )
+        return await self._group.append((run_id, kind, body, tuple(tokens), answer))
 
     def append_many(self, appends: Sequence[Append]) -> list[Entry]:
-        """Several appends (run, kind, body, tokens) in one transaction, each after its run's head.
+        """Several appends (run, kind, body, tokens, answer) in one transaction, each after its run's head.
 
         All or none: any failure rolls every one of them back and raises.
         """
-        for _, kind, body, _ in appends:
+        for _, kind, body, _, _ in appends:
             _check_entry(kind, body)
         return self._append_batch(appends)
 
     def _append_once(
-        self, run_id: str, kind: str, body: dict[str, Any], tokens: Sequence[tuple[str, str, str]]
+        self,
+        run_id: str,
+        kind: str,
+        body: dict[str, Any],
+        tokens: Sequence[tuple[str, str, str]],
+        answer: KeptAnswer | None,
     ) -> Entry:
-        return self._append_batch([(run_id, kind, body, tuple(tokens))])[0]
+        return self._append_batch([(run_id, kind, body, tuple(tokens), answer)])[0]
 
     def _append_batch(self, appends: Sequence[Append]) -> list[Entry]:
-        geneses = {run: self._genesis_of(run) for run, _, _, _ in appends}
+        geneses = {run: self._genesis_of(run) for run, _, _, _, _ in appends}
         if self._sqlite_driver:
             return self._append_sqlite(appends, geneses)
         return self._append_core(appends, geneses)
@@ -269,7 +304,7 @@ class RunStore:
             try:
                 driver.execute(statement)
                 try:
-                    for run_id, kind, body, tokens in appends:
+                    for run_id, kind, body, tokens, answer in appends:
                         if run_id not in heads:
                             statement = _HEAD_SQL
                             last = driver.execute(statement, (run_id,)).fetchone()
@@ -281,6 +316,9 @@ class RunStore:
                         statement = _INSERT_TOKEN_SQL
                         for token in tokens:
                             driver.execute(statement, token)
+                        if answer is not None:
+                            statement = _INSERT_ANSWER_SQL
+                            driver.execute(statement, tuple(answer_row(run_id, seq, answer).values()))
                         checkpoint = self._every_n(run_id, seq, entry.hash)
                         if checkpoint is not None:
                             statement = _INSERT_CHECKPOINT_SQL
@@ -308,11 +346,12 @@ class RunStore:
         entries: list[dict[str, Any]] = []
         tokens: dict[str, dict[str, str]] = {}
         checkpoints: list[dict[str, Any]] = []
+        answers: list[dict[str, Any]] = []
         with self.engine.begin() as connection:
             # Runs locked in one order by every writer: two batches never wait on each other in a circle.
             for run_id in sorted(geneses):
                 lock_run_head(connection, run_id)
-            for run_id, kind, body, kept in appends:
+            for run_id, kind, body, kept, answer in appends:
                 if run_id not in heads:
                     last = connection.execute(_HEAD, {"run": run_id}).first()
                     heads[run_id] = (last[0], last[1]) if last is not None else (0, geneses[run_id])
@@ -321,6 +360,8 @@ class RunStore:
                 entries.append({"run": run_id, "seq": seq, "kind": kind, "hash": entry.hash, "data": data})
                 for token_digest, server, token in kept:
                     tokens[token_digest] = {"digest": token_digest, "server": server, "token": token}
+                if answer is not None:
+                    answers.append(answer_row(run_id, seq, answer))
                 checkpoint = self._every_n(run_id, seq, entry.hash)
                 if checkpoint is not None:
                     checkpoints.append(checkpoint)
@@ -330,9 +371,26 @@ class RunStore:
             if tokens:
                 # A retried call's token may be kept already: skip it, don't fail the entry.
                 connection.execute(_insert_new_tokens(connection), list(tokens.values()))
+            if answers:
+                connection.execute(insert(_ANSWER_TABLE), answers)
             if checkpoints:
                 connection.execute(insert(_CHECKPOINT_TABLE), checkpoints)
         return made
+
+    def find_answer(
+        self, run_id: str, *, tool: str, call: str, key: str | None, since: datetime
+    ) -> FoundAnswer | None:
+        """The answer kept for a retry of a call (``answers.find_answer``); on SQLite a plain read
+        on the appends' connection, which takes no write lock."""
+        if not self._sqlite_driver:
+            return find_answer(self.engine, run_id, tool=tool, call=call, key=key, since=since)
+        statement, named = (FIND_BY_KEY_SQL, key) if key is not None else (FIND_BY_TOOL_SQL, tool)
+        with self._appender.driver() as driver:
+            try:
+                row = driver.execute(statement, (run_id, wire_time(since), named)).fetchone()
+            except sqlite3.Error as error:
+                raise DBAPIError.instance(statement, None, error, sqlite3.Error) from error
+        return found_in(row, call, key)
 
     def entries(self, run_id: str) -> list[Entry]:
         """The run's entries in order, parsed from the bytes stored."""

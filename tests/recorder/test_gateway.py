@@ -183,6 +183,7 @@ async def test_an_approved_ask_is_forwarded_when_the_agent_calls_again_and_only_
 
     outcome = gateway.decide(ask, "approve", "lee")
     forwarded = await send_note(gateway)
+    gateway.clock.advance(gateway.recorder.config.recorder.retry_window_seconds + 1)  # not a retry
     again = await send_note(gateway)
 
     assert still.structured_content == first.structured_content

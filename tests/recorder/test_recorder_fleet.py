@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from fastmcp import Client
 from sqlmodel import Session, select
@@ -92,15 +93,17 @@ def crm_over_http(store: str) -> Iterator[str]:
         journal.engine.dispose()
 
 
-def serve_recorder(config: Path, n: int) -> tuple[subprocess.Popen[bytes], int]:
-    """Recorder ``n`` over HTTP on a free port, its log in ``recorder-N.log``; once it listens."""
+def serve_recorder(
+    config: Path, n: int, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Recorder ``n`` over HTTP on a free port, its log in ``recorder-N.log``; ``env`` added to its own."""
     port = free_port()
     command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
     with (config.parent / f"recorder-{n}.log").open("wb") as log:
         process = subprocess.Popen(
             [*command, "--transport", "http", "--port", str(port)],
             cwd=config.parent,
-            env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING"},
+            env={**os.environ, "FASTMCP_LOG_LEVEL": "WARNING", **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
@@ -130,10 +133,13 @@ def recorded(result: Any) -> dict[str, Any]:
     return meta
 
 
-async def charge(client: Client[Any], amount: str, key: str | None = None) -> Any:
+async def charge(client: Client[Any], amount: str, key: str | None = None, once: str | None = None) -> Any:
+    """Charge ``amount`` in the run of ``key``, if given, as the call named ``once`` (an idempotency key)."""
     arguments = {"order_id": ORDER, "amount": amount, "currency": "USD"}
-    meta = {"hatp/runKey": key} if key else None
-    return await client.call_tool_mcp("crm_charge_order", arguments, meta=meta)
+    meta = {"hatp/runKey": key} if key else {}
+    if once is not None:
+        meta["hatp/idempotencyKey"] = once
+    return await client.call_tool_mcp("crm_charge_order", arguments, meta=meta or None)
 
 
 def pending(result: Any) -> bool:
@@ -170,9 +176,11 @@ async def one_charge(agent: Agent, client: Client[Any], amount: str) -> None:
 
 
 async def retries(agent: Agent, url: str, amount: str) -> tuple[Any, Any]:
-    """The approved call made again through another Recorder, then once more."""
+    """The approved call made again through another Recorder, then retried. Agents share runs, so
+    another's charge may come between the two: the agent names its call (an idempotency key)."""
+    once = f"agent-{agent.number}-{amount}"
     async with Client(url, timeout=120) as client:
-        return await charge(client, amount, agent.key), await charge(client, amount, agent.key)
+        return await charge(client, amount, agent.key, once), await charge(client, amount, agent.key, once)
 
 
 async def waited_for(config: Path, agent: Agent, url: str, amount: str) -> Any:
@@ -258,8 +266,9 @@ async def test_four_recorders_on_one_database_serve_eight_agents_without_forks_o
         assert not used.is_error, used.content
         assert not pending(used)
         assert recorded(used)["run"] == agent.run
-        assert pending(again)  # the approval was used once; the same call again is a new ask
-        assert recorded(again)["ask"] != agent.asks[approved[agent.number]]
+        # The same call again at once is a retry: it gets the first answer, and is not made again.
+        assert again.structured_content == used.structured_content
+        assert (recorded(again)["entry"], recorded(again)["replayed"]) == (recorded(used)["entry"], True)
     assert not waited.is_error, waited.content
     assert not pending(waited)
     assert recorded(waited)["run"] == waiter.run
@@ -282,3 +291,83 @@ async def test_four_recorders_on_one_database_serve_eight_agents_without_forks_o
     assert sorted(state for _, _, state in spends) == ["spent"] * made
     approved_amounts = [Decimal(amount) for amount in [*approved.values(), other]]
     assert sum(Decimal(amount) for _, amount, _ in spends) == sum(allowed) + sum(approved_amounts)
+
+
+MODERN = "2026-07-28"
+"""The protocol era whose ``tools/call`` the Recorder's data plane answers without a session."""
+
+
+async def call_until_killed(process: subprocess.Popen[bytes], url: str, agent: Agent, amount: str) -> int:
+    """Make the approved call through the Recorder at ``url`` (its data plane: one 2026-era POST),
+    which is killed before it answers; its exit status, once it is gone."""
+    arguments = {"order_id": ORDER, "amount": amount, "currency": "USD"}
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    meta = {**envelope, "hatp/runKey": agent.key}
+    params = {"name": "crm_charge_order", "arguments": arguments, "_meta": meta}
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "crm_charge_order",
+    }
+    async with httpx2.AsyncClient(timeout=None) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        try:
+            answer = await http.post(url, json=body, headers=headers)
+        except httpx2.RemoteProtocolError:  # the connection drops: no answer ever comes
+            return await anyio.to_thread.run_sync(process.wait)
+    raise AssertionError(f"the Recorder answered: {answer.status_code} {answer.text}")
+
+
+async def test_a_recorder_killed_after_making_an_approved_write_leaves_its_answer_to_the_agents_retry(
+    tmp_path: Path, postgres_cluster: ThrowawayCluster
+) -> None:
+    store, crm_store = postgres_cluster.new_store(), postgres_cluster.new_store()
+    agent = Agent(0)
+    over_cap = "150.00"  # above the day's cap: an ask for the team lead
+    crash = {"HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": "gateway:answered"}
+    with crm_over_http(crm_store) as crm_url:
+        config = configure(tmp_path, store, crm_url)
+        doomed, doomed_port = serve_recorder(config, 0, crash)
+        other, other_port = serve_recorder(config, 1)
+        try:
+            wait_listening(doomed_port, doomed, "Recorder 0")
+            wait_listening(other_port, other, "Recorder 1")
+            async with Client(f"http://127.0.0.1:{other_port}/mcp", timeout=120) as client:
+                held = await charge(client, over_cap)
+            agent.run, agent.key, ask = recorded(held)["run"], recorded(held)["runKey"], recorded(held)["ask"]
+            approve(config, agent.run, ask)
+            # The agent calls again through Recorder 0: it makes the charge, journals it and its answer,
+            # and is killed (SIGKILL) before the answer leaves.
+            status = await call_until_killed(doomed, f"http://127.0.0.1:{doomed_port}/mcp", agent, over_cap)
+            # The agent's retry goes to the other Recorder, with its run key.
+            async with Client(f"http://127.0.0.1:{other_port}/mcp", timeout=120) as client:
+                retry = await charge(client, over_cap, agent.key)
+        finally:
+            for process in (doomed, other):
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in (doomed, other):
+                process.wait(timeout=60)
+        made = charges_made(crm_store)
+
+    assert status == -signal.SIGKILL
+    assert not retry.is_error, retry.content
+    assert recorded(retry)["replayed"] is True
+    records = RunStore(store, SigningKey.from_file(tmp_path / "recorder.key"))
+    try:
+        entries = records.entries(agent.run)
+        [call] = [entry for entry in entries if entry.kind == "call"]
+        charge_id = retry.structured_content["charge"]
+        with Session(create_store_engine(crm_store)) as session:
+            charges = session.exec(select(Charge)).all()
+    finally:
+        records.dispose()
+    assert [entry.id for entry in entries if entry.kind == "ask"] == [ask]  # no second ask
+    assert call.body["ask"] == ask  # made by the approval, by the killed Recorder
+    assert recorded(retry)["entry"] == call.id  # the retry got the answer journaled with that call
+    assert made == 1
+    assert [row.id for row in charges] == [charge_id]  # the first answer: the one charge there is

@@ -14,8 +14,10 @@ from hatp_journal.recorder.cli import main
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.runs import CLAIM_TTL, ClaimState, RunKeys
 from hatp_journal.recorder.store_check import PART_TABLES  # every part's tables known, as in `serve`
 from hatp_journal.toolkit import SigningKey, StoreError
+from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.errors import StoreCode
 from hatp_journal.toolkit.store import create_store_engine
 
@@ -56,11 +58,12 @@ def test_a_started_store_checks_out_part_by_part(
     unused = "created, not used yet (its version is recorded on first use)"
     assert parts == {
         "record": ["1", "1", "ok"],
+        "answers": ["1", "1", "ok"],
         "pins": ["1", "1", "ok"],
         "ledger": ["1", "1", "ok"],
         "lease": ["-", "1", unused],  # its table exists: the store's first start made every table
         "fleet-lease": ["-", "1", unused],
-        "runs": ["-", "1", unused],
+        "runs": ["-", "2", unused],
         "web": ["-", "1", unused],
         "undo": ["2", "2", "ok"],
     }
@@ -92,6 +95,40 @@ def test_a_postgresql_store_never_started_is_named_without_its_password(
     assert err.startswith(f"hatp-recorder: {StoreCode.STORE_SCHEMA_MISSING}: ")
     assert "s3cret" not in err
     assert "postgres:***@" in err
+
+
+V1_CLAIMS = (
+    "CREATE TABLE rec_ask_claim (run VARCHAR NOT NULL, ask VARCHAR NOT NULL, at VARCHAR NOT NULL,"
+    " PRIMARY KEY (run, ask))"
+)
+"""``rec_ask_claim`` as the runs part's version 1 made it."""
+
+
+def test_a_runs_part_of_version_1_is_migrated_on_start_and_its_old_claims_are_in_doubt_not_resent(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = RunStore(store_url, SigningKey.generate())
+    run = store.open_run(agent="sales-bot", principal="dana").id
+    with store.engine.begin() as connection:  # the claims table as version 1 made it, with one claim
+        connection.execute(text("DROP TABLE IF EXISTS rec_ask_claim"))  # made with the engine, at version 2
+        connection.execute(text(V1_CLAIMS))
+        connection.execute(text("INSERT INTO hatp_schema (part, version) VALUES ('runs', 1)"))
+        connection.execute(text(f"INSERT INTO rec_ask_claim VALUES ('{run}', 'e1', '2026-12-04T00:00:00Z')"))
+    store.dispose()
+    config = configure(tmp_path, store_url)
+    before = cli(config, "store-check", capsys)[1]
+
+    store = RunStore(store_url, SigningKey.generate())
+    keys = RunKeys(store)
+    later = parse_wire_time("2026-12-04T00:00:01Z")
+    taken = keys.claim(run, "e1", later)  # its holder is unknown and alive, as far as anyone knows
+    long_after = keys.claim(run, "e1", later + CLAIM_TTL)
+    store.dispose()
+    after = cli(config, "store-check", capsys)[1]
+
+    assert "runs\t1\t2\t" in before
+    assert "runs\t2\t2\tok" in after
+    assert (taken, long_after) == (ClaimState.TAKEN, ClaimState.IN_DOUBT)  # it may have been sent
 
 
 def test_a_store_of_a_later_schema_is_refused_on_start_and_by_the_check_and_left_as_it_was(

@@ -18,6 +18,7 @@ import anyio
 import plain_server
 import pytest
 from fastmcp import Client
+from sqlalchemy import text as sql
 
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.config import (
@@ -31,7 +32,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.runs import RunKeys, key_digest
+from hatp_journal.recorder.runs import ClaimState, RunKeys, key_digest
 from hatp_journal.recorder.runs_wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.clock import utc_now
@@ -131,17 +132,23 @@ async def test_the_first_answer_issues_a_run_key_and_a_call_sending_it_back_cont
     assert held.calls(recorded(first)["run"], "one") == ["ok"]
 
 
-async def test_a_second_repeat_after_the_approved_call_is_a_new_ask_and_is_not_forwarded(held: Held) -> None:
+async def test_a_repeat_of_the_approved_call_gets_its_answer_and_one_after_the_retry_window_is_a_new_ask(
+    held: Held,
+) -> None:
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
     run, ask = recorded(first)["run"], recorded(first)["ask"]
     held.approve(run, ask)
-    await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    used = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
 
-    repeat = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    retry = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
+    held.clock.advance(held.recorder.config.recorder.retry_window_seconds + 1)
+    later = await held.agent.call_tool_mcp("plain_shout", {"text": "two"})
 
-    assert repeat.structured_content is not None
-    assert repeat.structured_content["status"] == "pending_approval"
-    assert repeat.structured_content["ask"] != ask
+    assert retry.content == used.content
+    assert recorded(retry) == {**recorded(used), "replayed": True}
+    assert later.structured_content is not None
+    assert later.structured_content["status"] == "pending_approval"
+    assert later.structured_content["ask"] != ask
     assert held.calls(run, "two") == ["ok"]
 
 
@@ -149,7 +156,7 @@ async def test_an_approved_ask_claimed_by_another_caller_is_not_forwarded_here(h
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "claimed"})
     run, ask = recorded(first)["run"], recorded(first)["ask"]
     held.approve(run, ask)
-    assert held.recorder.sessions.keys.claim(run, ask, utc_now())  # another process took it first
+    assert held.recorder.sessions.keys.claim(run, ask, utc_now()) is ClaimState.OURS  # another caller's
 
     again = await held.agent.call_tool_mcp("plain_shout", {"text": "claimed"})
 
@@ -375,3 +382,20 @@ async def test_a_process_whose_own_run_was_closed_as_idle_goes_on_in_a_new_run_w
     assert recorded(later)["run"] != recorded(first)["run"]
     assert recorded(later)["runKey"] != recorded(first)["runKey"]
     assert held.recorder.run_id == recorded(later)["run"]
+
+
+async def test_a_claim_another_host_took_over_is_not_sent_by_the_process_that_made_it(held: Held) -> None:
+    first = await held.agent.call_tool_mcp("plain_shout", {"text": "slow"})
+    run, ask = recorded(first)["run"], recorded(first)["ask"]
+    held.approve(run, ask)
+    keys = held.recorder.sessions.keys
+    assert keys.claim(run, ask, held.clock()) is ClaimState.OURS
+    with held.store.engine.begin() as connection:  # taken over elsewhere: this one was presumed dead
+        connection.execute(sql("UPDATE rec_ask_claim SET holder = 'elsewhere:1:00000000'"))
+
+    sent = keys.claim_sent(run, ask, held.clock())
+
+    assert not sent
+    claim = keys.claim_of(run, ask)
+    assert claim is not None
+    assert (claim.holder, claim.sent) == ("elsewhere:1:00000000", None)

@@ -17,6 +17,7 @@ import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
@@ -117,10 +118,10 @@ async def test_a_call_approved_between_two_recorder_processes_is_forwarded_once_
     assert again.structured_content == {"result": "HI"}
     assert recorded(again)["run"] == run
     assert recorded(again)["entry"] != ask
-    assert repeat.structured_content is not None
-    assert repeat.structured_content["status"] == "pending_approval"
-    assert repeat.structured_content["run"] == run
-    assert repeat.structured_content["ask"] not in (ask, recorded(again)["entry"])
+    # A repeat within the retry window is a retry: the first answer, from the record, not made again.
+    assert repeat.structured_content == {"result": "HI"}
+    assert recorded(repeat)["run"] == run
+    assert (recorded(repeat)["entry"], recorded(repeat)["replayed"]) == (recorded(again)["entry"], True)
     assert forwarded(tmp_path, run) == ["ok"]
     store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
     assert store.run(run).closed_at is None  # left open for its next caller, until idle
@@ -167,8 +168,8 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
     assert recorded(used)["run"] == run
     assert events[0] == "progress"
     assert events[-1] == "result"
-    assert repeat.structured_content is not None
-    assert repeat.structured_content["status"] == "pending_approval"
+    assert repeat.structured_content == {"result": "HI"}  # a retry: the first answer again
+    assert (recorded(repeat)["entry"], recorded(repeat)["replayed"]) == (recorded(used)["entry"], True)
     assert forwarded(tmp_path, run) == ["ok"]
 
 
@@ -204,3 +205,73 @@ async def test_a_run_opens_at_its_first_call_so_processes_that_make_none_leave_n
     assert ticked == 0
     assert "nothing in this run can be undone" not in capsys.readouterr().out
     assert "no call came: no run was opened" in (tmp_path / "recorder.log").read_text()
+
+
+async def killed_at(config: Path, point: str, key: str) -> None:
+    """The approved call made again in a new Recorder process that is killed at crash point ``point``."""
+    crash = {"HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": point}
+    with pytest.raises(MCPError):  # the Recorder's pipe closes: the call never gets an answer
+        await call_in_a_new_process(config, meta={"hatp/runKey": key}, env=crash)
+
+
+def listed_asks(config: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``hatp-recorder asks`` shows the approver."""
+    capsys.readouterr()
+    assert recorder_cli(["--config", str(config), "asks"]) == 0
+    return capsys.readouterr().out
+
+
+async def test_an_approved_call_whose_recorder_died_before_sending_it_is_made_by_the_next_recorder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = configure(tmp_path)
+    held = await call_in_a_new_process(config)
+    run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
+    approve(config, run, ask)
+
+    await killed_at(config, "gateway:claimed", key)
+    shown = listed_asks(config, capsys)
+    again = await call_in_a_new_process(config, meta={"hatp/runKey": key})
+
+    ref = re.escape(f"{run}/{ask}")
+    assert re.search(rf"{ref} +plain\.shout +approved: the Recorder making it stopped before sending it", shown)
+    assert not again.is_error, again.content
+    assert again.structured_content == {"result": "HI"}
+    assert forwarded(tmp_path, run) == ["ok"]
+    store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
+    [call] = [entry for entry in store.entries(run) if entry.kind == "call"]
+    assert call.body["ask"] == ask  # made on the approval Lee gave, not on a new one
+    assert [entry.id for entry in store.entries(run) if entry.kind == "ask"] == [ask]
+
+
+async def test_an_approved_call_whose_recorder_died_after_sending_it_is_shown_in_doubt_and_never_sent_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = configure(tmp_path)
+    held = await call_in_a_new_process(config)
+    run, ask, key = recorded(held)["run"], recorded(held)["ask"], recorded(held)["runKey"]
+    approve(config, run, ask)
+
+    await killed_at(config, "gateway:sent", key)
+    before = listed_asks(config, capsys)
+    told = await call_in_a_new_process(config, meta={"hatp/runKey": key})
+    asked = await call_in_a_new_process(config, meta={"hatp/runKey": key})
+    after = listed_asks(config, capsys)
+
+    assert re.search(
+        rf"{re.escape(f'{run}/{ask}')} +plain\.shout +approved: the Recorder making it sent it at ", before
+    )
+    assert "whether it was made is unknown (in doubt)" in before
+    assert told.is_error
+    assert recorded(told)["code"] == "CALL_IN_DOUBT"
+    assert "whether it was made is unknown" in recorded(told)["message"]
+    assert forwarded(tmp_path, run) == []  # never sent again
+    store = RunStore(tmp_path / "recorder.db", SigningKey.from_file(tmp_path / "recorder.key"))
+    [settled] = [entry for entry in store.entries(run) if entry.kind == "refused"]
+    assert (settled.body["ask"], settled.body["code"]) == (ask, "CALL_IN_DOUBT")
+    # The agent's next call is a new ask; its approver is shown what became of the first approval.
+    assert asked.structured_content is not None
+    new = asked.structured_content["ask"]
+    assert new != ask
+    [line] = [line for line in after.splitlines() if line.startswith(f"{run}/{new} ")]
+    assert f"an earlier approval of this call ({run}/{ask}) is in doubt: the Recorder that was making" in line

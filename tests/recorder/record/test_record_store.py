@@ -77,6 +77,7 @@ def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
         "directory",
         "dispose",
         "entries",
+        "find_answer",
         "entry",
         "export",
         "export_to",
