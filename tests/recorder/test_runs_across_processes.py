@@ -234,7 +234,8 @@ async def test_an_approved_call_whose_recorder_died_before_sending_it_is_made_by
     again = await call_in_a_new_process(config, meta={"hatp/runKey": key})
 
     ref = re.escape(f"{run}/{ask}")
-    assert re.search(rf"{ref} +plain\.shout +approved: the Recorder making it stopped before sending it", shown)
+    stopped = "approved: the Recorder making it stopped before sending it"
+    assert re.search(rf"{ref} +plain\.shout +{stopped}", shown), shown
     assert not again.is_error, again.content
     assert again.structured_content == {"result": "HI"}
     assert forwarded(tmp_path, run) == ["ok"]
