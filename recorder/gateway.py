@@ -46,8 +46,8 @@ from hatp_journal.recorder.policy.classify import class_of_every_call
 from hatp_journal.recorder.policy.decide import Decision, same_for_every_call
 from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
-from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.record.answers import KeptAnswer
+from hatp_journal.recorder.record import RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
@@ -111,7 +111,6 @@ class Recorder:
         for downstream in self.downstreams.values():
             # Tokens minted for our calls are bound to our key: useless to anyone else.
             downstream.request_meta = recorder_announcement(store.public_key)
-        self.run_id: str | None = None  # this process's own run (calls may name others by run key)
         self.mcp = FastMCP("hatp-recorder")
         self.asks = Asks(store)
         section = config.recorder
@@ -153,10 +152,14 @@ class Recorder:
         self.retries.prune(self.clock())
         return self.mcp
 
+    @property
+    def run_id(self) -> str | None:
+        """This process's own run, once a call opened it (calls may name others by run key)."""
+        return self.sessions.own
+
     def own_run(self) -> str:
         """This process's own run, opened now if no call opened it yet."""
-        self.run_id = self.sessions.own_run(self.clock())
-        return self.run_id
+        return self.sessions.own_run(self.clock())
 
     def close(self) -> bool:
         """Close this process's run (its head is signed), unless callers may come back to it.
@@ -207,7 +210,6 @@ class Recorder:
             section = self.config.recorder
             wait = wait_of(meta, section.wait_seconds, section.max_wait_seconds)
             run = self.sessions.run_for(sent_key(meta), self.clock())
-            self.run_id = self.sessions.own  # a new one if the last closed as idle meanwhile
             if isinstance(run, RunKeyRefusal):
                 return await self._refuse_run_key(server, tool, arguments, run, _host_meta(meta))
             key = sent_idempotency_key(meta)
@@ -255,7 +257,8 @@ class Recorder:
                     RetryCode.IDEMPOTENCY_KEY_REUSED, f"this key was sent with another call ({found.entry})"
                 )
                 return await self._refuse_key(run, server, tool, arguments, refusal, host)
-            if found is not None:
+            retried = key is not None or facts.kind != "unknown"
+            if found is not None and (retried or self._approved(run, found)):
                 return replayed(found, run)
         call: dict[str, Any] = {  # CallRecord's members, written by call_wire (call_body.py)
             "agent": self.config.recorder.agent,
@@ -566,6 +569,15 @@ class Recorder:
         if refusal is not None:
             return _refusal(BAD_JOURNAL, refusal, entry.id)
         return _for_agent(result, run, entry.id)
+
+    def _approved(self, run: str, found: FoundAnswer) -> bool:
+        """Whether the call ``found`` answered was made on a person's approval. A tool of a server
+        that knows nothing of undo may be a poll: the same call again is a retry only then (or
+        with an idempotency key), never a stale answer to a new question."""
+        try:
+            return isinstance(self.store.entry(run, found.entry).body.get("ask"), str)
+        except (UnknownEntry, UnknownRun):
+            return False
 
     async def _append_linked(
         self,

@@ -119,8 +119,8 @@ class RecorderWorld:
         return self.recorder.run_id
 
     def entries(self) -> list[Entry]:
-        """The run's entries as stored."""
-        return self.store.entries(self.run)
+        """The run's entries as stored (none before the first call opens the run)."""
+        return [] if self.recorder.run_id is None else self.store.entries(self.run)
 
     def verifies(self) -> bool:
         """Whether the exported Run Record verifies against the Recorder's own key."""

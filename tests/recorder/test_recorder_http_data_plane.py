@@ -68,8 +68,8 @@ class Served:
 
     def entries(self) -> list[Any]:
         """The entries this test made."""
-        assert self.recorder.run_id is not None
-        return self.store.entries(self.recorder.run_id)[self.seen :]
+        run = self.recorder.run_id
+        return [] if run is None else self.store.entries(run)[self.seen :]
 
     async def ask_for(self, text: str) -> str:
         """The id of the ask held for ``plain_shout(text)``, once there is one."""
@@ -159,7 +159,8 @@ async def one_recorder(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterato
 def served(one_recorder: Served) -> Served:
     """The module's Recorder, as if no test had called it yet."""
     one_recorder.by_library.clear()
-    one_recorder.seen = len(one_recorder.store.entries(one_recorder.recorder.run_id or ""))
+    run = one_recorder.recorder.run_id  # None until the first call opens the run
+    one_recorder.seen = 0 if run is None else len(one_recorder.store.entries(run))
     return one_recorder
 
 

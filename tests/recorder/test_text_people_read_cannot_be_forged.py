@@ -54,6 +54,8 @@ def org(tmp_path: Path) -> Iterator[Org]:
         stack.callback(journal.engine.dispose)
         url = stack.enter_context(serving(mcp.http_app(), scheduler=True))
         made = make_org(tmp_path, {"calendar": f"{url}/mcp"})
+        with made.config.open("a") as config:  # its declarations count: the host trusts it
+            config.write("trusted = true\n")
         policy = {**POLICY, "autonomy": {**POLICY["autonomy"], "compensate": "ask", "approver": LEAD}}
         (tmp_path / "policy.json").write_text(json.dumps(policy))
         yield made

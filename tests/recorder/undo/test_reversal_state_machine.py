@@ -82,6 +82,7 @@ class World:
             self.root, {"chain": self.server}, self.policy, principal=DANA, clock=self.clock
         )
         self.recorder, self.store, self.agent = self.world.recorder, self.world.store, self.world.agent
+        self.recorder.own_run()  # opened now so that every invariant has a run to read, even before a call
         self.servers = UndoServers(self.world.config, self.store, self.world.stack, {"chain": self.server})
 
     async def close(self) -> None:
@@ -190,7 +191,9 @@ class UndoMachine(RuleBasedStateMachine):
         before = values(self.world.root / "chain.db").get(arguments["key"])
         _, entry = self.portal.call(self.world.call, tool, arguments)
         assert entry is not None
-        self.value_before[entry] = before
+        # The same write again within the retry window is a retry: it names the first call's
+        # entry and writes nothing, so the value before stays the first call's.
+        self.value_before.setdefault(entry, before)
 
     def teardown(self) -> None:
         self._context.__exit__(None, None, None)
@@ -226,6 +229,10 @@ class UndoMachine(RuleBasedStateMachine):
             # once; that ask stays in ``pending``, where Lee's late approval is not counted.
             told = (result.meta or {}).get("hatp/recorder") or {}
             assert told.get("code") == "DEADLINE_EXCEEDED", result.content
+            return
+        if ((result.meta or {}).get("hatp/recorder") or {}).get("replayed"):
+            # Publishing again right after Lee's approved publish is a retry: it gets that answer
+            # and publishes nothing (nothing_held_for_approval_happened_before_it counts).
             return
         answer = dict(result.structured_content or {})
         assert answer["status"] == "pending_approval"
