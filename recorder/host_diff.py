@@ -107,15 +107,42 @@ def changes(before: Any, now: Any, at: tuple[str | int, ...] = ()) -> list[dict[
             found += changes(before.get(name, ABSENT), now.get(name, ABSENT), (*at, name))
         return found
     if isinstance(before, list) and isinstance(now, list):
-        found = []
-        for index in range(max(len(before), len(now))):
-            one = before[index] if index < len(before) else ABSENT
-            other = now[index] if index < len(now) else ABSENT
-            found += changes(one, other, (*at, index))
-        return found
+        return _element_changes(before, now, at)
     if _key(before) == _key(now):
         return []
-    return [{"field": pointer(at), "expected": shown(before), "now": shown(now)}]
+    return [_change(at, before, now)]
+
+
+def _element_changes(before: list[Any], now: list[Any], at: tuple[str | int, ...]) -> list[dict[str, Any]]:
+    """Arrays as collections: an element found in both (anywhere) is unchanged; the others are
+    paired in order and compared inside (at the index the element has now), and what is left over
+    was removed (at its old index) or added (at its new one)."""
+    unmatched = Counter(_key(item) for item in now)
+    gone: list[int] = []
+    for index, item in enumerate(before):
+        key = _key(item)
+        if unmatched[key]:
+            unmatched[key] -= 1
+        else:
+            gone.append(index)
+    still = Counter(_key(item) for item in before)
+    new: list[int] = []
+    for index, item in enumerate(now):
+        key = _key(item)
+        if still[key]:
+            still[key] -= 1
+        else:
+            new.append(index)
+    found: list[dict[str, Any]] = []
+    for old_index, new_index in zip(gone, new, strict=False):
+        found += changes(before[old_index], now[new_index], (*at, new_index))
+    found += [_change((*at, i), before[i], ABSENT) for i in gone[len(new) :]]
+    found += [_change((*at, i), ABSENT, now[i]) for i in new[len(gone) :]]
+    return found
+
+
+def _change(at: tuple[str | int, ...], before: Any, now: Any) -> dict[str, Any]:
+    return {"field": pointer(at), "expected": shown(before), "now": shown(now)}
 
 
 def shown(value: Any) -> Any:

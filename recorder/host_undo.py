@@ -195,7 +195,8 @@ def host_resource(body: Mapping[str, Any]) -> str | None:
     member = body.get(HOST_MEMBER)
     outcome = body.get("outcome")
     succeeded = isinstance(outcome, dict) and outcome.get("status") == "ok"
-    return str(member["resource"]) if succeeded and undoable(member) else None
+    wrote = succeeded and undoable(member) and not changed_nothing(member)
+    return str(member["resource"]) if wrote else None
 
 
 def host_journal(member: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +229,14 @@ async def host_check(step: Step, call: Call, key: SigningKey, now: datetime) -> 
     return _answer(step, "check", member, member["after"], found, key, now)
 
 
+def _unchanged(member: Mapping[str, Any], expected: str, found: Any) -> bool:
+    """Whether ``found`` is the state the undo expects: by its fingerprint, or, for the state the
+    call left, the same elements in another order (a server that rewrote its file in another order)."""
+    if sha256_digest(found) == expected:
+        return True
+    return expected == member["after"] and "afterState" in member and same(found, member["afterState"])
+
+
 async def host_compensate(
     step: Step, request: Mapping[str, Any], call: Call, key: SigningKey, now: Callable[[], datetime]
 ) -> dict[str, Any]:
@@ -246,7 +255,7 @@ async def host_compensate(
         return _signed(
             {**already, "status": "done", "versionLeft": member["restored"], "message": message}, key, now()
         )
-    if sha256_digest(found) != expected and not request.get("override"):
+    if not _unchanged(member, expected, found) and not request.get("override"):
         return _answer(step, "compensate", member, expected, found, key, now())
     base = _base(step, "compensate", member, expected, sha256_digest(found))
     if request.get("override"):
@@ -330,7 +339,7 @@ def _answer(
 ) -> dict[str, Any]:
     """A check answer, or a compensate answer that stopped at a conflict."""
     base = _base(step, operation, member, expected, sha256_digest(found))
-    if base["versionFound"] == expected:
+    if _unchanged(member, expected, found):
         return _signed({**base, "status": "ok"}, key, now)
     # What changed is named against the state the call left; a later write of the run is not
     # kept in this entry, so against it only the fingerprints can differ.

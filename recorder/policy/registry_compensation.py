@@ -32,6 +32,10 @@ DIFF_ROOTS = ("added", "removed")
 """``{added}``: what the state read after the call has that the snapshot had not (array elements
 the call added or changed, whole); ``{removed}``: what the snapshot had that is gone after the call."""
 
+FOR_EACH, EACH, ITEM = "forEach", "each", "item"
+"""``{"forEach": "{result.results}", "each": {"entityName": "{item.entityName}"}}``: an array made
+of ``each`` rendered once per element of the array ``forEach`` names, the element as ``{item}``."""
+
 __all__ = ["ROOTS", "Compensation", "HostCall", "TemplateError", "ToolShape", "placeholders", "render"]
 
 
@@ -144,18 +148,16 @@ class Compensation(WireModel):
                     continue
                 checked.append(((*where, "arguments", key), template, at_hand, _argument(target, key)))
         for where, template, roots, expected in checked:
-            for at, text in placeholders(template):
-                problem = _problem(text, roots, expected if not at else None, whole=_whole(template, at))
-                if problem is not None:
-                    found.append(((*where, *at), problem))
+            found += [((*where, *at), problem) for at, problem in _checked(template, roots, expected)]
         return found
 
 
 @dataclass(frozen=True)
 class _Known:
-    """What a root is known to hold: its top-level field names, or its JSON Schema."""
+    """What a root is known to hold: its JSON Schema, else its top-level field names (None: not
+    known at all, nothing is checked)."""
 
-    names: tuple[str, ...]
+    names: tuple[str, ...] | None
     schema: Mapping[str, Any] | None
 
 
@@ -165,39 +167,86 @@ def _argument(tool: ToolShape, key: str) -> Mapping[str, Any] | None:
     return found if isinstance(found, Mapping) else None
 
 
-def _whole(template: Any, at: tuple[str, ...]) -> bool:
-    """Whether the string at ``at`` in ``template`` is one placeholder and nothing else."""
-    value = template
-    for key in at:
-        value = value[int(key)] if isinstance(value, list) else value[key]
-    return isinstance(value, str) and BRACES.fullmatch(value) is not None
+def _inside(schema: Mapping[str, Any] | None, key: str | int) -> Mapping[str, Any] | None:
+    """The schema of a member (or, for an int, an element) of what ``schema`` describes."""
+    if schema is None:
+        return None
+    inner = schema.get("items") if isinstance(key, int) else _object(schema.get("properties")).get(key)
+    return inner if isinstance(inner, Mapping) else None
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _checked(
+    template: Any, roots: Mapping[str, _Known], expected: Mapping[str, Any] | None, at: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], str]]:
+    """What is wrong in ``template`` (which fills a value of schema ``expected``), with where."""
+    if isinstance(template, str):
+        whole = BRACES.fullmatch(template) is not None
+        for text in BRACES.findall(template):
+            problem, _ = _problem(text, roots, expected, whole=whole)
+            if problem is not None:
+                yield at, problem
+    elif isinstance(template, dict) and FOR_EACH in template:
+        yield from _checked_each(template, roots, expected, at)
+    elif isinstance(template, dict):
+        for key, value in template.items():
+            yield from _checked(value, roots, _inside(expected, key), (*at, str(key)))
+    elif isinstance(template, list):
+        for index, value in enumerate(template):
+            yield from _checked(value, roots, _inside(expected, 0), (*at, str(index)))
+
+
+def _checked_each(
+    template: dict[str, Any],
+    roots: Mapping[str, _Known],
+    expected: Mapping[str, Any] | None,
+    at: tuple[str, ...],
+) -> Iterator[tuple[tuple[str, ...], str]]:
+    if set(template) != {FOR_EACH, EACH} or not isinstance(template[FOR_EACH], str):
+        yield at, f'a mapping is {{"{FOR_EACH}": "{{path}}", "{EACH}": template}} and nothing else'
+        return
+    source = BRACES.fullmatch(template[FOR_EACH])
+    if source is None:
+        yield (*at, FOR_EACH), f"{FOR_EACH} is one placeholder naming an array"
+        return
+    problem, schema = _problem(source.group(1), roots, {"type": "array"}, whole=True)
+    if problem is not None:
+        yield (*at, FOR_EACH), problem
+        return
+    item = _inside(schema, 0)
+    known = _Known(() if item is not None else None, item)
+    yield from _checked(template[EACH], {**roots, ITEM: known}, _inside(expected, 0), (*at, EACH))
 
 
 def _problem(
     text: str, roots: Mapping[str, _Known], expected: Mapping[str, Any] | None, *, whole: bool
-) -> str | None:
+) -> tuple[str | None, Mapping[str, Any] | None]:
+    """What is wrong with one placeholder (None: nothing), and the schema of its value if known."""
     try:
         path = parse(text)
     except TemplateError as error:
-        return str(error)
+        return str(error), None
     if path.root not in roots:
-        return f"{path.text()} names {path.root!r}, which is not at hand there"
+        return f"{path.text()} names {path.root!r}, which is not at hand there", None
     known = roots[path.root]
     if known.schema is not None:
         schema, wrong = schema_at(known.schema, path)
         if wrong is not None:
-            return wrong
+            return wrong, None
         want, have = type_of(expected), type_of(schema)
         widened = want == "number" and have == "integer"  # an integer is a number
         if whole and want is not None and have is not None and want != have and not widened:
-            return f"{path.text()} gives {have}, where the argument takes {want}"
-        return None
+            return f"{path.text()} gives {have}, where the argument takes {want}", None
+        return None, schema
     first = path.steps[0] if path.steps else None
-    if first is not None and first.kind != "member":
-        return None  # no schema: an element of the root itself is not checked
-    if first is not None and first.name not in known.names:
-        return f"{path.text()} names a field {path.root} does not have"
-    return None
+    if known.names is None or first is None or first.kind != "member":
+        return None, None  # no schema: only a root's listed top-level fields are checked
+    if first.name not in known.names:
+        return f"{path.text()} names a field {path.root} does not have", None
+    return None, None
 
 
 def placeholders(template: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
@@ -227,6 +276,11 @@ def render(template: Any, data: Mapping[str, Any]) -> Any:
         if whole is not None:
             return resolve(data, parse(whole.group(1)))
         return BRACES.sub(lambda match: _text(resolve(data, parse(match.group(1)))), template)
+    if isinstance(template, dict) and FOR_EACH in template:
+        items = render(template[FOR_EACH], data)
+        if not isinstance(items, list):
+            raise TemplateError(f"{template[FOR_EACH]} is not an array here")
+        return [render(template[EACH], {**data, ITEM: item}) for item in items]
     if isinstance(template, dict):
         return {key: render(value, data) for key, value in template.items()}
     if isinstance(template, list):
