@@ -180,8 +180,10 @@ def inverse_calls(member: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The recorded inverse calls, in order (one is recorded as an object, several as an array);
     empty when any of them is not an object."""
     inverse = member.get("inverse")
-    calls = inverse if isinstance(inverse, list) else [inverse]
-    return calls if calls and all(isinstance(c, dict) for c in calls) else []
+    calls: list[Any] = inverse if isinstance(inverse, list) else [inverse]
+    return (
+        [c for c in calls if isinstance(c, dict)] if calls and all(isinstance(c, dict) for c in calls) else []
+    )
 
 
 def changed_nothing(member: Mapping[str, Any]) -> bool:
@@ -195,8 +197,9 @@ def host_resource(body: Mapping[str, Any]) -> str | None:
     member = body.get(HOST_MEMBER)
     outcome = body.get("outcome")
     succeeded = isinstance(outcome, dict) and outcome.get("status") == "ok"
-    wrote = succeeded and undoable(member) and not changed_nothing(member)
-    return str(member["resource"]) if wrote else None
+    if succeeded and undoable(member) and not changed_nothing(member):
+        return str(member["resource"])
+    return None
 
 
 def host_journal(member: dict[str, Any]) -> dict[str, Any]:

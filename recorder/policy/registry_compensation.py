@@ -126,7 +126,7 @@ class Compensation(WireModel):
             (("summary",), self.summary, known, None),
             (("restored",), self.restored, known, None),
         ]
-        calls = [
+        calls: list[tuple[tuple[str, ...], HostCall | None, Mapping[str, _Known]]] = [
             (("snapshot",), self.snapshot, {"args": known["args"]}),
             (("state",), self.state, after_call),
         ]

@@ -123,9 +123,10 @@ def test_a_template_that_does_not_parse_names_no_field_or_has_the_wrong_type_is_
 ) -> None:
     registry = with_template(where, template)
     if words == "no field":  # {added} needs a snapshot: without one it is not at hand
-        del registry["tools"]["create_entities"]["compensation"]["snapshot"]
-        registry["tools"]["create_entities"]["compensation"]["state"] = {"tool": "read_graph", "arguments": {}}
-        registry["tools"]["create_entities"]["compensation"]["restored"] = {"entities": []}
+        compensation = registry["tools"]["create_entities"]["compensation"]
+        del compensation["snapshot"]
+        compensation["state"] = {"tool": "read_graph", "arguments": {}}
+        compensation["restored"] = {"entities": []}
         words = "not at hand"
     path = tmp_path / "graph.json"
 
@@ -140,9 +141,8 @@ def test_a_template_that_does_not_parse_names_no_field_or_has_the_wrong_type_is_
 
 
 def test_paths_render_elements_every_element_and_flat_arrays() -> None:
-    data = {
-        "args": {"entities": [{"name": "Ada", "observations": ["a", "b"]}, {"name": "Bo", "observations": []}]}
-    }
+    ada, bo = {"name": "Ada", "observations": ["a", "b"]}, {"name": "Bo", "observations": []}
+    data = {"args": {"entities": [ada, bo]}}
 
     assert render("{args.entities[1].name}", data) == "Bo"
     assert render("{args.entities[*].name}", data) == ["Ada", "Bo"]
