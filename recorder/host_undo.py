@@ -97,10 +97,10 @@ async def take_snapshot(compensation: Compensation, arguments: dict[str, Any], c
     except TemplateError as error:
         raise HostReadFailed(f"snapshot: {error}") from None
     value = await read(call, request)
-    templates = [*(c.arguments for c in compensation.inverses()), compensation.restored]
-    try:
-        for path in paths_under(templates, "snapshot"):
-            resolve({"snapshot": value}, path)
+    templates = [*(c.arguments for c in compensation.inverses()), compensation.restored, compensation.summary]
+    try:  # {added} and {removed} have the snapshot's shape: what they name must be there too
+        for path in [p for root in ("snapshot", "added", "removed") for p in paths_under(templates, root)]:
+            resolve({path.root: value}, path)
     except TemplateError as error:
         raise HostReadFailed(f"the snapshot has not the shape the registry expects: {error}") from None
     return {"snapshot": value, "before": sha256_digest(value)}
