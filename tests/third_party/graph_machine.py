@@ -104,7 +104,10 @@ class GraphMachine(RuleBasedStateMachine):
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
         self.steps += 1
-        return self.portal.call(self.agent.call_tool_mcp, f"kg_{tool}", arguments)
+        answer = self.portal.call(self.agent.call_tool_mcp, f"kg_{tool}", arguments)
+        # What the agent deleted of hers is no longer hers: a create of the same name is the agent's.
+        self.colleague &= items(read_graph(self.memory))
+        return answer
 
     def _count(self, what: str) -> None:
         self.stats[what] = self.stats.get(what, 0) + 1

@@ -32,7 +32,7 @@ def test_agent_calls_colleague_edits_no_ops_reads_and_undos_keep_every_invariant
     run_state_machine_as_test(
         GraphMachine,
         settings=settings(
-            max_examples=3,
+            max_examples=5,
             stateful_step_count=10,
             deadline=None,
             derandomize=True,
