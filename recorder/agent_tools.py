@@ -219,7 +219,7 @@ class AgentTools:
         changes = [
             _change(step, reversed_ids, requested, self.recorder.clock())
             for step in steps_of(entries)
-            if step.number > after and step.kind not in ("read", "no-effect")
+            if step.number > after and step.kind not in ("read", "no-effect") and not _answered_error(step)
         ]
         return {"run": self.recorder.own_run(), "changes": changes}
 
@@ -424,6 +424,14 @@ def _requested(recorder: Recorder, entries: list[Entry]) -> dict[str, str]:
         for step in pending.plan.steps:
             found[step.entry] = pending.ref
     return found
+
+
+def _answered_error(step: Step) -> bool:
+    """Whether a server that knows nothing of undo answered the call with an error: no effect to
+    list (a call that never got an answer may have had one, and so may a journal-aware tool's
+    error its journal calls unresolved: both stay listed)."""
+    outcome = step.entry.body.get("outcome")
+    return step.kind == "unknown" and isinstance(outcome, dict) and outcome.get("status") == "error"
 
 
 def _change(step: Step, reversed_ids: set[str], requested: dict[str, str], now: Any) -> dict[str, Any]:

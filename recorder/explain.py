@@ -110,7 +110,7 @@ def undo_words(downstream: Downstream, policy: Policy, tool: str, decision: Deci
         None if downstream.journal_aware else policy.host_registry().compensation(downstream.name, tool)
     )
     if compensation is not None:
-        inverse = compensation.inverse.tool
+        inverse = ", then ".join(call.tool for call in compensation.inverses())
         return f"the host undoes it with {inverse} (registry compensation) once a person approves a plan"
     return "none known: the Recorder cannot undo this call"
 

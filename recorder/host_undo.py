@@ -6,11 +6,15 @@ snapshot (a snapshot that fails or is too large makes the call ask: it never run
 then reads the state the call left and journals all of it in the call entry's ``hostUndo`` member,
 signed by the Recorder: the host, not the server, vouches for what undoing it takes.
 
-A state read is fingerprinted by the RFC 8785 digest of what it returned. ``check`` and the undo
-read the state again and compare: a resource someone changed since is an ``UNDO_CONFLICT`` naming
-the fields that differ, never overwritten unless a signed override says so. After the inverse call
-the state is read once more; anything but the restored state is ``UNDO_UNVERIFIED``. The answers
-have the shape of a server's undo answers and are signed by the Recorder's key.
+A state read is fingerprinted by the RFC 8785 digest of what it returned. A call whose state after
+equals what its undo would restore changed nothing: it is never undone (steps.py). ``check`` and
+the undo read the state again and compare: a resource someone changed since is an
+``UNDO_CONFLICT`` naming each path that differs (old → new), never overwritten unless a signed
+override says so. After the inverse call(s) the state is read once more and must be what the
+undo said it would leave: the snapshot, or, when someone changed the resource since, the state
+found with only the call's own change taken back (host_diff.py); anything else is
+``UNDO_UNVERIFIED``. The answers have the shape of a server's undo answers and are signed by the
+Recorder's key.
 """
 
 from __future__ import annotations
@@ -19,9 +23,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from hatp_journal.recorder.host_diff import changes, listed, only_in, same, undone
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
-from hatp_journal.recorder.policy.registry_compensation import Compensation, HostCall, TemplateError, render
+from hatp_journal.recorder.policy.registry_compensation import (
+    Compensation,
+    HostCall,
+    TemplateError,
+    paths_under,
+    render,
+)
+from hatp_journal.recorder.policy.template_paths import resolve
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.clock import wire_time
@@ -41,8 +53,7 @@ HOST_SNAPSHOT_BYTES = 262_144
 """Largest snapshot (and state) the Run Record keeps, in canonical bytes; a larger one is not taken,
 and the call asks as if the snapshot had failed."""
 
-SHOWN_CHARS = 120
-"""How much of a changed value a conflict shows (the rest is cut, marked with …)."""
+NOTHING_CHANGED = "changed nothing: the state after the call is what undoing it would restore"
 
 Call = Callable[[str, dict[str, Any]], Awaitable["CallToolResult"]]
 """Calls one tool of the step's server (the gateway's or the undo's connection to it)."""
@@ -76,7 +87,9 @@ def _rendered(call: HostCall, data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def take_snapshot(compensation: Compensation, arguments: dict[str, Any], call: Call) -> dict[str, Any]:
-    """The snapshot read before the call (``{}`` when the tool has none); :class:`HostReadFailed`."""
+    """The snapshot read before the call (``{}`` when the tool has none); :class:`HostReadFailed`,
+    also when it has not the shape the undo's templates need (the call then asks: it never runs
+    with an undo that can't be rendered)."""
     if compensation.snapshot is None:
         return {}
     try:
@@ -84,6 +97,12 @@ async def take_snapshot(compensation: Compensation, arguments: dict[str, Any], c
     except TemplateError as error:
         raise HostReadFailed(f"snapshot: {error}") from None
     value = await read(call, request)
+    templates = [*(c.arguments for c in compensation.inverses()), compensation.restored, compensation.summary]
+    try:  # {added} and {removed} have the snapshot's shape: what they name must be there too
+        for path in [p for root in ("snapshot", "added", "removed") for p in paths_under(templates, root)]:
+            resolve({path.root: value}, path)
+    except TemplateError as error:
+        raise HostReadFailed(f"the snapshot has not the shape the registry expects: {error}") from None
     return {"snapshot": value, "before": sha256_digest(value)}
 
 
@@ -106,13 +125,20 @@ async def host_member(
         return HostUndoRecord(
             failed="the call answered an error; the host undoes only calls that succeeded"
         ).wire()
-    data = {
+    data: dict[str, Any] = {
         "args": arguments,
         "result": _value(result),
         **({"snapshot": snapshot["snapshot"]} if snapshot else {}),
     }
     try:
         state = _rendered(compensation.state_read(), data)
+        left = await read(call, state)
+        if snapshot:  # what the call itself added and removed, element by element
+            data |= {
+                "added": only_in(left, snapshot["snapshot"]),
+                "removed": only_in(snapshot["snapshot"], left),
+            }
+        inverses = [_rendered(inverse, data) for inverse in compensation.inverses()]
         member = HostUndoRecord.model_construct(
             server=server,
             tool=tool,
@@ -120,13 +146,13 @@ async def host_member(
             summary=render(compensation.summary, data) if compensation.summary else f"{server}.{tool}",
             **snapshot,  # the snapshot and its digest (``before``), when the registry takes one
             state=state,
-            inverse=_rendered(compensation.inverse, data),
+            inverse=inverses[0] if len(inverses) == 1 else inverses,
             restored=sha256_digest(render(compensation.restored, data)),
+            after=sha256_digest(left),
+            after_state=left,
         )
-        left = await read(call, state)
     except (TemplateError, HostReadFailed) as error:
         return HostUndoRecord(failed=f"the host can't undo it: {error}").wire()
-    member = member.model_copy(update={"after": sha256_digest(left), "after_state": left})
     receipt = key.sign({HOST_MEMBER: member.wire()}, wire_time(now)).wire()
     return member.model_copy(update={"receipt": receipt}).wire()
 
@@ -144,9 +170,25 @@ def undoable(member: Any) -> TypeGuard[dict[str, Any]]:
     """Whether a recorded ``hostUndo`` member is one the host can undo (not a ``failed`` one)."""
     return (
         isinstance(member, dict)
-        and all(isinstance(member.get(name), dict) for name in ("state", "inverse"))
+        and isinstance(member.get("state"), dict)
+        and bool(inverse_calls(member))
         and isinstance(member.get("after"), str)
     )
+
+
+def inverse_calls(member: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The recorded inverse calls, in order (one is recorded as an object, several as an array);
+    empty when any of them is not an object."""
+    inverse = member.get("inverse")
+    calls: list[Any] = inverse if isinstance(inverse, list) else [inverse]
+    return (
+        [c for c in calls if isinstance(c, dict)] if calls and all(isinstance(c, dict) for c in calls) else []
+    )
+
+
+def changed_nothing(member: Mapping[str, Any]) -> bool:
+    """Whether the state the call left is the one its undo would restore: nothing to undo."""
+    return member.get("after") == member.get("restored")
 
 
 def host_resource(body: Mapping[str, Any]) -> str | None:
@@ -155,7 +197,9 @@ def host_resource(body: Mapping[str, Any]) -> str | None:
     member = body.get(HOST_MEMBER)
     outcome = body.get("outcome")
     succeeded = isinstance(outcome, dict) and outcome.get("status") == "ok"
-    return str(member["resource"]) if succeeded and undoable(member) else None
+    if succeeded and undoable(member) and not changed_nothing(member):
+        return str(member["resource"])
+    return None
 
 
 def host_journal(member: dict[str, Any]) -> dict[str, Any]:
@@ -188,6 +232,14 @@ async def host_check(step: Step, call: Call, key: SigningKey, now: datetime) -> 
     return _answer(step, "check", member, member["after"], found, key, now)
 
 
+def _unchanged(member: Mapping[str, Any], expected: str, found: Any) -> bool:
+    """Whether ``found`` is the state the undo expects: by its fingerprint, or, for the state the
+    call left, the same elements in another order (a server that rewrote its file in another order)."""
+    if sha256_digest(found) == expected:
+        return True
+    return expected == member["after"] and "afterState" in member and same(found, member["afterState"])
+
+
 async def host_compensate(
     step: Step, request: Mapping[str, Any], call: Call, key: SigningKey, now: Callable[[], datetime]
 ) -> dict[str, Any]:
@@ -199,35 +251,76 @@ async def host_compensate(
     member = step.entry.body[HOST_MEMBER]
     expected = str(request.get("ifVersion") or member["after"])
     found = await read(call, member["state"])
-    if sha256_digest(found) == member["restored"] != expected:
+    if _restored(member, found) and sha256_digest(found) != expected:
         # Already as before the call: a retry after the inverse went through without an answer.
         already = _base(step, "compensate", member, expected, member["restored"])
         message = "already as it was before the call; undone by the host, not the server"
         return _signed(
             {**already, "status": "done", "versionLeft": member["restored"], "message": message}, key, now()
         )
-    if sha256_digest(found) != expected and not request.get("override"):
+    if not _unchanged(member, expected, found) and not request.get("override"):
         return _answer(step, "compensate", member, expected, found, key, now())
-    inverse = member["inverse"]
-    try:
-        result = await call(str(inverse["tool"]), dict(inverse["arguments"]))
-    except Exception as error:  # noqa: BLE001 -- a lost server: no answer, the step is retried
-        raise HostReadFailed(f"{inverse['tool']} failed: {error}") from None
     base = _base(step, "compensate", member, expected, sha256_digest(found))
     if request.get("override"):
         base["override"] = request["override"]
-    if result.is_error:
-        message = f"{inverse['tool']} refused the undo: {_text(result)}"
-        return _signed(
-            {**base, "status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message}, key, now()
-        )
+    for inverse in inverse_calls(member):
+        try:
+            result = await call(str(inverse["tool"]), dict(inverse["arguments"]))
+        except Exception as error:  # noqa: BLE001 -- a lost server: no answer, the step is retried
+            raise HostReadFailed(f"{inverse['tool']} failed: {error}") from None
+        if result.is_error:
+            message = f"{inverse['tool']} refused the undo: {_text(result)}"
+            return _signed(
+                {**base, "status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message}, key, now()
+            )
     left = await read(call, member["state"])
     base["versionLeft"] = sha256_digest(left)
-    if base["versionLeft"] != member["restored"]:
-        message = f"after {inverse['tool']}, {member['resource']} is not as it was before the call"
+    kept = _kept(member, found)
+    if not _as_said(member, found, left):
+        message = f"after the undo, {member['resource']} is not as the undo said it would leave it"
+        wanted = _wanted(member, found)
+        if wanted is not None:
+            message += f" ({listed(changes(wanted, left))})"
         unverified = {**base, "status": "unverified", "code": ErrorCode.UNDO_UNVERIFIED, "message": message}
         return _signed(unverified, key, now())
-    return _signed({**base, "status": "done", "message": "undone by the host, not the server"}, key, now())
+    message = "undone by the host, not the server"
+    if kept:
+        message += f"; kept what changed since the call: {listed(kept)}"
+    return _signed({**base, "status": "done", "message": message, "changes": kept}, key, now())
+
+
+def _restored(member: Mapping[str, Any], found: Any) -> bool:
+    """Whether ``found`` is the state the undo restores (arrays compared as collections)."""
+    if sha256_digest(found) == member["restored"]:
+        return True
+    return _by_snapshot(member) and same(found, member["snapshot"])
+
+
+def _by_snapshot(member: Mapping[str, Any]) -> bool:
+    """Whether the undo restores the snapshot, read by the state read (so the two compare)."""
+    return "snapshot" in member and member.get("restored") == member.get("before") and "afterState" in member
+
+
+def _wanted(member: Mapping[str, Any], found: Any) -> Any:
+    """What the state read must give after the undo: ``found`` with only the call's own change
+    taken back (None when the undo does not restore a snapshot: then only the digest says)."""
+    if not _by_snapshot(member):
+        return None
+    return undone(found, member["snapshot"], member["afterState"])
+
+
+def _as_said(member: Mapping[str, Any], found: Any, left: Any) -> bool:
+    if sha256_digest(left) == member["restored"]:
+        return True
+    wanted = _wanted(member, found)
+    return wanted is not None and same(left, wanted)
+
+
+def _kept(member: Mapping[str, Any], found: Any) -> list[dict[str, Any]]:
+    """What someone changed since the call (kept by an overriding undo), path by path."""
+    if "afterState" not in member or sha256_digest(found) == member["after"]:
+        return []
+    return changes(member["afterState"], found)
 
 
 def snapshot_asks(decision: Decision, error: HostReadFailed) -> Decision:
@@ -249,15 +342,15 @@ def _answer(
 ) -> dict[str, Any]:
     """A check answer, or a compensate answer that stopped at a conflict."""
     base = _base(step, operation, member, expected, sha256_digest(found))
-    if base["versionFound"] == expected:
+    if _unchanged(member, expected, found):
         return _signed({**base, "status": "ok"}, key, now)
     # What changed is named against the state the call left; a later write of the run is not
     # kept in this entry, so against it only the fingerprints can differ.
-    changes = _changes(member.get("afterState"), found) if expected == member["after"] else []
-    named = ", ".join(c["field"] for c in changes) or "its fingerprint"
+    found_changes = changes(member.get("afterState"), found) if expected == member["after"] else []
+    named = listed(found_changes) or "its fingerprint"
     message = f"{member['resource']} changed since the call ({named}); the host did not overwrite it"
     conflict = {**base, "status": "conflict", "code": ErrorCode.UNDO_CONFLICT, "message": message}
-    return _signed({**conflict, "changes": changes}, key, now)
+    return _signed({**conflict, "changes": found_changes}, key, now)
 
 
 def _base(step: Step, operation: str, member: Mapping[str, Any], expected: str, found: str) -> dict[str, Any]:
@@ -277,21 +370,3 @@ def _base(step: Step, operation: str, member: Mapping[str, Any], expected: str, 
 def _signed(answer: dict[str, Any], key: SigningKey, now: datetime) -> dict[str, Any]:
     answer = {**answer, "at": wire_time(now)}
     return {**answer, "receipt": key.sign(answer_payload(answer), answer["at"]).wire()}
-
-
-def _changes(before: Any, now: Any, prefix: str = "") -> list[dict[str, Any]]:
-    """The fields (dotted paths) whose values differ between two read results."""
-    if isinstance(before, dict) and isinstance(now, dict):
-        found: list[dict[str, Any]] = []
-        for name in sorted(set(before) | set(now)):
-            found += _changes(before.get(name), now.get(name), f"{prefix}{name}.")
-        return found
-    if before == now:
-        return []
-    return [{"field": prefix.rstrip(".") or "(value)", "expected": _shown(before), "now": _shown(now)}]
-
-
-def _shown(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > SHOWN_CHARS:
-        return value[:SHOWN_CHARS] + "…"
-    return value

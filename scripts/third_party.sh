@@ -1,6 +1,7 @@
 #!/usr/bin/env sh
 # Install the MCP servers written by others that the tests put behind the Recorder:
-# the filesystem and "everything" reference servers (Node.js, from third_party/package-lock.json)
+# the filesystem, "everything" and memory (knowledge graph) reference servers (Node.js, from
+# third_party/package-lock.json)
 # and the SQLite server (Python, MCP SDK 1.x, so in a virtual environment of its own, from
 # third_party/sqlite/requirements.lock). Node.js and npm come from the system's packages; as root
 # without them, this installs Debian's. Without them and without root, it says how and goes on:
@@ -18,7 +19,7 @@ if ! command -v npm >/dev/null 2>&1; then
   fi
 fi
 if command -v npm >/dev/null 2>&1; then
-  echo "third-party servers: npm ci (filesystem, everything)"
+  echo "third-party servers: npm ci (filesystem, everything, memory)"
   npm ci --prefix "$third" --no-audit --no-fund --ignore-scripts --loglevel=error
 else
   echo "third-party servers: no npm here; install Node.js and npm (apt-get install nodejs npm), then run make setup again" >&2

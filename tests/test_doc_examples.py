@@ -28,6 +28,7 @@ RUN_ELSEWHERE = {
     ("docs/ui-undo.md", "ui-harness"): "tests/servers/ui/test_ui_doc_example.py",
     ("docs/recorder.md", "mcp-servers-stdio"): "tests/recorder/test_runs_across_processes.py",
     ("docs/recorder.md", "mcp-servers-http"): "tests/recorder/test_runs_across_processes.py",
+    ("docs/policy.md", "memory-registry"): "tests/third_party/test_host_undo_of_the_knowledge_graph.py",
 }
 
 

@@ -23,7 +23,7 @@ from hatp_journal.recorder.policy.classes import CLASSES as CLASS_RANK
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
-from hatp_journal.recorder.policy.registry_compensation import Compensation
+from hatp_journal.recorder.policy.registry_compensation import Compensation, ToolShape
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.files import FileProblem, read_text
 from hatp_journal.toolkit.wire import WireModel
@@ -75,9 +75,21 @@ class ToolEntry(WireModel):
     disclosure: StrictBool = False
     arguments: tuple[str, ...] = Field(default=(), description="the tool's argument names, as checked")
     rules: tuple[ArgumentRule, ...] = ()
+    input_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="the tool's inputSchema as the server lists it (templates are checked)",
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="the tool's outputSchema as the server lists it (templates are checked)",
+    )
     compensation: Compensation | None = Field(
         default=None, description="how the host undoes the tool's calls (registry_compensation.py)"
     )
+
+    def shape(self) -> ToolShape:
+        """What the file knows of the tool, for checking templates."""
+        return ToolShape(self.arguments, self.input_schema, self.output_schema)
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolEntry:
@@ -181,17 +193,22 @@ def parse_record(text: str, *, source: str = "<registry>") -> Record:
         file = RegistryFile.model_validate_json(text, strict=True, by_alias=True, by_name=False)
     except ValidationError as error:
         raise PolicyFileError(source, problems_of(keys, error)) from None
-    arguments = {name: entry.arguments for name, entry in file.tools.items()}
+    shapes = {name: entry.shape() for name, entry in file.tools.items()}
     wrong = [
         Problem(where.line, where.column, f"tools.{name}.compensation.{'.'.join(path)}: {problem}")
         for name, entry in file.tools.items()
         if entry.compensation is not None
-        for path, problem in entry.compensation.problems(entry.arguments, arguments)
-        for where in [keys.position_of(("tools", name, "compensation", *path))]
+        for path, problem in entry.compensation.problems(shapes[name], shapes)
+        for where in [keys.position_of(("tools", name, "compensation", *map(_key, path)))]
     ]
     if wrong:
         raise PolicyFileError(source, wrong)
     return Record(file, source, sha256_digest(file.model_dump(mode="json", by_alias=True)))
+
+
+def _key(part: str) -> str | int:
+    """A key of a template's path as the key map spells it (an array's index is a number)."""
+    return int(part) if part.isdigit() else part
 
 
 @cache

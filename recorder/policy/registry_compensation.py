@@ -10,22 +10,43 @@ loaded, so a typo is refused with the file and line instead of failing on the da
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field, model_validator
 
+from hatp_journal.recorder.policy.template_paths import (
+    BRACES,
+    Path,
+    TemplateError,
+    parse,
+    resolve,
+    schema_at,
+    type_of,
+)
 from hatp_journal.toolkit.wire import WireModel
 
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}")
-"""``{args.path}``, ``{snapshot.task.title}``, ``{snapshot}``: a root and a dotted path."""
+ROOTS = ("args", "result", "snapshot", "added", "removed")
+DIFF_ROOTS = ("added", "removed")
+"""``{added}``: what the state read after the call has that the snapshot had not (array elements
+the call added or changed, whole); ``{removed}``: what the snapshot had that is gone after the call."""
 
-ROOTS = ("args", "result", "snapshot")
+FOR_EACH, EACH, ITEM = "forEach", "each", "item"
+"""``{"forEach": "{result.results}", "each": {"entityName": "{item.entityName}"}}``: an array made
+of ``each`` rendered once per element of the array ``forEach`` names, the element as ``{item}``."""
+
+__all__ = ["ROOTS", "Compensation", "HostCall", "TemplateError", "ToolShape", "placeholders", "render"]
 
 
-class TemplateError(ValueError):
-    """A template names a field its data does not have (at render time: the data lacks it)."""
+@dataclass(frozen=True)
+class ToolShape:
+    """What the registry file knows of one tool: its argument names and, where reviewed, its JSON
+    Schemas as the server lists them."""
+
+    arguments: tuple[str, ...]
+    input_schema: Mapping[str, Any] | None = None
+    output_schema: Mapping[str, Any] | None = None
 
 
 class HostCall(WireModel):
@@ -33,6 +54,10 @@ class HostCall(WireModel):
 
     tool: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+Problems = list[tuple[tuple[str, ...], str]]
+"""What is wrong, each with the path of the key it is about (for its line)."""
 
 
 class Compensation(WireModel):
@@ -50,7 +75,10 @@ class Compensation(WireModel):
     state: HostCall | None = Field(
         default=None, description="reads the resource, over {args, result}; default: the snapshot read"
     )
-    inverse: HostCall = Field(description="puts the old state back, over {args, result, snapshot}")
+    inverse: HostCall | tuple[HostCall, ...] = Field(
+        description="puts the old state back, over {args, result, snapshot, added, removed}: one call, "
+        "or several made in order"
+    )
     restored: Any = Field(
         default="{snapshot}",
         description="what the state read gives once undone, a template over {args, result, snapshot}",
@@ -60,6 +88,8 @@ class Compensation(WireModel):
     def _reads(self) -> Compensation:
         if self.state is None and self.snapshot is None:
             raise ValueError("give a state read, a snapshot read or both")
+        if isinstance(self.inverse, tuple) and not self.inverse:
+            raise ValueError("give at least one inverse call")
         return self
 
     def state_read(self) -> HostCall:
@@ -68,69 +98,189 @@ class Compensation(WireModel):
         assert read is not None  # the validator saw to it
         return read
 
-    def problems(
-        self, arguments: tuple[str, ...], tools: Mapping[str, tuple[str, ...]]
-    ) -> list[tuple[tuple[str, ...], str]]:
-        """What is wrong with the templates, given the tool's ``arguments`` and the server's
-        ``tools`` (each with its arguments): fields that do not exist, tools the file does not list.
-        Each problem comes with the path of the key it is about, for its line."""
-        known = {"args": arguments, "result": self.result_fields}
+    def inverses(self) -> tuple[HostCall, ...]:
+        """The inverse calls, in the order they are made."""
+        return self.inverse if isinstance(self.inverse, tuple) else (self.inverse,)
+
+    def problems(self, tool: ToolShape, tools: Mapping[str, ToolShape]) -> Problems:
+        """What is wrong with the templates, given the ``tool`` compensated and the server's
+        ``tools``: paths that do not parse, fields that do not exist (by the tool's JSON Schemas
+        where the file gives them, else by the listed names), values of the wrong type for the
+        argument they fill, tools the file does not list."""
+        state_tool = tools.get(self.state_read().tool)
+        snapshot_tool = tools.get(self.snapshot.tool) if self.snapshot is not None else None
+        known: dict[str, _Known] = {
+            "args": _Known(tool.arguments, tool.input_schema),
+            "result": _Known(self.result_fields, tool.output_schema),
+        }
         if self.snapshot is not None:
-            known["snapshot"] = self.snapshot_fields
-        after_call = {k: v for k, v in known.items() if k != "snapshot"}
-        found: list[tuple[tuple[str, ...], str]] = []
-        checked: list[tuple[str, Any, Mapping[str, tuple[str, ...]]]] = [
-            ("resource", self.resource, after_call),
-            ("summary", self.summary, after_call),
-            ("restored", self.restored, known),
+            snapshot_schema = snapshot_tool.output_schema if snapshot_tool is not None else None
+            known["snapshot"] = _Known(self.snapshot_fields, snapshot_schema)
+            state_schema = state_tool.output_schema if state_tool is not None else None
+            for root in DIFF_ROOTS:
+                known[root] = _Known(self.snapshot_fields, state_schema or snapshot_schema)
+        after_call = {k: v for k, v in known.items() if k not in ("snapshot", *DIFF_ROOTS)}
+        found: Problems = []
+        checked: list[tuple[tuple[str, ...], Any, Mapping[str, _Known], Mapping[str, Any] | None]] = [
+            (("resource",), self.resource, after_call, None),
+            (("summary",), self.summary, known, None),
+            (("restored",), self.restored, known, None),
         ]
-        calls = [("snapshot", self.snapshot, {"args": arguments}), ("state", self.state, after_call)]
-        for name, call, at_hand in [*calls, ("inverse", self.inverse, known)]:
+        calls: list[tuple[tuple[str, ...], HostCall | None, Mapping[str, _Known]]] = [
+            (("snapshot",), self.snapshot, {"args": known["args"]}),
+            (("state",), self.state, after_call),
+        ]
+        several = isinstance(self.inverse, tuple)
+        calls += [
+            (("inverse", str(n)) if several else ("inverse",), call, known)
+            for n, call in enumerate(self.inverses())
+        ]
+        for where, call, at_hand in calls:
             if call is None:
                 continue
             if call.tool not in tools:
-                found.append(((name, "tool"), f"the file lists no tool {call.tool!r}"))
+                found.append(((*where, "tool"), f"the file lists no tool {call.tool!r}"))
                 continue
-            for key in call.arguments:
-                if key not in tools[call.tool]:
-                    found.append(((name, "arguments", key), f"{call.tool} has no argument {key!r}"))
-            checked.append((f"{name}.arguments", call.arguments, at_hand))
-        for where, template, roots in checked:
-            for at, path in placeholders(template):
-                root, _, field = path.partition(".")
-                place = (*where.split("."), *at)  # the key holding the template, for its line
-                if root not in roots:
-                    found.append((place, f"{{{path}}} names {root!r}, which is not at hand there"))
-                elif field and field.split(".")[0] not in roots[root]:
-                    found.append((place, f"{{{path}}} names a field {root} does not have"))
+            target = tools[call.tool]
+            for key, template in call.arguments.items():
+                if key not in target.arguments:
+                    found.append(((*where, "arguments", key), f"{call.tool} has no argument {key!r}"))
+                    continue
+                checked.append(((*where, "arguments", key), template, at_hand, _argument(target, key)))
+        for where, template, roots, expected in checked:
+            found += [((*where, *at), problem) for at, problem in _checked(template, roots, expected)]
         return found
 
 
-def placeholders(template: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
-    """Every ``{root.path}`` in a template, with the keys leading to it (strings inside objects and
-    arrays included)."""
+@dataclass(frozen=True)
+class _Known:
+    """What a root is known to hold: its JSON Schema, else its top-level field names (None: not
+    known at all, nothing is checked)."""
+
+    names: tuple[str, ...] | None
+    schema: Mapping[str, Any] | None
+
+
+def _argument(tool: ToolShape, key: str) -> Mapping[str, Any] | None:
+    properties = tool.input_schema.get("properties") if tool.input_schema is not None else None
+    found = properties.get(key) if isinstance(properties, Mapping) else None
+    return found if isinstance(found, Mapping) else None
+
+
+def _inside(schema: Mapping[str, Any] | None, key: str | int) -> Mapping[str, Any] | None:
+    """The schema of a member (or, for an int, an element) of what ``schema`` describes."""
+    if schema is None:
+        return None
+    inner = schema.get("items") if isinstance(key, int) else _object(schema.get("properties")).get(key)
+    return inner if isinstance(inner, Mapping) else None
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _checked(
+    template: Any, roots: Mapping[str, _Known], expected: Mapping[str, Any] | None, at: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], str]]:
+    """What is wrong in ``template`` (which fills a value of schema ``expected``), with where."""
     if isinstance(template, str):
-        for path in PLACEHOLDER.findall(template):
-            yield at, path
+        whole = BRACES.fullmatch(template) is not None
+        for text in BRACES.findall(template):
+            problem, _ = _problem(text, roots, expected, whole=whole)
+            if problem is not None:
+                yield at, problem
+    elif isinstance(template, dict) and FOR_EACH in template:
+        yield from _checked_each(template, roots, expected, at)
+    elif isinstance(template, dict):
+        for key, value in template.items():
+            yield from _checked(value, roots, _inside(expected, key), (*at, str(key)))
+    elif isinstance(template, list):
+        for index, value in enumerate(template):
+            yield from _checked(value, roots, _inside(expected, 0), (*at, str(index)))
+
+
+def _checked_each(
+    template: dict[str, Any],
+    roots: Mapping[str, _Known],
+    expected: Mapping[str, Any] | None,
+    at: tuple[str, ...],
+) -> Iterator[tuple[tuple[str, ...], str]]:
+    if set(template) != {FOR_EACH, EACH} or not isinstance(template[FOR_EACH], str):
+        yield at, f'a mapping is {{"{FOR_EACH}": "{{path}}", "{EACH}": template}} and nothing else'
+        return
+    source = BRACES.fullmatch(template[FOR_EACH])
+    if source is None:
+        yield (*at, FOR_EACH), f"{FOR_EACH} is one placeholder naming an array"
+        return
+    problem, schema = _problem(source.group(1), roots, {"type": "array"}, whole=True)
+    if problem is not None:
+        yield (*at, FOR_EACH), problem
+        return
+    item = _inside(schema, 0)
+    known = _Known(() if item is not None else None, item)
+    yield from _checked(template[EACH], {**roots, ITEM: known}, _inside(expected, 0), (*at, EACH))
+
+
+def _problem(
+    text: str, roots: Mapping[str, _Known], expected: Mapping[str, Any] | None, *, whole: bool
+) -> tuple[str | None, Mapping[str, Any] | None]:
+    """What is wrong with one placeholder (None: nothing), and the schema of its value if known."""
+    try:
+        path = parse(text)
+    except TemplateError as error:
+        return str(error), None
+    if path.root not in roots:
+        return f"{path.text()} names {path.root!r}, which is not at hand there", None
+    known = roots[path.root]
+    if known.schema is not None:
+        schema, wrong = schema_at(known.schema, path)
+        if wrong is not None:
+            return wrong, None
+        want, have = type_of(expected), type_of(schema)
+        widened = want == "number" and have == "integer"  # an integer is a number
+        if whole and want is not None and have is not None and want != have and not widened:
+            return f"{path.text()} gives {have}, where the argument takes {want}", None
+        return None, schema
+    first = path.steps[0] if path.steps else None
+    if known.names is None or first is None or first.kind != "member":
+        return None, None  # no schema: only a root's listed top-level fields are checked
+    if first.name not in known.names:
+        return f"{path.text()} names a field {path.root} does not have", None
+    return None, None
+
+
+def placeholders(template: Any, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Every ``{…}`` in a template, with the keys leading to the string that holds it (strings
+    inside objects and arrays included; an array element's key is its index)."""
+    if isinstance(template, str):
+        for text in BRACES.findall(template):
+            yield at, text
     elif isinstance(template, dict):
         for key, value in template.items():
             yield from placeholders(value, (*at, str(key)))
     elif isinstance(template, list):
-        for value in template:
-            yield from placeholders(value, at)
+        for index, value in enumerate(template):
+            yield from placeholders(value, (*at, str(index)))
 
 
 def render(template: Any, data: Mapping[str, Any]) -> Any:
-    """``template`` with its placeholders filled from ``data`` (``args``, ``result``, ``snapshot``).
+    """``template`` with its placeholders filled from ``data`` (``args``, ``result``, ``snapshot``,
+    ``added``, ``removed``).
 
     A string that is one placeholder becomes the value itself, whatever its type; a placeholder
-    inside a longer string is written as text. A field the data lacks is a :class:`TemplateError`.
+    inside a longer string is written as text (an array as its elements joined by ", "). A field
+    the data lacks is a :class:`TemplateError`.
     """
     if isinstance(template, str):
-        whole = PLACEHOLDER.fullmatch(template)
+        whole = BRACES.fullmatch(template)
         if whole is not None:
-            return _lookup(data, whole.group(1))
-        return PLACEHOLDER.sub(lambda match: _text(_lookup(data, match.group(1))), template)
+            return resolve(data, parse(whole.group(1)))
+        return BRACES.sub(lambda match: _text(resolve(data, parse(match.group(1)))), template)
+    if isinstance(template, dict) and FOR_EACH in template:
+        items = render(template[FOR_EACH], data)
+        if not isinstance(items, list):
+            raise TemplateError(f"{template[FOR_EACH]} is not an array here")
+        return [render(template[EACH], {**data, ITEM: item}) for item in items]
     if isinstance(template, dict):
         return {key: render(value, data) for key, value in template.items()}
     if isinstance(template, list):
@@ -138,14 +288,12 @@ def render(template: Any, data: Mapping[str, Any]) -> Any:
     return template
 
 
-def _lookup(data: Mapping[str, Any], path: str) -> Any:
-    value: Any = data
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            raise TemplateError(f"{{{path}}}: there is no {part!r} here")
-        value = value[part]
-    return value
+def paths_under(template: Any, root: str) -> list[Path]:
+    """The parsed placeholders of ``template`` whose root is ``root`` (loaded: known to parse)."""
+    return [path for _, text in placeholders(template) for path in [parse(text)] if path.root == root]
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(_text(item) for item in value)
     return value if isinstance(value, str) else str(value)

@@ -157,7 +157,7 @@ class HostUndoRecord(Written):
     snapshot: Any = None
     before: str | None = None
     state: dict[str, Any] | None = None
-    inverse: dict[str, Any] | None = None
+    inverse: dict[str, Any] | list[dict[str, Any]] | None = None
     restored: str | None = None
     after: str | None = None
     after_state: Any = None

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer
+from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer, reversed_entries
 from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.links import dependents
@@ -110,12 +110,18 @@ async def build_plan(
             reverse=True,
         )
         chains = Chains(planned)
+        # A step the host undoes has no server to remember its reversal: the Run Record does.
+        host_done = {s.id for s in planned if s.by_host} & reversed_entries(entries)
     with gc_frozen():  # the entries and steps just read sit out the collections the checks cause
-        answers = await check_all([s for s in planned if _needs_check(s, now)], check)
+        checked = [s for s in planned if _needs_check(s, now) and s.id not in host_done]
+        answers = await check_all(checked, check)
         with gc_paused():
             found = Sections()
             checks: dict[str, dict[str, Any]] = {}
             for step in planned:  # newest first
+                if step.id in host_done:
+                    found.already_reversed.append(AlreadyReversed(**_step_item(step)))
+                    continue
                 _place(found, step, chains, answers, checks, now)
             _block(found, relied_on_by)
             reads = _read_since(store, run_id, planned)
@@ -202,6 +208,17 @@ _undo_by = lru_cache(maxsize=256)(parse_wire_time)
 """A run's steps share a few ``undoBy`` times; parsing each once is most of what checking them costs."""
 
 
+def _step_item(step: Step) -> dict[str, Any]:
+    """What every section says of a step."""
+    return {
+        "step": step.number,
+        "entry": step.id,
+        "server": step.server,
+        "tool": step.tool,
+        "summary": step.summary,
+    }
+
+
 def _place(
     plan: Sections,
     step: Step,
@@ -211,13 +228,7 @@ def _place(
     now: datetime,
 ) -> None:
     """Put one step in the section it belongs to, by its server's ``check`` answer if compensable."""
-    item = {
-        "step": step.number,
-        "entry": step.id,
-        "server": step.server,
-        "tool": step.tool,
-        "summary": step.summary,
-    }
+    item = _step_item(step)
     if step.kind == "unresolved":
         plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
         return

@@ -6,13 +6,19 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.host_undo import HOST_MEMBER, host_journal, undoable
+from hatp_journal.recorder.host_undo import (
+    HOST_MEMBER,
+    NOTHING_CHANGED,
+    changed_nothing,
+    host_journal,
+    undoable,
+)
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
 from hatp_journal.recorder.record.times import is_wire_time
@@ -231,8 +237,18 @@ def _classify(number: int, entry: Entry) -> Step:
     host = entry.body.get(HOST_MEMBER)
     if isinstance(host, dict) and outcome == "ok":  # the host, not the server, undoes it (or says why not)
         if undoable(host):
+            if changed_nothing(host):
+                return Step(number, entry, "no-effect", NOTHING_CHANGED)
             return Step(number, entry, "compensate", None, host_journal(host))
         return Step(number, entry, "unknown", str(host.get("failed", "the host can't undo it")))
+    if (
+        outcome == "ok"
+        and host_class(entry.body) == "R0"
+        and (body.intake is None or body.intake.kind != "compensate")
+    ):
+        # The host classed it a read (registry, trusted declaration or hint): nothing to undo, and
+        # nothing a later step can have relied on it for.
+        return Step(number, entry, "read", None, _object(journal) if status == "verified" else {})
     if status == "error":
         code = str(_object(journal.get("error")).get("code", ""))
         if code in NO_CHANGE_CODES:
@@ -262,6 +278,12 @@ def _classify(number: int, entry: Entry) -> Step:
         reason = verified.get("reason") or "declared irreversible by the server"
         return Step(number, entry, "none", str(reason), verified)
     return Step(number, entry, "unknown", "the server does not say how to undo it", verified)
+
+
+def host_class(body: Mapping[str, Any]) -> str | None:
+    """The reversibility class the host gave the call when it decided on it (``decision.reversibility``)."""
+    decision = _object(body.get("decision"))
+    return _object(decision.get("reversibility")).get("class")
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflic
     assert [s["entry"] for s in plan["steps"]] == ["e4", "e2"]
     assert {s["undoneBy"] for s in plan["steps"]} == {"host"}
     assert [c["entry"] for c in plan["conflicts"]] == ["e3", "e1"]
-    assert [change["field"] for change in plan["conflicts"][0]["changes"]] == ["task.title"]
+    assert [change["field"] for change in plan["conflicts"][0]["changes"]] == ["/task/title"]
     assert plan["conflicts"][0]["changes"][0]["now"] == "Write the README (Sam)"
     assert "undone by the host, not the server" in text
     # The add's conflict is the run's own completion (a dependency) and the colleague's rename, told apart.
@@ -246,5 +246,5 @@ def test_a_change_made_while_the_undo_runs_is_an_undo_conflict_and_is_not_overwr
     answer = anyio.run(told)
 
     assert (answer["status"], answer["code"]) == ("conflict", "UNDO_CONFLICT")
-    assert [change["field"] for change in answer["changes"]] == ["task.title"]
+    assert [change["field"] for change in answer["changes"]] == ["/task/title"]
     assert tasks_of(db) == {1: ("Keep me (Sam)", "completed")}

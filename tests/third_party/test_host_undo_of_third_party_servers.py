@@ -136,7 +136,7 @@ def test_the_host_undoes_an_overwrite_and_a_colleagues_later_edit_is_a_conflict_
     assert kept["receipt"]["code"] == "UNDO_CONFLICT"  # the host's signed check answer, kept as evidence
     assert [s["undoneBy"] for s in plan["steps"]] == ["host"]
     assert conflict["entry"] == world["plan"]
-    assert [(c["field"], c["expected"]) for c in conflict["changes"]] == [("content", "p2\n")]
+    assert [(c["field"], c["expected"]) for c in conflict["changes"]] == [("/content", "p2\n")]
     assert world["after_first"] == ("p2, and the colleague's line\n", "v1\n")
 
 

@@ -188,7 +188,11 @@ def test_a_policy_that_lets_r4_be_anything_but_never_autonomous_is_refused_at_it
 def test_the_shipped_registry_files_are_reviewed_and_name_a_source_for_every_tool() -> None:
     records = shipped()
 
-    assert set(records) == {"@modelcontextprotocol/server-filesystem", "mcp-server-sqlite"}
+    assert set(records) == {
+        "@modelcontextprotocol/server-filesystem",
+        "@modelcontextprotocol/server-memory",
+        "mcp-server-sqlite",
+    }
     for record in records.values():
         assert record.file.status == "reviewed"
         assert all(entry.evidence.source and entry.rationale for entry in record.file.tools.values())
@@ -199,7 +203,7 @@ def test_the_committed_registry_schema_equals_the_code_and_the_shipped_files_fol
     schema = json.loads(committed)
 
     assert committed == render(registry_schema()), "run `make schema` and commit docs/schema/"
-    for name in ("server-filesystem.json", "mcp-server-sqlite.json"):
+    for name in ("server-filesystem.json", "server-memory.json", "mcp-server-sqlite.json"):
         jsonschema.validate(json.loads((SHIPPED / name).read_text(encoding="utf-8")), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**CRM, "status": "approved"}, schema)

@@ -1,0 +1,256 @@
+"""A Hypothesis state machine over the real knowledge-graph server behind the Recorder, undone by
+the host (the shipped registry): the agent's calls (creates, relations, observations, deletes,
+calls that change nothing, reads), a colleague's edits made directly in the server's file, and
+undo plans approved and run, with and without overrides. One Recorder session, one server and
+one set of undo connections per machine run (a BlockingPortal keeps them in one event loop).
+
+Invariants, checked after every undo:
+- no colleague change is removed unless the undo overrode a conflict; an undo that removed one
+  is never reported ``reversed``;
+- a call that changed nothing is never planned nor run;
+- an undo that left what it said it would is reported ``reversed``, never failed; a failure
+  names the paths that differ; a conflict comes only from a colleague's edit;
+- reads never block: a read is never planned, never a conflict, never what keeps a step.
+Used by tests/third_party/test_host_undo_state_machine.py (few examples) and
+bench/host_undo_machine.py (many).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.host_diff import same, undone
+from hatp_journal.recorder.host_undo import HOST_MEMBER, changed_nothing
+from hatp_journal.recorder.undo.planner import UndoRequest
+
+NAMES = ("Ada", "Bo", "Cy")
+TEXTS = ("x", "y")
+KINDS = ("knew", "met")
+MEMORY_REGISTRY = "@modelcontextprotocol/server-memory"
+
+
+def memory_servers(command: Path, memory: Path) -> dict[str, ServerConfig]:
+    return {"kg": ServerConfig(command=str(command), env={"MEMORY_FILE_PATH": str(memory)})}
+
+
+def memory_policy() -> dict[str, Any]:
+    return {"registry": {"servers": {"kg": MEMORY_REGISTRY}}}
+
+
+def read_graph(path: Path) -> dict[str, Any]:
+    graph: dict[str, Any] = {"entities": [], "relations": []}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line.strip():
+            item = json.loads(line)
+            kind = item.pop("type")
+            graph["entities" if kind == "entity" else "relations"].append(item)
+    return graph
+
+
+def write_graph(path: Path, graph: dict[str, Any]) -> None:
+    lines = [json.dumps({"type": "entity", **e}) for e in graph["entities"]]
+    lines += [json.dumps({"type": "relation", **r}) for r in graph["relations"]]
+    path.write_text("\n".join(lines))
+
+
+def items(graph: dict[str, Any]) -> set[tuple[str, ...]]:
+    """The graph as a set of facts: entities, observations, relations."""
+    found: set[tuple[str, ...]] = set()
+    for e in graph["entities"]:
+        found.add(("entity", e["name"]))
+        found.update(("observation", e["name"], o) for o in e["observations"])
+    found.update(("relation", r["from"], r["to"], r["relationType"]) for r in graph["relations"])
+    return found
+
+
+class GraphMachine(RuleBasedStateMachine):
+    """Set ``world`` (a HostOrg, the memory file and a BlockingPortal) before running."""
+
+    world: ClassVar[dict[str, Any]] = {}
+    stats: ClassVar[dict[str, int]] = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.org, self.memory, self.portal = self.world["org"], self.world["memory"], self.world["portal"]
+        write_graph(
+            self.memory,
+            {"entities": [{"name": "Ada", "entityType": "p", "observations": []}], "relations": []},
+        )
+        self.colleague: set[tuple[str, ...]] = {("entity", "Ada")}
+        self.edited = False  # a colleague edited the graph since the run began
+        self.session = self.portal.wrap_async_context_manager(self._session())
+        self.agent = self.session.__enter__()
+        self.steps = 0
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[Any]:
+        async with AsyncExitStack() as stack:
+            recorder, agent = await self.org.session(stack)
+            self.recorder = recorder
+            self.servers = self.org.undo_servers(stack)
+            yield agent
+            recorder.close()
+
+    def teardown(self) -> None:
+        self.session.__exit__(None, None, None)
+
+    def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        self.steps += 1
+        answer = self.portal.call(self.agent.call_tool_mcp, f"kg_{tool}", arguments)
+        # What the agent deleted of hers is no longer hers: a create of the same name is the agent's.
+        self.colleague &= items(read_graph(self.memory))
+        return answer
+
+    def _count(self, what: str) -> None:
+        self.stats[what] = self.stats.get(what, 0) + 1
+
+    # -- the agent ----------------------------------------------------------------------------
+
+    @rule(names=st.lists(st.sampled_from(NAMES), min_size=1, max_size=2, unique=True))
+    def create(self, names: list[str]) -> None:
+        self._call(
+            "create_entities",
+            {"entities": [{"name": n, "entityType": "p", "observations": []} for n in names]},
+        )
+
+    @rule(a=st.sampled_from(NAMES), b=st.sampled_from(NAMES), kind=st.sampled_from(KINDS))
+    def relate(self, a: str, b: str, kind: str) -> None:
+        self._call("create_relations", {"relations": [{"from": a, "to": b, "relationType": kind}]})
+
+    @rule(name=st.sampled_from(NAMES), text=st.sampled_from(TEXTS))
+    def observe(self, name: str, text: str) -> None:
+        self._call("add_observations", {"observations": [{"entityName": name, "contents": [text]}]})
+
+    @rule(name=st.sampled_from(NAMES))
+    def delete(self, name: str) -> None:
+        self._call("delete_entities", {"entityNames": [name]})
+
+    @rule(kind=st.sampled_from(["read_graph", "search_nodes"]))
+    def read(self, kind: str) -> None:
+        self._call(kind, {} if kind == "read_graph" else {"query": "a"})
+
+    # -- a colleague, directly in the server's file ---------------------------------------------
+
+    @rule(
+        name=st.sampled_from(NAMES),
+        text=st.sampled_from(TEXTS),
+        what=st.sampled_from(["entity", "observation", "relation"]),
+    )
+    def colleague_edits(self, name: str, text: str, what: str) -> None:
+        graph = read_graph(self.memory)
+        names = [e["name"] for e in graph["entities"]]
+        if what == "entity" and name not in names:
+            graph["entities"].append({"name": name, "entityType": "p", "observations": []})
+            self.colleague.add(("entity", name))
+        elif what == "observation" and name in names:
+            entity = graph["entities"][names.index(name)]
+            if text not in entity["observations"]:
+                entity["observations"].append(text)
+                self.colleague.add(("observation", name, text))
+        elif what == "relation" and name in names:
+            relation = {"from": name, "to": name, "relationType": "self"}
+            if relation not in graph["relations"]:
+                graph["relations"].append(relation)
+                self.colleague.add(("relation", name, name, "self"))
+        else:
+            return
+        write_graph(self.memory, graph)
+        self.edited = True
+
+    # -- undo ---------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.steps > 0)
+    @rule(data=st.data(), override=st.booleans())
+    def undo(self, data: st.DataObject, override: bool) -> None:
+        run = self.recorder.run_id
+        step = data.draw(st.integers(1, self.steps), label="from step")
+        entries = self.org.store.entries(run)
+        calls = [e for e in entries if e.kind == "call"]
+        before_graph = read_graph(self.memory)
+        before = items(before_graph)
+        present = before & self.colleague
+
+        async def plan_and_run(overrides: tuple[str, ...]) -> Any:
+            return await self.org.undo(self.servers, run, UndoRequest(from_step=step), overrides)
+
+        plan, reversal = self.portal.call(plan_and_run, ())
+        for section in ("steps", "conflicts", "notReversible", "unresolved", "blocked", "alreadyReversed"):
+            self.stats[f"planned as {section}"] = self.stats.get(f"planned as {section}", 0) + len(
+                plan[section]
+            )
+        if override and plan["conflicts"]:
+            self._count("overrides")
+            named = tuple(c["entry"] for c in plan["conflicts"])
+            plan, reversal = self.portal.call(plan_and_run, named)
+        else:
+            override = False
+        after = items(read_graph(self.memory))
+        lines = reversal.body["steps"] if reversal is not None else []
+        status = {line["entry"]: line["status"] for line in lines}
+        self._count("undos")
+        self._count("reversed steps" if "reversed" in status.values() else "undos reversing nothing")
+
+        noops = {e.id for e in calls if _undoable(e) and changed_nothing(e.body[HOST_MEMBER])}
+        reads = {
+            e.id
+            for e in calls
+            if (e.body.get("decision") or {}).get("reversibility", {}).get("class") == "R0"
+        }
+        self.stats["no-op calls"] = max(self.stats.get("no-op calls", 0), len(noops))
+        planned = {s["entry"] for s in plan["steps"]} | {c["entry"] for c in plan["conflicts"]}
+        assert not planned & noops, f"a call that changed nothing was planned: {planned & noops}"
+        assert not set(status) & noops, "a call that changed nothing was run"
+        assert not planned & reads, "a read was planned"
+        keepers = {e for b in plan["blocked"] for e in b["keptFor"]}
+        assert not keepers & reads, "a read kept a step"
+
+        removed = present - after
+        if removed:
+            self._count("colleague changes removed under override")
+            assert override, f"a colleague's change was removed without an override: {removed} {lines}"
+            assert "reversed" not in status.values() or _removed_only_by_failed(status), (
+                f"an undo removed {removed} and says reversed"
+            )
+        for line in lines:  # a failure names what differs: never a bare "failed"
+            if line["status"] == "failed":
+                self._count("steps reported failed")
+                assert "/" in str(line.get("reason")), f"a failure that names nothing: {line}"
+        ran = [line for line in lines if line["status"] in ("reversed", "failed")]
+        if len(ran) == 1 and not override:  # one inverse ran: did it leave what it said?
+            member = next(e for e in calls if e.id == ran[0]["entry"]).body[HOST_MEMBER]
+            wanted = undone(before_graph, member["snapshot"], member["afterState"])
+            if same(wanted, read_graph(self.memory)):
+                assert ran[0]["status"] == "reversed", (
+                    f"an undo that did what it said was reported failed: {ran}"
+                )
+        if not self.edited:
+            assert "conflicted" not in status.values(), f"a conflict without a colleague: {lines}"
+        self.colleague &= after  # what an override removed is no longer hers to keep
+
+    @invariant()
+    def the_server_file_stays_readable(self) -> None:
+        read_graph(self.memory)
+
+
+def _undoable(entry: Any) -> bool:
+    member = entry.body.get(HOST_MEMBER)
+    return isinstance(member, dict) and "after" in member
+
+
+def _removed_only_by_failed(status: dict[str, str]) -> bool:
+    """Several steps ran: one removed the colleague's change (reported failed), others reversed."""
+    return "failed" in status.values()
+
+
+def configure(org: Any, memory: Path, portal: Any) -> Callable[[], None]:
+    """Point the machine at ``org`` and return a function that clears it again."""
+    GraphMachine.world = {"org": org, "memory": memory, "portal": portal}
+    return lambda: GraphMachine.world.clear()

@@ -1,0 +1,42 @@
+"""The host-undo state machine (graph_machine.py) against the real knowledge-graph server, a few
+examples in CI (the longer profile is bench/host_undo_machine.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from graph_machine import GraphMachine, configure, memory_policy, memory_servers
+from host_undo_org import HostOrg
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+from third_party_servers import NODE_BIN, require
+
+
+@pytest.fixture(scope="module")
+def machine_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("graph-machine")
+    memory = root / "memory.jsonl"
+    org = HostOrg.make(root, memory_servers(require(NODE_BIN / "mcp-server-memory"), memory), memory_policy())
+    with start_blocking_portal() as portal:
+        clear = configure(org, memory, portal)
+        yield {"org": org}
+        clear()
+
+
+def test_agent_calls_colleague_edits_no_ops_reads_and_undos_keep_every_invariant(
+    machine_world: dict[str, Any],
+) -> None:
+    run_state_machine_as_test(
+        GraphMachine,
+        settings=settings(
+            max_examples=5,
+            stateful_step_count=10,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+    assert GraphMachine.stats.get("undos", 0) > 0
