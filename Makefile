@@ -30,7 +30,7 @@ $(STAMP): requirements.lock pyproject.toml
 lock: $(STAMP)
 	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --generate-hashes --allow-unsafe \
 		--no-build-isolation --strip-extras --no-emit-index-url --no-emit-find-links \
-		--extra serve --extra servers --extra web --extra browser --extra postgresql --extra dev \
+		--extra serve --extra servers --extra web --extra browser --extra postgresql --extra tracing --extra dev \
 		$(LOCK_ARGS) --output-file requirements.lock pyproject.toml
 
 # MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).

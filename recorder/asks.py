@@ -24,6 +24,7 @@ from hatp_journal.recorder.record.written_bodies import (
     WithdrawnRecord,
 )
 from hatp_journal.recorder.run_walk import each_run
+from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
@@ -132,6 +133,11 @@ class Asks:
                 withdrawn.append(self.store.append(run, "withdrawn", body.wire()))
         return withdrawn
 
+    @traced(
+        "hatp.approval",
+        lambda a: {"ask": a["ref"], "decision": a["decision"], "by": a["person"]},
+        result=lambda outcome: {"counted": outcome.counted, "entry": outcome.entry.id},
+    )
     def decide(
         self,
         ref: str,

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal.recorder import tracing
 from hatp_journal.recorder.ask_words import ask_row
 from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.columns import aligned
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if args.command == "verify":
             return verify_command(args)
         config = load_config(args.config)
+        tracing.configure(config.recorder.tracing)
         if args.command == "serve":  # hatp-recorder itself goes there without importing this module
             from hatp_journal.recorder.serve_start import serve
 
@@ -116,6 +118,8 @@ def said_as_bad_input(error: Exception) -> bool:
     elif isinstance(error, ConfigError | PolicyFileError | KeyFileError | DirectoryError | KeyError):
         said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
         print(f"hatp-recorder: error: {said}", file=sys.stderr)
+    elif isinstance(error, tracing.TracingError):  # asked for, but no SDK or exporter to send to
+        print(f"hatp-recorder: {error}", file=sys.stderr)
     elif isinstance(error, OwnBodyUnreadable):  # an entry of the Recorder's own, edited in the store
         print(f"hatp-recorder: {error.code}: {error}", file=sys.stderr)
     elif isinstance(error, UnknownRun):  # show, export, approve/deny of an ask in a run that does not exist

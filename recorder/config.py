@@ -107,6 +107,10 @@ class RecorderSection(BaseModel):
         le=MAX_WINDOW_SECONDS,
         description="The longest an agent may ask an ask to hold its call open",
     )
+    tracing: bool = Field(
+        default=False,
+        description="Send OpenTelemetry spans to the exporters the OTEL_* environment names",
+    )
     retry_window_seconds: float = Field(
         default=60,
         ge=0,

@@ -26,6 +26,7 @@ from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
 from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
 
@@ -139,6 +140,7 @@ class Downstream:
         """The tools an agent may see: everything but the binding."""
         return [tool for name, tool in self.tools.items() if name not in BINDING_TOOLS]
 
+    @traced("hatp.downstream", lambda a: {"server": a["self"].name, "tool": a["tool"]})
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool; a crash or a hang becomes :class:`DownstreamError`."""
         if self._client is None:

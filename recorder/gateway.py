@@ -69,6 +69,7 @@ from hatp_journal.recorder.tokens import (
     redact,
     refused_journal,
 )
+from hatp_journal.recorder.tracing import answered, traced
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -186,6 +187,12 @@ class Recorder:
         finally:
             passthrough.progress_relay.reset(relaying)
 
+    @traced(
+        "hatp.call",
+        lambda a: {"server": a["server"], "tool": a["tool"]},
+        result=answered,
+        parent="meta",
+    )
     async def answer(
         self,
         server: str,
@@ -343,6 +350,7 @@ class Recorder:
         )
         return _refusal("CALL_IN_DOUBT", why, entry.id)
 
+    @traced("hatp.ask", lambda a: {"run": a["run"], "ask": a["ask"]})
     async def _held(
         self,
         server: str,
@@ -476,6 +484,11 @@ class Recorder:
         entry = await self._append(run, "refused", body.wire())
         return _tool_result(_refusal("UNKNOWN_TOOL", f"the Recorder publishes no tool {name!r}", entry.id))
 
+    @traced(
+        "hatp.append",
+        lambda a: {"run": a["run"], "kind": a["kind"]},
+        result=lambda entry: {"entry": entry.id},
+    )
     async def _append(
         self,
         run: str,
@@ -594,6 +607,11 @@ class Recorder:
         links.add(entry.id, body)
         return entry
 
+    @traced(
+        "hatp.decide",
+        lambda a: {"server": a["facts"].server, "tool": a["facts"].tool},
+        result=lambda decided: {"action": str(decided[0].action)},
+    )
     def _decide(self, facts: CallFacts) -> tuple[Decision, Hold | None, dict[str, Any] | None]:
         """The ledger's decision (and hold) for the call, and the decision as recorded if it was made
         once: the same for every call of a tool whose decision nothing in the call can change

@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 
 import anyio
 
+from hatp_journal.recorder import tracing
 from hatp_journal.recorder.boot import spawn_stdio_servers
 from hatp_journal.recorder.config import (
     RUN_KEY_ENV,
@@ -31,6 +32,7 @@ def serve(args: argparse.Namespace) -> int:
     """Run ``serve``; 2 for bad input (a config, policy, store or key, a tool server that won't do)."""
     try:
         config = load_config(args.config)
+        tracing.configure(config.recorder.tracing)
         unfound = missing_commands(config, args.config)
         if unfound:
             raise ConfigError("\n".join(unfound))

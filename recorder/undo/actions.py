@@ -16,6 +16,7 @@ from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.tracing import traced
 from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
 from hatp_journal.recorder.undo.authority import AuthorityNow
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -29,6 +30,11 @@ if TYPE_CHECKING:  # only named here: commands that read the record should not l
     from hatp_journal.recorder.undo.servers import UndoServers
 
 
+@traced(
+    "hatp.plan",
+    lambda a: {"run": a["run_id"], "by": a["by"]},
+    result=lambda ask: {"plan": ask.ref},
+)
 async def ask_for_plan(
     store: RunStore,
     policy: Policy,
@@ -123,6 +129,11 @@ def nothing_to_undo(plan: ReversalPlan) -> str:
     )
 
 
+@traced(
+    "hatp.approval",
+    lambda a: {"plan": a["ref"], "decision": a["decision"], "by": a["person"]},
+    result=lambda outcome: {"counted": outcome.counted},
+)
 async def decide_on_plan(
     store: RunStore,
     policy: Policy,
@@ -153,6 +164,7 @@ async def decide_on_plan(
     )
 
 
+@traced("hatp.undo", lambda a: {"plan": a["ref"]}, result=lambda entry: {"entry": entry.id})
 async def run_plan(
     store: RunStore, ref: str, servers: UndoServers, now: datetime, authority: AuthorityNow
 ) -> Entry:

@@ -20,6 +20,7 @@ from hatp_journal.recorder.host_undo import HostReadFailed, host_check, host_com
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import TokenStore, recorder_announcement
+from hatp_journal.recorder.tracing import traced
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
 from hatp_journal.recorder.undo.planner import CheckUnavailable
 from hatp_journal.recorder.undo.steps import Step
@@ -53,6 +54,7 @@ class UndoServers:
         self._open: dict[str, Downstream] = dict(connected or {})
         self._unreachable: dict[str, str] = {}  # server → why it could not be reached (not tried again)
 
+    @traced("hatp.check", lambda a: _step_attributes(a["step"]))
     async def check(self, step: Step) -> dict[str, Any]:
         """The server's verified ``check`` answer for ``step`` (changes nothing); the host's own for
         a step the host undoes."""
@@ -63,6 +65,7 @@ class UndoServers:
         except (_Unavailable, HostReadFailed) as error:
             raise CheckUnavailable(str(error)) from None
 
+    @traced("hatp.compensate", lambda a: _step_attributes(a["step"]))
     async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
         """The server's verified ``compensate`` answer for ``request`` (the token is added here); the
         host's own for a step the host undoes."""
@@ -127,3 +130,7 @@ class UndoServers:
             raise _Unavailable(self._unreachable[name]) from None
         self._open[name] = downstream
         return downstream
+
+
+def _step_attributes(step: Step) -> dict[str, str | int | float | bool]:
+    return {"step": step.number, "entry": step.entry.id, "server": step.server}
