@@ -190,7 +190,14 @@ def client(command: list[str], workdir: Path, *, legacy: bool = False) -> Client
     return Client(transport, timeout=120, mode="legacy" if legacy else "auto")
 
 
-HTTP_VARIANTS = ("direct", "fastmcp proxy", "recorder", "recorder, tmpfs", "baseline, tmpfs")
+HTTP_VARIANTS = (
+    "direct",
+    "fastmcp proxy",
+    "recorder",
+    "recorder, tmpfs",
+    "baseline, tmpfs",
+    "recorder, traced",
+)
 """The variants that can be reached over streamable HTTP, in either era (the relay, unwind-mcp and the
 SDK's stdio client serve stdio only)."""
 
@@ -236,23 +243,33 @@ async def http_client(
 
 
 def recorder_command(
-    workdir: Path, name: str, store: Path | str, profile: Path | None = None, crm_name: str | None = None
+    workdir: Path,
+    name: str,
+    store: Path | str,
+    profile: Path | None = None,
+    crm_name: str | None = None,
+    tracing: bool = False,
 ) -> list[str]:
     """``hatp-recorder serve`` with its own config, ``store`` (a path or URL) and CRM (under cProfile
-    if asked); Recorders given one ``crm_name`` front replicas of one CRM (one database, one key)."""
+    if asked); Recorders given one ``crm_name`` front replicas of one CRM (one database, one key).
+    ``tracing``: OpenTelemetry spans on, exported by the SDK's console exporter to the Recorder's
+    stderr (which the bench discards): a span's full cost, serialising included."""
     server = crm(workdir, crm_name or name)
     (workdir / "policy.json").write_text(json.dumps(POLICY))
     config = workdir / f"{name}.toml"
     config.write_text(
         "[recorder]\n"
         f'store = {json.dumps(str(store))}\nkey = {json.dumps(name + ".key")}\npolicy = "policy.json"\n'
-        'agent = "bench"\nprincipal = "human://acme.com/bench"\n\n'
+        'agent = "bench"\nprincipal = "human://acme.com/bench"\n'
+        + ("tracing = true\n" if tracing else "")
+        + "\n"
         "[servers.crm]\n"
         f"command = {json.dumps(server[0])}\nargs = {json.dumps(server[1:])}\n"
         f'env = {{ FASTMCP_LOG_LEVEL = "WARNING" }}\n'
     )
     code = [PROFILE_RECORDER, str(profile)] if profile is not None else [SERVE_RECORDER]
-    return [sys.executable, "-c", *code, "--config", str(config), "serve"]
+    traced = ["env", "OTEL_TRACES_EXPORTER=console"] if tracing else []
+    return [*traced, sys.executable, "-c", *code, "--config", str(config), "serve"]
 
 
 def children() -> dict[int, str]:
@@ -581,6 +598,12 @@ def plan(args: Any, workdir: Path, memory: Path | None, profile: Path | None) ->
                     key=key,
                 )
             )
+        if args.tracing:
+            traced = workdir / f"traced{file}.db"
+            command = recorder_command(workdir, "traced" + file, traced, tracing=True)
+            key, mark = workdir / f"traced{file}.key", str(workdir / f"traced{file}.toml")
+            variant = Planned("recorder, traced" + tail, command, legacy, mark=mark, store=traced, key=key)
+            planned.append(variant)
     if True in eras:
         if unwind is not None:
             planned.append(Planned("unwind", unwind_command(unwind, workdir), True, mark="unwind_serve.py"))
@@ -663,6 +686,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--calls", type=int, default=500, help="measured calls per kind and variant (default 500)"
+    )
+    parser.add_argument(
+        "--tracing",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a Recorder with OpenTelemetry spans on (console exporter), beside the one with them off",
     )
     parser.add_argument("--warmup", type=int, default=30, help="unmeasured calls per kind and variant first")
     parser.add_argument("--agents", type=int, default=8, help="concurrent agents in the appends bench")
