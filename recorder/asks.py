@@ -84,6 +84,11 @@ class Asks:
     def __init__(self, store: RunStore) -> None:
         self.store = store
 
+    @traced(
+        "hatp.ask",
+        lambda a: {"run": a["run"], "approver": a["approver"]},
+        result=lambda entry: {"ask": entry.id},
+    )
     def open(
         self, run: str, body: dict[str, Any], *, now: datetime, approver: str, within: timedelta | None
     ) -> Entry:

@@ -143,6 +143,9 @@ class Downstream:
     @traced("hatp.downstream", lambda a: {"server": a["self"].name, "tool": a["tool"]})
     async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool; a crash or a hang becomes :class:`DownstreamError`."""
+        return await self._call(tool, arguments)
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         if self._client is None:
             raise DownstreamError(f"{self.name} is not connected")
         try:
@@ -157,6 +160,7 @@ class Downstream:
         except _TRANSPORT_ERRORS as error:
             raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
 
+    @traced("hatp.downstream", lambda a: {"server": a["self"].name, "tool": a["tool"]})
     async def call_wire(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call a tool; its result as the server wrote it (plain JSON, the wire's camelCase).
 
@@ -164,7 +168,7 @@ class Downstream:
         way; any other goes through the client and its result is dumped to the same form.
         """
         if self._link is None or self._wire_meta is None:
-            called = await self.call(tool, arguments)
+            called = await self._call(tool, arguments)  # in this span, not a second one
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
         meta = {**self._wire_meta, **(self.request_meta or {})}
         log = agent_log()

@@ -350,7 +350,7 @@ class Recorder:
         )
         return _refusal("CALL_IN_DOUBT", why, entry.id)
 
-    @traced("hatp.ask", lambda a: {"run": a["run"], "ask": a["ask"]})
+    @traced("hatp.held", lambda a: {"run": a["run"], "ask": a["ask"]})
     async def _held(
         self,
         server: str,

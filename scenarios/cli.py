@@ -1,6 +1,6 @@
 """``hatp-demo``: run the project's stories against the real demo servers.
 
-    hatp-demo d881 [--eve [--override]] [--browser [--host H] [--port P]] [--workdir DIR]
+    hatp-demo d881 [--eve [--override]] [--browser [--host H] [--port P]] [--trace] [--workdir DIR]
     hatp-demo friday [--workdir DIR]
 
 Exits 0 when the story ran to its end; otherwise prints one line on stderr and exits 1.
@@ -31,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 asyncio.run(friday.run(args.workdir or Path(scratch) / "friday"))
         else:
             story = {"eve": args.eve, "override": args.override, "browser": args.browser}
+            story["tracing"] = args.trace
             served = {"host": args.host, "port": args.port}
             if args.workdir is not None:
                 asyncio.run(d881.run(args.workdir, **story, **served))
@@ -65,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="with --browser: the port the pages are served on (0: any free one)",
+    )
+    story.add_argument(
+        "--trace",
+        action="store_true",
+        help="the Recorder's OpenTelemetry spans on, exported as OTEL_TRACES_EXPORTER says",
     )
     story.add_argument(
         "--workdir",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -102,12 +103,14 @@ async def run(
     wait_seconds: float = 600.0,
     kept: bool = True,
     in_process: bool = False,
+    tracing: bool = False,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> Told:
     """Play the story in ``workdir`` (an empty directory), printing each phase to ``out`` (stdout);
     ``kept`` is False when ``workdir`` is removed afterwards (then no path in it is printed);
     ``in_process`` runs the mail sink and the people's commands here (see :mod:`.world`);
+    ``tracing``: the Recorder's OpenTelemetry spans on (docs/recorder.md, "Tracing with OpenTelemetry");
     ``host``/``port``: where the approver's pages are served with ``browser`` (0: any free port)."""
     # Absolute at once: the Recorder and the people's commands run in the work folder itself,
     # so a relative path would mean another folder to each of them.
@@ -122,7 +125,7 @@ async def run(
     workdir.mkdir(parents=True, exist_ok=True)
     sink = start_mail_sink(workdir / "mail", in_process=in_process)
     try:
-        world = build_world(workdir, sink.port, kept=kept, in_process=in_process)
+        world = build_world(workdir, sink.port, kept=kept, in_process=in_process, tracing=tracing)
         decide = _on_the_page(world, wait_seconds, host, port) if browser else None
         return await _play(world, out or sys.stdout, eve=eve, override=override, decide=decide)
     finally:
@@ -195,6 +198,8 @@ async def _agent(world: World, config: list[str], say: Any) -> str:
         ["-m", "hatp_journal.recorder.cli", *config, "serve"],
         cwd=str(world.root),
         log_file=log,
+        # The SDK's default environment for a server leaves OTEL_* out: a traced Recorder needs them.
+        env={name: value for name, value in os.environ.items() if name.startswith("OTEL_")},
     )
     async with AsyncExitStack() as stack:
         agent = await stack.enter_async_context(Client(transport, timeout=60))

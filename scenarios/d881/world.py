@@ -86,8 +86,11 @@ class World:
         return command(*arguments, module=module, ok=ok, in_process=self.in_process)
 
 
-def build_world(root: Path, smtp_port: int, *, kept: bool = True, in_process: bool = False) -> World:
-    """Write keys, directory, policy and the Recorder's configuration into ``root``."""
+def build_world(
+    root: Path, smtp_port: int, *, kept: bool = True, in_process: bool = False, tracing: bool = False
+) -> World:
+    """Write keys, directory, policy and the Recorder's configuration into ``root`` (with ``tracing``:
+    the Recorder's OpenTelemetry spans on, exported as the ``OTEL_*`` environment says)."""
     world = World(root, kept, in_process)
     people = []
     for person, name, roles in ((DANA, "Dana", []), (LEE, "Lee", [TEAM_LEAD])):
@@ -128,6 +131,7 @@ def build_world(root: Path, smtp_port: int, *, kept: bool = True, in_process: bo
         'directory = "directory.json"',
         f'agent = "{AGENT}"',
         f'principal = "{DANA}"',
+        *(["tracing = true"] if tracing else []),
     ]
     for name, arguments in servers.items():
         lines += [

@@ -173,6 +173,7 @@ async def test_an_ask_its_approval_a_plan_its_checks_and_an_undo_are_spans(
         await world.close()
 
     assert [attributes(s)["hatp.ask"] for s in named("hatp.ask")] == [ask]
+    assert [attributes(s)["hatp.ask"] for s in named("hatp.held")] == [ask]
     call_approval, plan_approval = named("hatp.approval")
     assert attributes(call_approval) | {"hatp.entry": None} == {
         "hatp.ask": f"{world.run}/{ask}",
