@@ -27,21 +27,24 @@ from pydantic import ValidationError
 
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
+from hatp_journal.recorder.record.signature_workers import POOL_AFTER, SignatureChecks, Then
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import (
+    SignatureTask,
     VerifyKey,
+    answer_task,
+    call_task,
+    digest_call_task,
+    signature_task,
     strict_receipt,
     verify,
-    verify_answer,
-    verify_call,
-    verify_digest_call,
 )
 
 if TYPE_CHECKING:
     # Imported when used: the directory module reaches the policy package, which reaches back here.
-    from hatp_journal.recorder.directory import Directory
+    from hatp_journal.recorder.directory import Directory, Person
 
 KNOWN_KINDS = frozenset(
     {
@@ -113,6 +116,10 @@ class BodyChecks:
     When the verifier pinned its own, ``pinned_directory`` is the one a decision naming any other
     digest is checked against (and that decision is ``DIRECTORY_NOT_PINNED``): a pin is never
     replaced by what the file says.
+
+    The signatures of calls, undo answers and decisions are checked by :attr:`signatures`, on
+    ``workers`` other processes once more than ``pool_after`` were seen (``signature_workers.py``):
+    what a verdict leads to is then done when it comes, and found where it would have been.
     """
 
     run: str
@@ -122,10 +129,46 @@ class BodyChecks:
     receipts_checked: int = 0
     recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
     pinned_directory: Directory | None = None
+    workers: int | None = 0
+    pool_after: int = POOL_AFTER
+    signatures: SignatureChecks = field(init=False)
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
     _signed_tokens: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.signatures = SignatureChecks(self.workers, self.pool_after, hold=self._held)
+
+    def finish(self) -> None:
+        """Act on every verdict still to come, and put what they found in its place."""
+        self.signatures.finish()
+        self.found.settle()
+
+    def _held(self, then: Then) -> Then:
+        """``then`` for a verdict that comes later: what it finds goes where it would have been."""
+        place = self.found.hold()
+
+        def later(valid: bool) -> None:
+            outer, self.found = self.found, Findings()
+            try:
+                then(valid)
+            finally:
+                found, self.found = self.found, outer
+            outer.put(place, found)
+
+        return later
+
+    def _verdict(self, entry: Entry, then: Then) -> Then:
+        """``then``, with a body found of the wrong shape on the way reported as :meth:`check` does."""
+
+        def checked(valid: bool) -> None:
+            try:
+                then(valid)
+            except BadBody as error:
+                self.found.add(Check.BAD_BODY, entry.id, f"{entry.kind} body: {error}")
+
+        return checked
 
     def check(self, entry: Entry) -> None:
         """Check one entry (entries come in chain order)."""
@@ -199,17 +242,19 @@ class BodyChecks:
         keys = self._keys(server)
         arguments, arguments_digest = body.get("arguments"), body.get("argumentsDigest")
         if isinstance(arguments, Mapping):
-            valid = _safely(lambda: verify_call(journal, tool, arguments, keys))
+            task = _prepared(lambda: call_task(journal, tool, arguments, keys))
         elif isinstance(arguments_digest, str):
-            valid = _safely(lambda: verify_digest_call(journal, tool, arguments_digest, keys))
+            task = _prepared(lambda: digest_call_task(journal, tool, arguments_digest, keys))
         else:
             raise BadBody("a call with a journal object has neither arguments nor argumentsDigest")
         self.receipts_checked += 1
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
-        if valid:
-            self._replayed(entry, digest if isinstance(digest, str) else None)
-        else:
+
+        def then(valid: bool) -> None:
+            if valid:
+                self._replayed(entry, digest if isinstance(digest, str) else None)
+                return
             detail = f"call receipt of server {server!r} {_why(keys)}"
             intake = body.get("intake")
             if isinstance(intake, Mapping) and intake.get("status") == "unresolved":
@@ -217,6 +262,8 @@ class BodyChecks:
                 self.found.flag(Check.RECEIPT_INVALID, entry.id, detail)
             else:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
+
+        self.signatures.check(task, self._verdict(entry, then))
 
     def _replayed(self, entry: Entry, token_digest: str | None) -> None:
         """A call receipt that signs a compensation token is for one call only: tokens are minted
@@ -304,12 +351,18 @@ class BodyChecks:
             self.found.add(code, entry.id, f"{what} for {step}, which is not a call of this run")
             return
         keys = self.recorder_keys if call.host else self._keys(call.server)
-        if isinstance(answer, Mapping):
-            self._receipt_time(entry, what, answer.get("receipt"))
-        if not isinstance(answer, Mapping) or not _safely(lambda: verify_answer(answer, keys)):
+        if not isinstance(answer, Mapping):
             self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
-        elif answer.get("tokenDigest") != call.token_digest:
-            self.found.add(code, entry.id, f"{what} for {step} is about another token")
+            return
+        self._receipt_time(entry, what, answer.get("receipt"))
+
+        def then(valid: bool) -> None:
+            if not valid:
+                self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
+            elif answer.get("tokenDigest") != call.token_digest:
+                self.found.add(code, entry.id, f"{what} for {step} is about another token")
+
+        self.signatures.check(_prepared(lambda: answer_task(answer, keys)), self._verdict(entry, then))
 
     # -- decisions ------------------------------------------------------------------
 
@@ -335,16 +388,32 @@ class BodyChecks:
             return
         person = directory.person(str(approval.get("by")))
         key = _person_key(directory, person.id) if person is not None else None
-        signed = key is not None and _signed(body.get("receipt"), {"approval": dict(approval)}, key)
-        if not signed:
-            detail = f"the approval is not signed by {approval.get('by')!r}'s key in the directory"
-            if counted:
-                self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
-            else:
-                self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
-            return
-        assert person is not None
-        assert key is not None
+        task = (
+            _signed_task(body.get("receipt"), {"approval": dict(approval)}, key) if key is not None else None
+        )
+        plan = self._plans.get(str(body.get("plan")))  # as it stands now, whenever the verdict comes
+
+        def then(signed: bool) -> None:
+            if not signed:
+                detail = f"the approval is not signed by {approval.get('by')!r}'s key in the directory"
+                if counted:
+                    self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+                else:
+                    self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
+                return
+            assert person is not None
+            assert key is not None
+            self._approved(entry, person, key, target, plan)
+
+        self.signatures.check(task, self._verdict(entry, then))
+
+    def _approved(
+        self, entry: Entry, person: Person, key: VerifyKey, target: _Target, plan: _Plan | None
+    ) -> None:
+        """What is checked of a decision whose signature holds: the approver's role, each override."""
+        body = entry.body
+        approval = _mapping(body, "approval")
+        counted = body.get("counted")
         role = target.role
         if (
             counted
@@ -358,7 +427,7 @@ class BodyChecks:
                 if isinstance(choice, Mapping):
                     self._time(entry, f"override {number + 1} at", choice.get("at"))
                 self._receipt_time(entry, f"override {number + 1} receipt", override.get("receipt"))
-            problem = self._override(override, approval, body.get("plan"), key)
+            problem = self._override(override, approval, plan, key)
             if problem:
                 self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
 
@@ -406,13 +475,12 @@ class BodyChecks:
         return _Target(True, ask.approver, "")
 
     def _override(
-        self, override: Any, approval: Mapping[str, Any], plan_id: Any, key: VerifyKey
+        self, override: Any, approval: Mapping[str, Any], plan: _Plan | None, key: VerifyKey
     ) -> str | None:
-        """Why one signed override does not hold; None if it does."""
+        """Why one signed override of ``plan`` (the decision's, if any) does not hold; None if it does."""
         if not isinstance(override, Mapping) or not isinstance(override.get("override"), Mapping):
             return "not a signed override"
         choice = override["override"]
-        plan = self._plans.get(str(plan_id))
         if plan is None:
             return "overrides go with a plan's approval"
         for name in ("plan", "planDigest", "by"):
@@ -489,6 +557,12 @@ def _signed(raw: Any, payload: Any, key: VerifyKey) -> bool:
     return receipt is not None and verify(receipt, payload, {key.kid: key})
 
 
+def _signed_task(raw: Any, payload: Any, key: VerifyKey) -> SignatureTask | None:
+    """:func:`_signed` up to its signature check."""
+    receipt = strict_receipt(raw)
+    return signature_task(receipt, payload, {key.kid: key}) if receipt is not None else None
+
+
 _AGENTS_OWN = frozenset({"arguments", "host"})
 """Members holding what the agent and its host sent, as they sent it: a member named
 ``compensationToken`` there is the agent's word, not a token (the Recorder strips tokens from what
@@ -544,6 +618,14 @@ def _safely(check: Callable[[], bool]) -> bool:
         return check()
     except (ValidationError, ValueError, TypeError, RecursionError):
         return False
+
+
+def _prepared(prepare: Callable[[], SignatureTask | None]) -> SignatureTask | None:
+    """A check prepared as :func:`_safely` makes it: None (a failed check) for what it refuses."""
+    try:
+        return prepare()
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        return None
 
 
 def _safely_digest(value: Any) -> str | None:
