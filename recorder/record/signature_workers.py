@@ -16,6 +16,7 @@ the rest of the record too: the verdicts are the same, only slower.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import subprocess
@@ -52,8 +53,10 @@ while len(size := read(4)) == 4:
     while at < len(data):
         raw, signature_size, message_size = task.unpack_from(data, at)
         at += task.size
-        signature, message = data[at : at + signature_size], data[at + signature_size : at + signature_size + message_size]
-        at += signature_size + message_size
+        signature = data[at : at + signature_size]
+        at += signature_size
+        message = data[at : at + message_size]
+        at += message_size
         if len(keys) > 1024:
             keys.clear()
         key = keys.get(raw) or keys.setdefault(raw, Ed25519PublicKey.from_public_bytes(raw))
@@ -117,10 +120,8 @@ class _Worker:
 
     def stop(self) -> None:
         """End the worker: its stdin closes, it finishes; killed if it does not at once."""
-        try:
+        with contextlib.suppress(OSError):
             self._stdin().close()
-        except OSError:
-            pass
         try:
             self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ ON_WORKERS = {"workers": 1, "pool_after": 0}
 
 
 @pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+def started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Small batches (many of them, several out at once), and a count of the workers started."""
     monkeypatch.setattr(workers_module, "BATCH", 4)
     count: list[int] = []
@@ -40,7 +39,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         return start()
 
     monkeypatch.setattr(workers_module._Worker, "start", staticmethod(counted))
-    yield count
+    return count
 
 
 def bad_time_call(server_key: SigningKey, n: int) -> dict[str, Any]:
