@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("tool")
     why.add_argument("--args", help="the call's arguments, a JSON object (for the registry's argument rules)")
     why.add_argument("--json", action="store_true", help="print the decision as JSON")
+    why.add_argument(
+        "--refresh",
+        action="store_true",
+        help="start the server and read its tool list now, not the one kept from the last connect",
+    )
     commands.add_parser("runs", help="list runs")
     commands.add_parser(
         "store-check",

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
@@ -131,7 +132,15 @@ def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
     policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     try:
         arguments = parse_arguments(args.args)
-        explained = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
+        explained = anyio.run(
+            partial(explain, refresh=args.refresh),
+            config,
+            policy,
+            args.server,
+            args.tool,
+            arguments,
+            utc_now(),
+        )
     except ExplainError as error:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
@@ -139,6 +148,10 @@ def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
         print(json.dumps(explained.decision.wire(), indent=2, ensure_ascii=False))
     else:
         print(explanation(explained, policy))
+        if explained.listed_at is not None:
+            print(f"listed: as the server listed its tools at {explained.listed_at} (--refresh asks it now)")
+        else:
+            print("listed: as the server listed its tools just now")
     return 0
 
 

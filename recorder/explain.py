@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from hatp_journal.recorder import kept_tools
 from hatp_journal.recorder.call_facts import for_call, tool_facts
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.downstream import Downstream
@@ -52,12 +53,23 @@ class Explained:
     tool: str
     decision: Decision
     undo: str
+    listed_at: str | None = None
+    """When the tool list decided from was kept (None: the server listed it just now)."""
 
 
 async def explain(
-    config: RecorderConfig, policy: Policy, server: str, tool: str, arguments: dict[str, Any], at: datetime
+    config: RecorderConfig,
+    policy: Policy,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    at: datetime,
+    *,
+    refresh: bool = False,
 ) -> Explained:
-    """Start ``server`` as the Recorder would, read its tool list and decide a call of ``tool``.
+    """Decide a call of ``tool`` from ``server``'s tool list as the Recorder's last connect kept
+    it (:mod:`.kept_tools`), or, with none that still holds or with ``refresh``, start the server as
+    the Recorder would, read its tool list (and keep it) and decide from that.
 
     Nothing is called but ``tools/list`` (and a journal-aware server's keys), nothing is pinned,
     and no money spent so far is counted: caps see an empty ledger.
@@ -66,10 +78,18 @@ async def explain(
     if settings is None:
         known = ", ".join(sorted(config.servers))
         raise ExplainError("UNKNOWN_SERVER", f"no server {server!r} in the configuration (known: {known})")
-    downstream = Downstream(server, settings)
-    async with AsyncExitStack() as stack:
-        await downstream.connect(stack)
-    return explain_listed(downstream, policy, tool, arguments, at)
+    store = config.recorder.store
+    pinned = kept_tools.pinned_now(settings, store, server)
+    found = None if refresh else kept_tools.kept(store, server, settings, pinned)
+    if found is not None:
+        downstream, listed_at = found
+    else:
+        downstream, listed_at = Downstream(server, settings), None
+        async with AsyncExitStack() as stack:
+            await downstream.connect(stack)
+        kept_tools.keep(store, downstream, pinned)
+    explained = explain_listed(downstream, policy, tool, arguments, at)
+    return replace(explained, listed_at=listed_at)
 
 
 def explain_listed(
