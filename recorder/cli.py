@@ -138,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         from hatp_journal.recorder.install import install as install_command
 
         return install_command(args)
+    if args.command == "explain":  # from a kept tool list: neither the MCP stack nor the store's machinery
+        from hatp_journal.recorder.explain_command import explain_command
+
+        return explain_command(args)
     # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
     from hatp_journal.recorder.commands import run
 

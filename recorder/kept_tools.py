@@ -20,26 +20,70 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.types import Tool
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import utc_now, wire_time
-from hatp_journal.toolkit.errors import StoreError
 from hatp_journal.toolkit.files import FileProblem, read_bytes
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
-from hatp_journal.toolkit.store import open_store_engine
+from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL
+
+if TYPE_CHECKING:  # the MCP stack is imported only to start a server, never to read what was kept
+    from hatp_journal.recorder.downstream import Downstream
+    from hatp_journal.recorder.pins import PinStore
 
 KEPT_FORMAT = "hatp-kept-tools/1"
 MAX_KEPT_BYTES = 16 << 20
 """A kept file larger than this is not read (a server's tool list is far smaller)."""
+
+
+class KeptAnnotations(BaseModel):
+    """A tool's MCP annotations as listed (what deciding a call reads of them: the hints)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    title: str | None = None
+    # The wire's spellings, as Hints.of reads them of anything that is not the MCP SDK's model.
+    readOnlyHint: bool | None = None
+    destructiveHint: bool | None = None
+    idempotentHint: bool | None = None
+    openWorldHint: bool | None = None
+
+
+class KeptTool(BaseModel):
+    """A tool as listed: its name, annotations and ``_meta`` (where its HATP declaration is)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
+
+    name: str
+    annotations: KeptAnnotations | None = None
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+
+@dataclass(frozen=True)
+class KeptServer:
+    """A server as its last connect saw it (a :class:`~.call_facts.ListedServer`), not started."""
+
+    name: str
+    config: ServerConfig
+    tools: Mapping[str, KeptTool]
+    keys: Mapping[str, VerifyKey]
+    kept_at: str
+
+    @property
+    def journal_aware(self) -> bool:
+        return KEYS_TOOL in self.tools
+
+    def agent_tools(self) -> list[KeptTool]:
+        return [tool for name, tool in self.tools.items() if name not in BINDING_TOOLS]
 
 
 class KeptTools(BaseModel):
@@ -70,18 +114,17 @@ def pinned_now(config: ServerConfig, store: str, server: str) -> list[str] | Non
     cannot be read: then nothing kept can be trusted to hold, and ``explain`` connects."""
     if config.pin:
         return pinned_in(config, None, server)
-    if "://" not in store and not Path(store).exists():
+    if kept_path(store, server) is None:
+        return None  # nothing is kept for such a store: no need to read its pins
+    if not Path(store).exists():
         return []
     try:
-        engine = open_store_engine(store)
-    except StoreError:
-        return None
-    try:
-        return pinned_in(config, PinStore(engine), server)
-    except StoreError:
-        return None
-    finally:
-        engine.dispose()
+        # Read-only, with no SQLAlchemy: a kept answer must not wait for the store's machinery.
+        with contextlib.closing(sqlite3.connect(f"{Path(store).as_uri()}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT kid, public_key FROM rec_pin WHERE server = ?", (server,)).fetchall()
+    except sqlite3.Error as error:
+        return [] if "no such table" in str(error) else None
+    return sorted(f"store:{kid}={public}" for kid, public in rows)
 
 
 def pinned_in(config: ServerConfig, pins: PinStore | None, server: str) -> list[str]:
@@ -89,7 +132,7 @@ def pinned_in(config: ServerConfig, pins: PinStore | None, server: str) -> list[
     if config.pin:
         return sorted(f"config:{kid}" for kid in config.pin)
     keys = pins.pinned(server) if pins is not None else {}
-    return sorted(f"store:{kid}={b64url(key.raw())}" for kid, key in keys.items())
+    return sorted(f"store:{kid}={b64url(key.raw())}" for kid, key in keys.items())  # as rec_pin has it
 
 
 def kept_path(store: str | None, server: str) -> Path | None:
@@ -131,17 +174,15 @@ def keep(store: str | None, downstream: Downstream, pinned: list[str] | None) ->
             os.unlink(name)
 
 
-def kept(
-    store: str, server: str, config: ServerConfig, pinned: list[str] | None
-) -> tuple[Downstream, str] | None:
-    """``server`` as its last connect saw it, not started (and when that was), if that still holds
-    for this configuration and these ``pinned`` keys; None otherwise."""
+def kept(store: str, server: str, config: ServerConfig, pinned: list[str] | None) -> KeptServer | None:
+    """``server`` as its last connect saw it, not started, if that still holds for this
+    configuration and these ``pinned`` keys; None otherwise."""
     path = kept_path(store, server)
     if path is None or pinned is None:
         return None
     try:
         found = KeptTools.model_validate_json(read_bytes(path, limit=MAX_KEPT_BYTES))
-        tools = [Tool.model_validate(tool) for tool in found.tools]
+        tools = [KeptTool.model_validate(tool) for tool in found.tools]
         offered = {kid: VerifyKey.from_raw(b64url_decode(raw)) for kid, raw in found.offered.items()}
     except (FileProblem, OSError, ValidationError, ValueError):
         return None
@@ -149,11 +190,10 @@ def kept(
         return None
     if any(kid != key.kid for kid, key in offered.items()):
         return None
-    downstream = Downstream(server, config)
-    downstream.tools = {tool.name: tool for tool in tools}
-    if downstream.journal_aware:
-        try:
-            downstream.trust(offered)
-        except DownstreamError:  # a pinned kid it did not offer: the server itself must say so
-            return None
-    return downstream, found.kept_at
+    listed = {tool.name: tool for tool in tools}
+    keys: Mapping[str, VerifyKey] = {}
+    if KEYS_TOOL in listed:  # as Downstream.trust settles them, with no store to pin in
+        if any(kid not in offered for kid in config.pin):
+            return None  # a pinned kid it did not offer: the server itself must say so
+        keys = {kid: offered[kid] for kid in config.pin} if config.pin else offered
+    return KeptServer(server, config, listed, keys, found.kept_at)

@@ -14,13 +14,20 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.config import load_config
+from hatp_journal.recorder.explain import explain as explain_call
+from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import RunStore
+from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.store import create_store_engine
 
@@ -181,3 +188,24 @@ def test_a_list_read_again_after_a_broken_one_is_kept_again(
     assert decision_lines(again) == decision_lines(kept.first)
     assert answered[0] == 0  # from the list kept again
     assert "(--refresh asks it now)" in answered[1]
+
+
+@pytest.mark.anyio
+async def test_what_serve_listed_at_its_connect_answers_explain(tmp_path: Path) -> None:
+    config = load_config(configure(tmp_path))
+    server(tmp_path, WORKS)
+    store = RunStore(config.recorder.store, SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=Policy())
+    try:
+        async with AsyncExitStack() as stack:
+            await recorder.start(stack)
+            served = sorted(recorder.forwards)
+    finally:
+        store.dispose()
+    server(tmp_path, FAILS)
+
+    explained = await explain_call(config, Policy(), "crm", "update_deal", {}, utc_now())
+
+    assert explained.listed_at is not None  # not started: the script would have failed
+    assert "crm_update_deal" in served
+    assert explained.decision.reversibility is not None
