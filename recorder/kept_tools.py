@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # the MCP stack is imported only to start a server, never to 
     from hatp_journal.recorder.downstream import Downstream
     from hatp_journal.recorder.pins import PinStore
 
-KEPT_FORMAT = "hatp-kept-tools/1"
 MAX_KEPT_BYTES = 16 << 20
 """A kept file larger than this is not read (a server's tool list is far smaller)."""
 
@@ -91,7 +90,7 @@ class KeptTools(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format: Literal["hatp-kept-tools/1"] = KEPT_FORMAT
+    format: Literal["hatp-kept-tools/1"] = "hatp-kept-tools/1"
     server: str
     identity: str
     pinned: list[str]

@@ -136,6 +136,7 @@ class BodyChecks:
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
     _signed_tokens: set[str] = field(default_factory=set)
+    _digested: tuple[Any, str | None] = (None, None)  # the last arguments digested, and their digest
 
     def __post_init__(self) -> None:
         self.signatures = SignatureChecks(self.workers, self.pool_after, hold=self._held)
@@ -170,11 +171,11 @@ class BodyChecks:
 
         return checked
 
-    def check(self, entry: Entry) -> None:
-        """Check one entry (entries come in chain order)."""
+    def check(self, entry: Entry, stored: bytes | None = None) -> None:
+        """Check one entry (entries come in chain order); ``stored``: its bytes as written, if known."""
         if entry.kind not in KNOWN_KINDS:
             self.found.add(Check.UNKNOWN_KIND, entry.id, f"kind {entry.kind!r} is not one a Recorder writes")
-        if _holds_token(entry):
+        if _holds_token(entry, stored):
             self.found.add(Check.TOKEN_IN_RECORD, entry.id, "a compensation token is written in the record")
         check = _BY_KIND.get(entry.kind)
         try:
@@ -196,7 +197,7 @@ class BodyChecks:
         if "arguments" in body and not isinstance(arguments, Mapping):
             raise BadBody("arguments is not an object")
         stated = body.get("argumentsDigest")
-        if arguments is not None and stated is not None and _safely_digest(arguments) != stated:
+        if arguments is not None and stated is not None and self._arguments_digest(arguments) != stated:
             self.found.add(
                 Check.CALL_DIGEST_MISMATCH, entry.id, "argumentsDigest is not the digest of the arguments"
             )
@@ -208,6 +209,12 @@ class BodyChecks:
             self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"ask {asked!r} is not an earlier ask")
         elif _call_digest(body) != ask.call_digest:
             self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"not the call {asked} asked about")
+
+    def _arguments_digest(self, arguments: Any) -> str | None:
+        """The digest of a call's arguments, kept for its receipt's check (which signs it)."""
+        digest = _safely_digest(arguments)
+        self._digested = (arguments, digest)
+        return digest
 
     def _time(self, entry: Entry, what: str, value: Any, *, optional: bool = False) -> None:
         """A time in a body, written as every time in a record is (``BAD_TIME`` otherwise)."""
@@ -241,7 +248,11 @@ class BodyChecks:
             return  # the Recorder kept no object (too large or not JSON): it said so at intake
         keys = self._keys(server)
         arguments, arguments_digest = body.get("arguments"), body.get("argumentsDigest")
-        if isinstance(arguments, Mapping):
+        digest_of_arguments = self._digested[1] if self._digested[0] is arguments else None
+        if isinstance(arguments, Mapping) and digest_of_arguments is not None:
+            # What call_task would work out again: the digest of these very arguments, just taken.
+            task = _prepared(lambda: digest_call_task(journal, tool, digest_of_arguments, keys))
+        elif isinstance(arguments, Mapping):
             task = _prepared(lambda: call_task(journal, tool, arguments, keys))
         elif isinstance(arguments_digest, str):
             task = _prepared(lambda: digest_call_task(journal, tool, arguments_digest, keys))
@@ -569,11 +580,15 @@ _AGENTS_OWN = frozenset({"arguments", "host"})
 tool servers send, and refuses a result with one anywhere but its place: docs/run-record.md)."""
 
 
-def _holds_token(entry: Entry) -> bool:
+def _holds_token(entry: Entry, stored: bytes | None = None) -> bool:
     """Whether a compensation token is written anywhere in the entry's body but what the agent sent."""
     request = entry.body.get("request")
     if entry.kind == "undo-intent" and isinstance(request, Mapping) and "token" in request:
         return True
+    if stored is not None and b'"compensationToken"' not in stored and b"\\u" not in stored:
+        # The entry's bytes never hold that string, nor could spell it otherwise (only a \u escape
+        # could): no member of that name anywhere, without walking the body.
+        return False
     if "compensationToken" in entry.body:
         return True
     # Bodies parsed from JSON hold only dicts and lists: exact type checks keep this walk cheap.

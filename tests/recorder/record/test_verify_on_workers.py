@@ -21,6 +21,8 @@ from test_known_answers import EXAMPLES, EXPECTED, pinned
 
 from hatp_journal.recorder.record import Check, RunStore, VerifyReport, verify_record
 from hatp_journal.recorder.record import signature_workers as workers_module
+from hatp_journal.recorder.record.models import Entry
+from hatp_journal.recorder.record.verify import _lean_entry
 from hatp_journal.toolkit.signing import SigningKey, call_payload
 
 ON_WORKERS = {"workers": 1, "pool_after": 0}
@@ -175,3 +177,47 @@ def test_a_forged_signature_is_found_on_a_worker_not_taken_on_trust(
 
     assert started
     assert (Check.RECEIPT_INVALID, "e5") in {(p.check, p.entry) for p in report.problems}
+
+
+def test_a_token_member_spelled_with_an_escape_is_still_found(
+    store: RunStore, server_key: SigningKey
+) -> None:
+    """Entries whose bytes never name ``compensationToken`` skip the search for it: one that spells
+    it with a ``\\u`` escape names it all the same, and is found."""
+    run = store.open_run(agent="sales-bot", principal="dana")
+    body = call_body(server_key, 1)
+    store.append(run.id, "call", {**body, "journal": {**body["journal"], "compensationToken": "ctk_1"}})
+    data = store.export(run.id).to_bytes()
+    escaped = data.replace(b'"compensationToken"', b'"compensation\\u0054oken"')
+    assert escaped != data
+
+    for record in (data, escaped, io.BytesIO(escaped)):
+        report = verify_record(record, recorder_keys=pins(store), server_keys=server_pins(server_key))
+        assert Check.TOKEN_IN_RECORD in report.codes()
+
+
+def test_an_entry_as_the_recorder_writes_it_is_taken_as_the_strict_model_takes_it() -> None:
+    for raw in json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"]:
+        assert _lean_entry(raw) == Entry.model_validate(raw, strict=True)
+        assert _lean_entry(raw).model_fields_set == Entry.model_validate(raw, strict=True).model_fields_set  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"seq": True},
+        {"seq": 0},
+        {"seq": 1.0},
+        {"kind": ""},
+        {"body": []},
+        {"extra": 1},
+        {"hash": None},
+    ],
+    ids=["seq-true", "seq-0", "seq-float", "kind-empty", "body-list", "extra-member", "hash-null"],
+)
+def test_an_entry_of_any_other_shape_is_left_to_the_model(change: dict[str, Any]) -> None:
+    raw = {**json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"][0], **change}
+    renamed = {("prev_hash" if k == "prevHash" else k): v for k, v in raw.items()}
+
+    assert _lean_entry(raw) is None
+    assert _lean_entry(renamed) is None  # the model takes snake_case too: it says what it makes of it
