@@ -3,19 +3,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.downstream import Downstream
 from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.policy import CallFacts
 from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
 
+if TYPE_CHECKING:
+    from hatp_journal.recorder.config import ServerConfig
+    from hatp_journal.toolkit.signing import VerifyKey
 
-def tool_facts(downstream: Downstream, tool: str) -> CallFacts:
+
+class ListedTool(Protocol):
+    """A tool as a server listed it: what deciding a call of it reads."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def annotations(self) -> Any: ...
+    @property
+    def meta(self) -> dict[str, Any] | None: ...
+
+
+class ListedServer(Protocol):
+    """A server as a connect found it: a live :class:`~.downstream.Downstream`, or its tool list as
+    kept from the last connect (:mod:`.kept_tools`), which ``explain`` decides from without starting it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> ServerConfig: ...
+    @property
+    def tools(self) -> Mapping[str, ListedTool]: ...
+    @property
+    def keys(self) -> Mapping[str, VerifyKey]: ...
+    @property
+    def journal_aware(self) -> bool: ...
+    def agent_tools(self) -> list[Any]: ...
+
+
+def tool_facts(downstream: ListedServer, tool: str) -> CallFacts:
     """What the host knows about every call of ``tool``, read once at connect.
 
     Keys are pinned before the tools are published and never change while the session lasts; a
@@ -41,7 +73,7 @@ def for_call(facts: CallFacts, arguments: dict[str, Any], now: datetime, run: st
     return replace(facts, at=now, amount=amount, run=run, arguments=arguments)
 
 
-def declaration_of(downstream: Downstream, tool: str) -> Declaration | None:
+def declaration_of(downstream: ListedServer, tool: str) -> Declaration | None:
     """The tool's HATP declaration as listed; anything unreadable is none (unknown, fail closed)."""
     meta = downstream.tools[tool].meta or {}
     raw = meta.get(META_KEY)

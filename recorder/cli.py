@@ -62,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     why.add_argument("tool")
     why.add_argument("--args", help="the call's arguments, a JSON object (for the registry's argument rules)")
     why.add_argument("--json", action="store_true", help="print the decision as JSON")
+    why.add_argument(
+        "--refresh",
+        action="store_true",
+        help="start the server and read its tool list now, not the one kept from the last connect",
+    )
     commands.add_parser("runs", help="list runs")
     commands.add_parser(
         "store-check",
@@ -133,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         from hatp_journal.recorder.install import install as install_command
 
         return install_command(args)
+    if args.command == "explain":  # from a kept tool list: neither the MCP stack nor the store's machinery
+        from hatp_journal.recorder.explain_command import explain_command
+
+        return explain_command(args)
     # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
     from hatp_journal.recorder.commands import run
 

@@ -65,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
             from hatp_journal.recorder.serve_start import serve
 
             return serve(args)
-        if args.command == "explain":
-            return _explain(config, args)
         if args.command in ("web", "web-link"):
             from hatp_journal.recorder.web import commands as web_commands
 
@@ -127,23 +125,6 @@ def said_as_bad_input(error: Exception) -> bool:
     else:
         return False
     return True
-
-
-def _explain(config: RecorderConfig, args: argparse.Namespace) -> int:
-    from hatp_journal.recorder.explain import ExplainError, explain, explanation, parse_arguments
-
-    policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
-    try:
-        arguments = parse_arguments(args.args)
-        explained = anyio.run(explain, config, policy, args.server, args.tool, arguments, utc_now())
-    except ExplainError as error:
-        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(explained.decision.wire(), indent=2, ensure_ascii=False))
-    else:
-        print(explanation(explained, policy))
-    return 0
 
 
 def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:

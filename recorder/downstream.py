@@ -58,6 +58,7 @@ class Downstream:
         self.embedded = embedded  # a server running in this process: reached in memory, not by config
         self.tools: dict[str, Tool] = {}
         self.keys: dict[str, VerifyKey] = {}
+        self.offered: dict[str, VerifyKey] = {}  # every key it offered at connect (``keys``: those trusted)
         self.request_meta: dict[str, Any] | None = None  # sent with every call (the Recorder's key)
         self._client: Client[Any] | None = None
         self._link: ChildLink | None = None
@@ -233,7 +234,8 @@ class Downstream:
 
     async def _pin_keys(self) -> None:
         result = await self.call(KEYS_TOOL, {})
-        self.trust(self._published_keys(result))
+        self.offered = self._published_keys(result)
+        self.trust(self.offered)
 
     def trust(self, offered: dict[str, VerifyKey]) -> None:
         """Settle which of the ``offered`` keys verify this server's receipts, or refuse it."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from hatp_journal.recorder.call_facts import for_call, tool_facts
+from hatp_journal.recorder import kept_tools
+from hatp_journal.recorder.call_facts import ListedServer, for_call, tool_facts
 from hatp_journal.recorder.config import RecorderConfig
-from hatp_journal.recorder.downstream import Downstream
 from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
 from hatp_journal.recorder.policy.classes import CLASS_MEANINGS, ClassOrigin
 from hatp_journal.toolkit.text import shown_lines
@@ -52,12 +52,23 @@ class Explained:
     tool: str
     decision: Decision
     undo: str
+    listed_at: str | None = None
+    """When the tool list decided from was kept (None: the server listed it just now)."""
 
 
 async def explain(
-    config: RecorderConfig, policy: Policy, server: str, tool: str, arguments: dict[str, Any], at: datetime
+    config: RecorderConfig,
+    policy: Policy,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    at: datetime,
+    *,
+    refresh: bool = False,
 ) -> Explained:
-    """Start ``server`` as the Recorder would, read its tool list and decide a call of ``tool``.
+    """Decide a call of ``tool`` from ``server``'s tool list as the Recorder's last connect kept
+    it (:mod:`.kept_tools`), or, with none that still holds or with ``refresh``, start the server as
+    the Recorder would, read its tool list (and keep it) and decide from that.
 
     Nothing is called but ``tools/list`` (and a journal-aware server's keys), nothing is pinned,
     and no money spent so far is counted: caps see an empty ledger.
@@ -66,14 +77,23 @@ async def explain(
     if settings is None:
         known = ", ".join(sorted(config.servers))
         raise ExplainError("UNKNOWN_SERVER", f"no server {server!r} in the configuration (known: {known})")
+    store = config.recorder.store
+    pinned = kept_tools.pinned_now(settings, store, server)
+    found = None if refresh else kept_tools.kept(store, server, settings, pinned)
+    if found is not None:
+        return replace(explain_listed(found, policy, tool, arguments, at), listed_at=found.kept_at)
+    # Imported only to start the server: the MCP stack takes longer to import than a kept answer.
+    from hatp_journal.recorder.downstream import Downstream
+
     downstream = Downstream(server, settings)
     async with AsyncExitStack() as stack:
         await downstream.connect(stack)
+    kept_tools.keep(store, downstream, pinned)
     return explain_listed(downstream, policy, tool, arguments, at)
 
 
 def explain_listed(
-    downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
+    downstream: ListedServer, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
 ) -> Explained:
     """:func:`decide_listed`, with what undo exists for the call."""
     decision = decide_listed(downstream, policy, tool, arguments, at)
@@ -81,7 +101,7 @@ def explain_listed(
 
 
 def decide_listed(
-    downstream: Downstream, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
+    downstream: ListedServer, policy: Policy, tool: str, arguments: dict[str, Any], at: datetime
 ) -> Decision:
     """What the policy would decide for a call of ``tool`` of a connected ``downstream``: the
     gateway's facts and decision (:mod:`.call_facts`), in a run that has spent nothing yet."""
@@ -93,7 +113,7 @@ def decide_listed(
     return decide(policy, facts, MoneyLedger())
 
 
-def undo_words(downstream: Downstream, policy: Policy, tool: str, decision: Decision) -> str:
+def undo_words(downstream: ListedServer, policy: Policy, tool: str, decision: Decision) -> str:
     """What undo exists for a call of ``tool``, as the Recorder would plan it."""
     found = decision.reversibility
     assert found is not None, "decide() always classifies"

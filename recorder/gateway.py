@@ -23,7 +23,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from mcp.types import Tool as McpTool
 from pydantic import PrivateAttr
 
-from hatp_journal.recorder import passthrough
+from hatp_journal.recorder import kept_tools, passthrough
 from hatp_journal.recorder.agent_answers import said
 from hatp_journal.recorder.arguments import Refusal, check_arguments
 from hatp_journal.recorder.asks import Ask, Asks, call_digest
@@ -104,7 +104,7 @@ class Recorder:
         self.policy = policy
         self.ledger = ledger or StoredLedger(store.engine)
         self.clock = clock
-        pins = PinStore(store.engine)
+        pins = self.pins = PinStore(store.engine)
         self.downstreams = {
             name: Downstream(name, server, pins, (embedded or {}).get(name))
             for name, server in config.servers.items()
@@ -137,6 +137,7 @@ class Recorder:
             await downstream.launch(stack, (spawned or {}).get(downstream.name))
         for downstream in self.downstreams.values():
             await downstream.connect(stack)
+            self._keep_tools(downstream)
             for tool in downstream.agent_tools():
                 facts = tool_facts(downstream, tool.name)
                 # A class no argument can change is worked out here, once, not on every call.
@@ -152,6 +153,15 @@ class Recorder:
         self.sessions.open(self.clock(), idle)  # the run itself opens at the first call
         self.retries.prune(self.clock())
         return self.mcp
+
+    def _keep_tools(self, downstream: Downstream) -> None:
+        """Keep what the server listed for ``hatp-recorder explain`` (``recorder/kept_tools.py``),
+        beside the store when it is a SQLite file."""
+        url = self.store.engine.url
+        if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+            return
+        pinned = kept_tools.pinned_in(downstream.config, self.pins, downstream.name)
+        kept_tools.keep(url.database, downstream, pinned)
 
     @property
     def run_id(self) -> str | None:

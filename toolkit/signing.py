@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -154,16 +154,44 @@ def _signed_bytes(payload: Any, kid: str, issued_at: str) -> bytes:
 
 def verify(receipt: Receipt, payload: Any, keys: Mapping[str, VerifyKey]) -> bool:
     """True when ``receipt`` is a valid signature over ``payload`` by one of ``keys``."""
+    return check_task(signature_task(receipt, payload, keys))
+
+
+class SignatureTask(NamedTuple):
+    """One Ed25519 check with everything around it done: the key, the signature, the signed bytes.
+
+    What :func:`verify` does in two halves, so that the costly half (:func:`check_task`) can run
+    elsewhere, in another process, with the same verdict.
+    """
+
+    key: VerifyKey
+    signature: bytes
+    message: bytes
+
+
+def signature_task(receipt: Receipt, payload: Any, keys: Mapping[str, VerifyKey]) -> SignatureTask | None:
+    """The check :func:`verify` makes of ``receipt`` over ``payload``; None when it fails before
+    any signature is checked (no such key, another algorithm, a signature spelled otherwise)."""
     key = keys.get(receipt.kid)
     if key is None or receipt.alg != "Ed25519":
-        return False
+        return None
     try:
         signature = b64url_decode(receipt.sig)
         # One spelling only: padding, stray characters or spare bits would let a record change
         # while its signatures still check.
         if b64url(signature) != receipt.sig:
-            return False
-        key.key.verify(signature, _signed_bytes(payload, receipt.kid, receipt.issued_at))
+            return None
+        return SignatureTask(key, signature, _signed_bytes(payload, receipt.kid, receipt.issued_at))
+    except ValueError:
+        return None
+
+
+def check_task(task: SignatureTask | None) -> bool:
+    """The verdict of one prepared check (False for None: it failed before the signature)."""
+    if task is None:
+        return False
+    try:
+        task.key.key.verify(task.signature, task.message)
     except (InvalidSignature, ValueError):
         return False
     return True
@@ -256,30 +284,49 @@ def verify_call(
     keys: Mapping[str, VerifyKey],
 ) -> bool:
     """Check a result's journal object (as received, camelCase) against the call that made it."""
+    return check_task(call_task(journal, tool, arguments, keys))
+
+
+def call_task(
+    journal: Mapping[str, Any], tool: str, arguments: Mapping[str, Any], keys: Mapping[str, VerifyKey]
+) -> SignatureTask | None:
+    """:func:`verify_call` up to its signature check (see :func:`signature_task`)."""
     receipt = strict_receipt(journal.get("receipt"))
     try:
         payload = call_payload(journal, tool, arguments)
     except ValueError:
-        return False
-    return receipt is not None and verify(receipt, payload, keys)
+        return None
+    return signature_task(receipt, payload, keys) if receipt is not None else None
 
 
 def verify_digest_call(
     journal: Mapping[str, Any], tool: str, arguments_digest: str, keys: Mapping[str, VerifyKey]
 ) -> bool:
     """:func:`verify_call` for a journal object kept with only its arguments' digest."""
+    return check_task(digest_call_task(journal, tool, arguments_digest, keys))
+
+
+def digest_call_task(
+    journal: Mapping[str, Any], tool: str, arguments_digest: str, keys: Mapping[str, VerifyKey]
+) -> SignatureTask | None:
+    """:func:`verify_digest_call` up to its signature check (see :func:`signature_task`)."""
     receipt = strict_receipt(journal.get("receipt"))
     try:
         payload = digest_call_payload(journal, tool, arguments_digest)
     except ValueError:
-        return False
-    return receipt is not None and verify(receipt, payload, keys)
+        return None
+    return signature_task(receipt, payload, keys) if receipt is not None else None
 
 
 def verify_answer(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> bool:
     """Check a check/compensate answer (as received, camelCase) against its receipt."""
+    return check_task(answer_task(answer, keys))
+
+
+def answer_task(answer: Mapping[str, Any], keys: Mapping[str, VerifyKey]) -> SignatureTask | None:
+    """:func:`verify_answer` up to its signature check (see :func:`signature_task`)."""
     receipt = strict_receipt(answer.get("receipt"))
-    return receipt is not None and verify(receipt, answer_payload(answer), keys)
+    return signature_task(receipt, answer_payload(answer), keys) if receipt is not None else None
 
 
 def _shown_path(path: Path) -> str:

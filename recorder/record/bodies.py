@@ -27,21 +27,24 @@ from pydantic import ValidationError
 
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
+from hatp_journal.recorder.record.signature_workers import POOL_AFTER, SignatureChecks, Then
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import (
+    SignatureTask,
     VerifyKey,
+    answer_task,
+    call_task,
+    digest_call_task,
+    signature_task,
     strict_receipt,
     verify,
-    verify_answer,
-    verify_call,
-    verify_digest_call,
 )
 
 if TYPE_CHECKING:
     # Imported when used: the directory module reaches the policy package, which reaches back here.
-    from hatp_journal.recorder.directory import Directory
+    from hatp_journal.recorder.directory import Directory, Person
 
 KNOWN_KINDS = frozenset(
     {
@@ -113,6 +116,10 @@ class BodyChecks:
     When the verifier pinned its own, ``pinned_directory`` is the one a decision naming any other
     digest is checked against (and that decision is ``DIRECTORY_NOT_PINNED``): a pin is never
     replaced by what the file says.
+
+    The signatures of calls, undo answers and decisions are checked by :attr:`signatures`, on
+    ``workers`` other processes once more than ``pool_after`` were seen (``signature_workers.py``):
+    what a verdict leads to is then done when it comes, and found where it would have been.
     """
 
     run: str
@@ -122,16 +129,53 @@ class BodyChecks:
     receipts_checked: int = 0
     recorder_keys: Mapping[str, VerifyKey] = field(default_factory=dict)
     pinned_directory: Directory | None = None
+    workers: int | None = 0
+    pool_after: int = POOL_AFTER
+    signatures: SignatureChecks = field(init=False)
     _calls: dict[str, _Call] = field(default_factory=dict)
     _asks: dict[str, _Ask] = field(default_factory=dict)
     _plans: dict[str, _Plan] = field(default_factory=dict)
     _signed_tokens: set[str] = field(default_factory=set)
+    _digested: tuple[Any, str | None] = (None, None)  # the last arguments digested, and their digest
 
-    def check(self, entry: Entry) -> None:
-        """Check one entry (entries come in chain order)."""
+    def __post_init__(self) -> None:
+        self.signatures = SignatureChecks(self.workers, self.pool_after, hold=self._held)
+
+    def finish(self) -> None:
+        """Act on every verdict still to come, and put what they found in its place."""
+        self.signatures.finish()
+        self.found.settle()
+
+    def _held(self, then: Then) -> Then:
+        """``then`` for a verdict that comes later: what it finds goes where it would have been."""
+        place = self.found.hold()
+
+        def later(valid: bool) -> None:
+            outer, self.found = self.found, Findings()
+            try:
+                then(valid)
+            finally:
+                found, self.found = self.found, outer
+            outer.put(place, found)
+
+        return later
+
+    def _verdict(self, entry: Entry, then: Then) -> Then:
+        """``then``, with a body found of the wrong shape on the way reported as :meth:`check` does."""
+
+        def checked(valid: bool) -> None:
+            try:
+                then(valid)
+            except BadBody as error:
+                self.found.add(Check.BAD_BODY, entry.id, f"{entry.kind} body: {error}")
+
+        return checked
+
+    def check(self, entry: Entry, stored: bytes | None = None) -> None:
+        """Check one entry (entries come in chain order); ``stored``: its bytes as written, if known."""
         if entry.kind not in KNOWN_KINDS:
             self.found.add(Check.UNKNOWN_KIND, entry.id, f"kind {entry.kind!r} is not one a Recorder writes")
-        if _holds_token(entry):
+        if _holds_token(entry, stored):
             self.found.add(Check.TOKEN_IN_RECORD, entry.id, "a compensation token is written in the record")
         check = _BY_KIND.get(entry.kind)
         try:
@@ -153,7 +197,7 @@ class BodyChecks:
         if "arguments" in body and not isinstance(arguments, Mapping):
             raise BadBody("arguments is not an object")
         stated = body.get("argumentsDigest")
-        if arguments is not None and stated is not None and _safely_digest(arguments) != stated:
+        if arguments is not None and stated is not None and self._arguments_digest(arguments) != stated:
             self.found.add(
                 Check.CALL_DIGEST_MISMATCH, entry.id, "argumentsDigest is not the digest of the arguments"
             )
@@ -165,6 +209,12 @@ class BodyChecks:
             self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"ask {asked!r} is not an earlier ask")
         elif _call_digest(body) != ask.call_digest:
             self.found.add(Check.CALL_DIGEST_MISMATCH, entry.id, f"not the call {asked} asked about")
+
+    def _arguments_digest(self, arguments: Any) -> str | None:
+        """The digest of a call's arguments, kept for its receipt's check (which signs it)."""
+        digest = _safely_digest(arguments)
+        self._digested = (arguments, digest)
+        return digest
 
     def _time(self, entry: Entry, what: str, value: Any, *, optional: bool = False) -> None:
         """A time in a body, written as every time in a record is (``BAD_TIME`` otherwise)."""
@@ -198,18 +248,24 @@ class BodyChecks:
             return  # the Recorder kept no object (too large or not JSON): it said so at intake
         keys = self._keys(server)
         arguments, arguments_digest = body.get("arguments"), body.get("argumentsDigest")
-        if isinstance(arguments, Mapping):
-            valid = _safely(lambda: verify_call(journal, tool, arguments, keys))
+        digest_of_arguments = self._digested[1] if self._digested[0] is arguments else None
+        if isinstance(arguments, Mapping) and digest_of_arguments is not None:
+            # What call_task would work out again: the digest of these very arguments, just taken.
+            task = _prepared(lambda: digest_call_task(journal, tool, digest_of_arguments, keys))
+        elif isinstance(arguments, Mapping):
+            task = _prepared(lambda: call_task(journal, tool, arguments, keys))
         elif isinstance(arguments_digest, str):
-            valid = _safely(lambda: verify_digest_call(journal, tool, arguments_digest, keys))
+            task = _prepared(lambda: digest_call_task(journal, tool, arguments_digest, keys))
         else:
             raise BadBody("a call with a journal object has neither arguments nor argumentsDigest")
         self.receipts_checked += 1
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
-        if valid:
-            self._replayed(entry, digest if isinstance(digest, str) else None)
-        else:
+
+        def then(valid: bool) -> None:
+            if valid:
+                self._replayed(entry, digest if isinstance(digest, str) else None)
+                return
             detail = f"call receipt of server {server!r} {_why(keys)}"
             intake = body.get("intake")
             if isinstance(intake, Mapping) and intake.get("status") == "unresolved":
@@ -217,6 +273,8 @@ class BodyChecks:
                 self.found.flag(Check.RECEIPT_INVALID, entry.id, detail)
             else:
                 self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
+
+        self.signatures.check(task, self._verdict(entry, then))
 
     def _replayed(self, entry: Entry, token_digest: str | None) -> None:
         """A call receipt that signs a compensation token is for one call only: tokens are minted
@@ -304,12 +362,18 @@ class BodyChecks:
             self.found.add(code, entry.id, f"{what} for {step}, which is not a call of this run")
             return
         keys = self.recorder_keys if call.host else self._keys(call.server)
-        if isinstance(answer, Mapping):
-            self._receipt_time(entry, what, answer.get("receipt"))
-        if not isinstance(answer, Mapping) or not _safely(lambda: verify_answer(answer, keys)):
+        if not isinstance(answer, Mapping):
             self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
-        elif answer.get("tokenDigest") != call.token_digest:
-            self.found.add(code, entry.id, f"{what} for {step} is about another token")
+            return
+        self._receipt_time(entry, what, answer.get("receipt"))
+
+        def then(valid: bool) -> None:
+            if not valid:
+                self.found.add(code, entry.id, f"{what} for {step} from {call.server!r} {_why(keys)}")
+            elif answer.get("tokenDigest") != call.token_digest:
+                self.found.add(code, entry.id, f"{what} for {step} is about another token")
+
+        self.signatures.check(_prepared(lambda: answer_task(answer, keys)), self._verdict(entry, then))
 
     # -- decisions ------------------------------------------------------------------
 
@@ -335,16 +399,32 @@ class BodyChecks:
             return
         person = directory.person(str(approval.get("by")))
         key = _person_key(directory, person.id) if person is not None else None
-        signed = key is not None and _signed(body.get("receipt"), {"approval": dict(approval)}, key)
-        if not signed:
-            detail = f"the approval is not signed by {approval.get('by')!r}'s key in the directory"
-            if counted:
-                self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
-            else:
-                self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
-            return
-        assert person is not None
-        assert key is not None
+        task = (
+            _signed_task(body.get("receipt"), {"approval": dict(approval)}, key) if key is not None else None
+        )
+        plan = self._plans.get(str(body.get("plan")))  # as it stands now, whenever the verdict comes
+
+        def then(signed: bool) -> None:
+            if not signed:
+                detail = f"the approval is not signed by {approval.get('by')!r}'s key in the directory"
+                if counted:
+                    self.found.add(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)
+                else:
+                    self.found.flag(Check.APPROVAL_SIGNATURE_INVALID, entry.id, detail)  # recorded as refused
+                return
+            assert person is not None
+            assert key is not None
+            self._approved(entry, person, key, target, plan)
+
+        self.signatures.check(task, self._verdict(entry, then))
+
+    def _approved(
+        self, entry: Entry, person: Person, key: VerifyKey, target: _Target, plan: _Plan | None
+    ) -> None:
+        """What is checked of a decision whose signature holds: the approver's role, each override."""
+        body = entry.body
+        approval = _mapping(body, "approval")
+        counted = body.get("counted")
         role = target.role
         if (
             counted
@@ -358,7 +438,7 @@ class BodyChecks:
                 if isinstance(choice, Mapping):
                     self._time(entry, f"override {number + 1} at", choice.get("at"))
                 self._receipt_time(entry, f"override {number + 1} receipt", override.get("receipt"))
-            problem = self._override(override, approval, body.get("plan"), key)
+            problem = self._override(override, approval, plan, key)
             if problem:
                 self.found.add(Check.OVERRIDE_INVALID, entry.id, f"override {number + 1}: {problem}")
 
@@ -406,13 +486,12 @@ class BodyChecks:
         return _Target(True, ask.approver, "")
 
     def _override(
-        self, override: Any, approval: Mapping[str, Any], plan_id: Any, key: VerifyKey
+        self, override: Any, approval: Mapping[str, Any], plan: _Plan | None, key: VerifyKey
     ) -> str | None:
-        """Why one signed override does not hold; None if it does."""
+        """Why one signed override of ``plan`` (the decision's, if any) does not hold; None if it does."""
         if not isinstance(override, Mapping) or not isinstance(override.get("override"), Mapping):
             return "not a signed override"
         choice = override["override"]
-        plan = self._plans.get(str(plan_id))
         if plan is None:
             return "overrides go with a plan's approval"
         for name in ("plan", "planDigest", "by"):
@@ -489,17 +568,27 @@ def _signed(raw: Any, payload: Any, key: VerifyKey) -> bool:
     return receipt is not None and verify(receipt, payload, {key.kid: key})
 
 
+def _signed_task(raw: Any, payload: Any, key: VerifyKey) -> SignatureTask | None:
+    """:func:`_signed` up to its signature check."""
+    receipt = strict_receipt(raw)
+    return signature_task(receipt, payload, {key.kid: key}) if receipt is not None else None
+
+
 _AGENTS_OWN = frozenset({"arguments", "host"})
 """Members holding what the agent and its host sent, as they sent it: a member named
 ``compensationToken`` there is the agent's word, not a token (the Recorder strips tokens from what
 tool servers send, and refuses a result with one anywhere but its place: docs/run-record.md)."""
 
 
-def _holds_token(entry: Entry) -> bool:
+def _holds_token(entry: Entry, stored: bytes | None = None) -> bool:
     """Whether a compensation token is written anywhere in the entry's body but what the agent sent."""
     request = entry.body.get("request")
     if entry.kind == "undo-intent" and isinstance(request, Mapping) and "token" in request:
         return True
+    if stored is not None and b'"compensationToken"' not in stored and b"\\u" not in stored:
+        # The entry's bytes never hold that string, nor could spell it otherwise (only a \u escape
+        # could): no member of that name anywhere, without walking the body.
+        return False
     if "compensationToken" in entry.body:
         return True
     # Bodies parsed from JSON hold only dicts and lists: exact type checks keep this walk cheap.
@@ -544,6 +633,14 @@ def _safely(check: Callable[[], bool]) -> bool:
         return check()
     except (ValidationError, ValueError, TypeError, RecursionError):
         return False
+
+
+def _prepared(prepare: Callable[[], SignatureTask | None]) -> SignatureTask | None:
+    """A check prepared as :func:`_safely` makes it: None (a failed check) for what it refuses."""
+    try:
+        return prepare()
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        return None
 
 
 def _safely_digest(value: Any) -> str | None:

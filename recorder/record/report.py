@@ -83,14 +83,45 @@ class VerifyReport(WireModel):
 
 
 class Findings:
-    """Problems collected while verifying (internal)."""
+    """Problems collected while verifying (internal).
+
+    A check whose verdict comes later (a signature checked on another process) holds its place
+    with :meth:`hold`: what it finds is put there by :meth:`settle`, so problems are listed in the
+    order of the checks, however the verdicts arrive.
+    """
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
         self.flagged: list[Problem] = []
+        self._held: list[tuple[int, int, Findings]] = []
 
     def add(self, check: Check, entry: str | None, detail: str) -> None:
         self.problems.append(Problem(entry=entry, check=check, detail=detail))
 
     def flag(self, check: Check, entry: str | None, detail: str) -> None:
         self.flagged.append(Problem(entry=entry, check=check, detail=detail))
+
+    def hold(self) -> tuple[int, int]:
+        """The place, after what is found so far, of what a later verdict will find."""
+        return len(self.problems), len(self.flagged)
+
+    def put(self, place: tuple[int, int], later: Findings) -> None:
+        """Keep what a later verdict found (``later``) for its place. Places are put in the order
+        they were held; an empty one costs nothing, so memory grows with problems only."""
+        if later.problems or later.flagged:
+            self._held.append((*place, later))
+
+    def settle(self) -> None:
+        """Put what was found later where its place was held (once every verdict is in)."""
+        if not self._held:
+            return
+        problems: list[Problem] = []
+        flagged: list[Problem] = []
+        taken_problems = taken_flagged = 0
+        for at_problems, at_flagged, later in self._held:
+            problems += self.problems[taken_problems:at_problems] + later.problems
+            flagged += self.flagged[taken_flagged:at_flagged] + later.flagged
+            taken_problems, taken_flagged = at_problems, at_flagged
+        self.problems = problems + self.problems[taken_problems:]
+        self.flagged = flagged + self.flagged[taken_flagged:]
+        self._held = []

@@ -28,6 +28,7 @@ from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.layout import read_export
 from hatp_journal.recorder.record.models import Checkpoint, Entry, RunRecordFile
 from hatp_journal.recorder.record.report import Check, Findings, Problem, VerifyReport
+from hatp_journal.recorder.record.signature_workers import POOL_AFTER
 from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
@@ -51,6 +52,8 @@ def verify_record(
     server_keys: ServerKeys | None = None,
     directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None = None,
     latest_head: Checkpoint | Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    pool_after: int = POOL_AFTER,
 ) -> VerifyReport:
     """Verify a Run Record offline.
 
@@ -64,9 +67,11 @@ def verify_record(
     naming a directory not pinned is checked against the newest pinned one. ``latest_head`` is a
     signed head held outside the Recorder's store; without it, a rollback to an older genuine
     checkpoint cannot be detected.
+    Signatures are checked on ``workers`` other processes (None: one per core; 0: none) once more
+    than ``pool_after`` were seen, so a small record never starts any; the report is the same.
     A file that cannot be read raises ``OSError``; nothing in its content makes this raise.
     """
-    pinned = _Pinned(recorder_keys, server_keys, directory, latest_head)
+    pinned = _Pinned(recorder_keys, server_keys, directory, latest_head, workers, pool_after)
     if isinstance(file, os.PathLike):
         with open(file, "rb") as opened:
             return _verify_file(opened, pinned)
@@ -88,17 +93,29 @@ class _Pinned:
     server_keys: ServerKeys | None
     directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None
     latest_head: Checkpoint | Mapping[str, Any] | None
+    workers: int | None = 0
+    pool_after: int = POOL_AFTER
 
 
 def _verify(
     header: RunRecordFile, entries: Iterable[tuple[Any, bytes | None]], found: Findings, pinned: _Pinned
 ) -> VerifyReport:
     verifier = RecordVerifier(
-        header, found, pinned.recorder_keys, pinned.server_keys, pinned.directory, pinned.latest_head
+        header,
+        found,
+        pinned.recorder_keys,
+        pinned.server_keys,
+        pinned.directory,
+        pinned.latest_head,
+        workers=pinned.workers,
+        pool_after=pinned.pool_after,
     )
-    for raw, stored in entries:
-        verifier.entry(raw, stored)
-    return verifier.finish()
+    try:
+        for raw, stored in entries:
+            verifier.entry(raw, stored)
+        return verifier.finish()
+    finally:
+        verifier.bodies.signatures.close()  # never leave a worker behind, whatever went wrong
 
 
 def _verify_file(file: BinaryIO, pinned: _Pinned) -> VerifyReport:
@@ -196,6 +213,9 @@ class RecordVerifier:
         server_keys: ServerKeys | None,
         directory: Directory | Mapping[str, Any] | Sequence[Directory | Mapping[str, Any]] | None,
         latest_head: Checkpoint | Mapping[str, Any] | None,
+        *,
+        workers: int | None = 0,
+        pool_after: int = POOL_AFTER,
     ) -> None:
         self.header = header
         self.found = found
@@ -210,6 +230,8 @@ class RecordVerifier:
             found,
             recorder_keys=self.recorder_keys,
             pinned_directory=pinned_directory,
+            workers=workers,
+            pool_after=pool_after,
         )
         # Heads are kept only at the sizes a checkpoint (or the latest head) signs.
         self.wanted = {c.size for c in header.checkpoints} | ({self.latest.size} if self.latest else set())
@@ -333,7 +355,7 @@ class RecordVerifier:
             self._malformed(label, f"{raw.chars} characters, more than an entry may take: not read", None)
             return
         try:
-            entry = Entry.model_validate(raw, strict=True)
+            entry = _lean_entry(raw) or Entry.model_validate(raw, strict=True)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
@@ -368,7 +390,7 @@ class RecordVerifier:
         self.previous_hash = entry.hash
         self._check_remedy(entry)
         self.earlier.add(entry.id)
-        self.bodies.check(entry)
+        self.bodies.check(entry, stored)
 
     def _malformed(self, label: str, detail: str, said: Any) -> None:
         self.found.add(Check.MALFORMED, label, detail)
@@ -393,6 +415,7 @@ class RecordVerifier:
 
     def finish(self) -> VerifyReport:
         """Check the checkpoints against the heads seen, and the latest head if given."""
+        self.bodies.finish()
         signed = self._checkpoints() if self.previous_hash is not None or self.size else 0
         self._pinned_at()
         if self.latest is not None:
@@ -477,6 +500,52 @@ class RecordVerifier:
             self.found.add(
                 Check.ROLLBACK, label, f"the file's head at size {head.size} is not the latest signed one"
             )
+
+
+_ENTRY_MEMBERS = frozenset({"id", "run", "seq", "time", "kind", "body", "prevHash", "hash"})
+
+
+def _lean_entry(raw: Any) -> Entry | None:
+    """The entry, when ``raw`` is exactly as the Recorder writes one (every member, of its exact
+    JSON type, nothing else): the strict model would accept it as it is, so it is made without
+    validating again (validating took longer than the rest of an entry's envelope). None for
+    anything else, which the model then validates (and explains)."""
+    if type(raw) is not dict or raw.keys() != _ENTRY_MEMBERS:
+        return None
+    seq, kind = raw["seq"], raw["kind"]
+    if not (
+        type(seq) is int
+        and seq >= 1
+        and type(kind) is str
+        and kind
+        and type(raw["body"]) is dict
+        and type(raw["id"]) is str
+        and type(raw["run"]) is str
+        and type(raw["time"]) is str
+        and type(raw["prevHash"]) is str
+        and type(raw["hash"]) is str
+    ):
+        return None
+    entry = Entry.__new__(Entry)
+    # What ``model_construct`` sets, without its generic work (it cost more than validating).
+    fields = {
+        "id": raw["id"],
+        "run": raw["run"],
+        "seq": seq,
+        "time": raw["time"],
+        "kind": kind,
+        "body": raw["body"],
+        "prev_hash": raw["prevHash"],
+        "hash": raw["hash"],
+    }
+    object.__setattr__(entry, "__dict__", fields)
+    object.__setattr__(entry, "__pydantic_fields_set__", set(_ENTRY_FIELDS))
+    object.__setattr__(entry, "__pydantic_extra__", None)
+    object.__setattr__(entry, "__pydantic_private__", None)
+    return entry
+
+
+_ENTRY_FIELDS = frozenset(Entry.model_fields)
 
 
 def _canonical_entry(entry: Entry) -> bytes | None:
