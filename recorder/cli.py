@@ -120,6 +120,22 @@ def main(argv: list[str] | None = None) -> int:
         "--head", type=Path, help="the latest signed head, held outside the Recorder (from `head`)"
     )
     verify.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="NAME=KEY",
+        help="pin a witness's public key (from `hatp-witness pubkey`): the final head must carry its "
+        "cosignature; repeat for each witness",
+    )
+    verify.add_argument(
+        "--ask-witness",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="ask the witness NAME (pinned with --witness) for its latest cosigned head of the run: a "
+        "truncated or forked file fails without --head",
+    )
+    verify.add_argument(
         "--accept-flagged",
         action="store_true",
         help="exit 0 when the only problems are flagged ones (failures the Recorder itself recorded)",
