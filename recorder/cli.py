@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     head = commands.add_parser("head", help="print a run's latest signed head (a checkpoint, as JSON)")
     head.add_argument("run")
     head.add_argument("--out", type=Path, help="write it to this file instead")
+    witnesses = commands.add_parser(
+        "witnesses",
+        help="list signed heads not yet cosigned by a configured witness, and why (exit 1 if any)",
+    )
+    witnesses.add_argument("--send", action="store_true", help="send every owed head now, then list")
     verify = commands.add_parser(
         "verify",
         help="verify a Run Record file offline (exit 0 ok, 1 the record fails, 2 could not run)",

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,12 +24,13 @@ from hatp_journal.recorder.config import ConfigError, WitnessConfig
 from hatp_journal.recorder.record.chain import genesis_hash
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature
 from hatp_journal.recorder.record.store import RunStore
-from hatp_journal.recorder.record.witnessed import Due, keep_cosignature, latest_cosigned, note_due
+from hatp_journal.recorder.record.witnessed import Due, dues, keep_cosignature, latest_cosigned, note_due
 from hatp_journal.recorder.witness.client import Unreachable, latest_head, send_cosign
 from hatp_journal.recorder.witness.wire import MAX_REQUEST_BYTES, CosignRequest, WitnessCode, WitnessedHead
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
+from hatp_journal.toolkit.text import shown
 
 _T = TypeVar("_T")
 
@@ -98,6 +100,10 @@ class WitnessSender:
         if self._thread is not None:
             self._thread.join(flush_seconds)
 
+    def pass_now(self) -> None:
+        """Send every owed head once, in this thread (``hatp-recorder witnesses --send``)."""
+        self._pass(every=True)
+
     def _loop(self) -> None:
         while True:
             stopping = self._stop.is_set()
@@ -150,7 +156,7 @@ class WitnessSender:
         self._failing.add((run, witness.name))
 
     def send(self, run: str, witness: WitnessConfig) -> int:
-        """Have the run's latest signed head cosigned by ``witness``; the size cosigned, or :class:`Refused`."""
+        """Have the run's latest signed head cosigned by ``witness``: the size cosigned, or Refused."""
         latest = self.store.latest_checkpoint(run)
         if latest is None:
             return 0
@@ -169,7 +175,7 @@ class WitnessSender:
                 entries=[b64url(data) for data in entries],
                 run=self.store.run(run) if since == 0 else None,
             )
-            answer = _asked(lambda: send_cosign(witness.url, run, request, witness.timeout_seconds))
+            answer = _asked(partial(send_cosign, witness.url, run, request, witness.timeout_seconds))
             if isinstance(answer, WitnessedHead):
                 self._keep(run, witness, answer, target)
                 if target.size == latest.size:
@@ -181,7 +187,7 @@ class WitnessSender:
 
     def _held(self, run: str, witness: WitnessConfig) -> int:
         """The size of the head the witness holds for ``run`` (0: none); its cosignature is kept."""
-        held = _asked(lambda: latest_head(witness.url, run, witness.timeout_seconds))
+        held = _asked(partial(latest_head, witness.url, run, witness.timeout_seconds))
         if not isinstance(held, WitnessedHead):
             if held.code == WitnessCode.WITNESS_UNKNOWN_RUN:
                 return 0
@@ -239,3 +245,31 @@ def _asked(call: Callable[[], _T]) -> _T:
 
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def witnesses_command(store: RunStore, witnesses: Sequence[WitnessConfig], *, send: bool) -> int:
+    """``hatp-recorder witnesses``: what is owed a cosignature (exit 1 if anything); ``send``: try now."""
+    if not witnesses:
+        print("no witnesses configured ([[witnesses]] in the config)")
+        return 0
+    if send:
+        sender = WitnessSender(store, witnesses, report=lambda line: None)
+        sender.pass_now()
+    owed = [due for due in dues(store.engine) if due.witness in {w.name for w in witnesses}]
+    tried = {(due.run, due.witness) for due in owed}
+    for run in store.runs():
+        latest = store.latest_checkpoint(run.id)
+        for witness in witnesses:
+            cosigned = latest_cosigned(store.engine, run.id, witness.name)
+            if latest is None or (run.id, witness.name) in tried or cosigned == (latest.size, latest.head):
+                continue
+            said = "not sent yet: sent by a running Recorder, or by `witnesses --send`"
+            owed.append(
+                Due(run.id, witness.name, latest.size, WitnessCode.WITNESS_PENDING, said, 0, "-", "-")
+            )
+    for due in owed:
+        cells = (due.run, due.witness, f"e{due.size}", due.code, f"{due.attempts} attempts since {due.since}")
+        print("\t".join((*cells, shown(due.detail))))
+    if not owed:
+        print("every run's latest signed head is cosigned by each witness")
+    return 1 if owed else 0

@@ -110,7 +110,8 @@ class WitnessCheck:
             found.add(
                 Check.WITNESS_AHEAD,
                 label,
-                f"witness {name!r} cosigned {answer.size} entries, the file has {size}: truncated or rolled back",
+                f"witness {name!r} cosigned {answer.size} entries, the file has {size}: "
+                "truncated or rolled back",
             )
         elif heads.get(answer.size) != answer.head:
             found.add(

@@ -54,7 +54,7 @@ class Witness:
         self._lock = threading.Lock()
 
     def cosign(self, run: str, request: CosignRequest) -> WitnessedHead:
-        """Cosign ``request.checkpoint`` or raise :class:`Refusal`; the same head again gets the same answer."""
+        """Cosign ``request.checkpoint`` or raise :class:`Refusal`; the same head again, the same answer."""
         checkpoint = request.checkpoint
         if checkpoint.run != run:
             raise Refusal(WitnessCode.WITNESS_BAD_REQUEST, f"the checkpoint is of run {checkpoint.run!r}")

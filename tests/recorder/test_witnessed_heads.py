@@ -4,6 +4,8 @@ without holding the head, and a witness that is down is retried, reported, and c
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -59,7 +61,14 @@ class WitnessProcess:
             signing.save(key)
             self.pubkey.write_text(json.dumps(signing.public.wire().wire()))
         command = [sys.executable, "-m", "hatp_journal.recorder.witness", "serve", "--name", self.name]
-        command += ["--key", str(key), "--store", str(self.folder / f"{self.name}.db"), "--port", str(self.port)]
+        command += [
+            "--key",
+            str(key),
+            "--store",
+            str(self.folder / f"{self.name}.db"),
+            "--port",
+            str(self.port),
+        ]
         self.process = subprocess.Popen(command, env=dict(os.environ), stderr=subprocess.DEVNULL)
         wait_listening(self.port, self.process, f"witness {self.name}")
 
@@ -99,20 +108,38 @@ def cosigned_by(store: RunStore, run: str, *names: str) -> bool:
     return all(latest_cosigned(store.engine, run, name) == (latest.size, latest.head) for name in names)
 
 
+def cli(args: list[str]) -> tuple[int, str]:
+    """``hatp-recorder ARGS`` in this process: its exit code and what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = recorder_cli(args)
+    return code, printed.getvalue()
+
+
 def verify(file: Path, pair: tuple[WitnessProcess, WitnessProcess], *, ask: bool = True) -> tuple[int, str]:
     args = [str(file)]
     for witness in pair:
         args += ["--witness", f"{witness.name}={witness.pubkey}"]
         if ask:
             args += ["--ask-witness", f"{witness.name}={witness.url}"]
-    out = Path(str(file) + ".out")
-    saved = sys.stdout
-    with out.open("w") as sys.stdout:
-        try:
-            code = recorder_cli(["verify", *args])
-        finally:
-            sys.stdout = saved
-    return code, out.read_text()
+    return cli(["verify", *args])
+
+
+def recorder_toml(folder: Path, store: RunStore, pair: tuple[WitnessProcess, WitnessProcess]) -> Path:
+    """A config naming ``store`` (its key saved beside it) and the two witnesses."""
+    store.key.save(folder / "recorder.key")
+    lines = ["[recorder]", 'store = "recorder.db"', 'key = "recorder.key"', "[servers.notes]"]
+    lines.append('url = "http://127.0.0.1:9/unused"')
+    for witness in pair:
+        lines += [
+            "[[witnesses]]",
+            f'name = "{witness.name}"',
+            f'url = "{witness.url}"',
+            f'key = "{witness.pubkey}"',
+        ]
+    config = folder / "recorder.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return config
 
 
 async def notes(world: RecorderWorld, *texts: str) -> None:
@@ -149,7 +176,9 @@ async def test_a_truncated_export_and_a_forked_record_fail_verify_with_witnesses
         await notes(world, "one", "two")
         run = world.run
         store.checkpoint(run, "manual")
-        wait_until(lambda: cosigned_by(store, run, "alpha", "beta"), "both witnesses to cosign the first head")
+        wait_until(
+            lambda: cosigned_by(store, run, "alpha", "beta"), "both witnesses to cosign the first head"
+        )
         early = tmp_path / "early.json"
         early.write_bytes(store.export(run).to_bytes())
         await notes(world, "three")
@@ -167,7 +196,9 @@ async def test_a_truncated_export_and_a_forked_record_fail_verify_with_witnesses
     # The truncated file carries a genuine cosigned head: only the witnesses' own answer catches it.
     assert verify(early, witnesses, ask=False)[0] == 0
     code, said = verify(early, witnesses)
-    assert code == 1 and "WITNESS_AHEAD" in said and "--head" not in said, said
+    assert code == 1, said
+    assert "WITNESS_AHEAD" in said
+    assert "--head" not in said  # the witnesses' answer stands for the head
 
     # A fork signed with the Recorder's own key: the witness refuses it and keeps its head.
     fork = forked(whole, whole.checkpoints[-1].size, key)
@@ -178,10 +209,8 @@ async def test_a_truncated_export_and_a_forked_record_fail_verify_with_witnesses
         since=head.size - 1,
         entries=[b64url(seal(fork.entries[-1].hashed())[0])],
     )
-    refusal = send_cosign(alpha.url, run, asked, 10)
-    assert isinstance(refusal, WitnessErrorBody) and refusal.code == WitnessCode.WITNESS_NOT_EXTENDING
-    kept = latest_head(alpha.url, run, 10)
-    assert isinstance(kept, WitnessedHead) and kept.cosignature.head == whole.checkpoints[-1].head
+    assert code_of(send_cosign(alpha.url, run, asked, 10)) == WitnessCode.WITNESS_NOT_EXTENDING
+    assert held_head(alpha, run) == (whole.checkpoints[-1].size, whole.checkpoints[-1].head)
     # So its cosignature can only be forged, and the forged file fails with and without asking.
     forger = SigningKey.generate()
     forged = [
@@ -189,7 +218,9 @@ async def test_a_truncated_export_and_a_forked_record_fail_verify_with_witnesses
             {
                 **c.wire(),
                 "head": head.head,
-                "receipt": forger.sign(c.model_copy(update={"head": head.head}).signed(), c.receipt.issued_at).wire(),
+                "receipt": forger.sign(
+                    c.model_copy(update={"head": head.head}).signed(), c.receipt.issued_at
+                ).wire(),
             }
         )
         if c.size == head.size
@@ -199,9 +230,12 @@ async def test_a_truncated_export_and_a_forked_record_fail_verify_with_witnesses
     bad = tmp_path / "fork.json"
     bad.write_bytes(fork.model_copy(update={"cosignatures": forged}).to_bytes())
     code, said = verify(bad, witnesses, ask=False)
-    assert code == 1 and "WITNESS_MISSING" in said and "BAD_COSIGNATURE" in said
+    assert code == 1
+    assert "WITNESS_MISSING" in said
+    assert "BAD_COSIGNATURE" in said
     code, said = verify(bad, witnesses)
-    assert code == 1 and "WITNESS_FORKED" in said
+    assert code == 1
+    assert "WITNESS_FORKED" in said
 
 
 async def test_a_witness_that_is_down_is_retried_and_reported_and_cosigns_the_head_once_back(
@@ -223,16 +257,32 @@ async def test_a_witness_that_is_down_is_retried_and_reported_and_cosigns_the_he
             "beta to be retried",
         )
         head = store.latest_checkpoint(run)
-        assert head is not None and owed[0].code == WitnessCode.WITNESS_UNREACHABLE
-        assert owed[0].size == head.size
+        assert head is not None
+        assert (owed[0].code, owed[0].size) == (WitnessCode.WITNESS_UNREACHABLE, head.size)
+        config = recorder_toml(tmp_path, store, (alpha, beta))
+        code, said = cli(["--config", str(config), "witnesses"])
+        assert code == 1
+        assert f"{run}\tbeta\te{head.size}\tWITNESS_UNREACHABLE" in said
         beta.start()
         wait_until(lambda: cosigned_by(store, run, "alpha", "beta"), "beta to cosign once back")
         assert dues(store.engine) == []
+        assert cli(["--config", str(config), "witnesses"])[0] == 0
         final = tmp_path / "final.json"
         final.write_bytes(store.export(run).to_bytes())
     finally:
         await world.close()
     assert verify(final, witnesses)[0] == 0
+
+
+def code_of(answer: WitnessedHead | WitnessErrorBody) -> WitnessCode | None:
+    """The code of a witness's refusal; None if it cosigned."""
+    return answer.code if isinstance(answer, WitnessErrorBody) else None
+
+
+def held_head(witness: WitnessProcess, run: str) -> tuple[int, str] | None:
+    """(size, head) of the witness's latest cosigned head of ``run``."""
+    answer = latest_head(witness.url, run, 10)
+    return (answer.cosignature.size, answer.cosignature.head) if isinstance(answer, WitnessedHead) else None
 
 
 def _refusal(witness: WitnessProcess, run: str, body: Any) -> WitnessErrorBody:
@@ -275,30 +325,31 @@ def test_a_witness_refuses_replays_other_recorders_bad_signatures_and_garbage_an
         assert isinstance(send_cosign(alpha.url, run, asked(second, 3), 10), WitnessedHead)
         # The same head again (a retry) gets its cosignature; an older one is refused.
         assert isinstance(send_cosign(alpha.url, run, asked(second, 3), 10), WitnessedHead)
-        old = send_cosign(alpha.url, run, asked(first, 0), 10)
-        assert isinstance(old, WitnessErrorBody) and old.code == WitnessCode.WITNESS_OLD_HEAD
+        assert code_of(send_cosign(alpha.url, run, asked(first, 0), 10)) == WitnessCode.WITNESS_OLD_HEAD
         # A head of this run signed by another Recorder's key.
         other = SigningKey.generate()
         store.append(run, "note", {"n": 4})
         third = store.checkpoint(run, "manual")
         stolen = third.model_copy(update={"receipt": other.sign(third.signed(), third.at)})
         changed = send_cosign(alpha.url, run, asked(stolen, 4, other), 10)
-        assert isinstance(changed, WitnessErrorBody) and changed.code == WitnessCode.WITNESS_RECORDER_CHANGED
+        assert code_of(changed) == WitnessCode.WITNESS_RECORDER_CHANGED
         # A checkpoint whose signature is not recorderKey's.
         unsigned = send_cosign(alpha.url, run, asked(stolen, 4), 10)
-        assert isinstance(unsigned, WitnessErrorBody) and unsigned.code == WitnessCode.WITNESS_BAD_SIGNATURE
+        assert code_of(unsigned) == WitnessCode.WITNESS_BAD_SIGNATURE
         # A proof that skips an entry, a base the witness does not hold, garbage.
         skipped = asked(third, 4).model_copy(update={"entries": []})
         assert _refusal(alpha, run, skipped.wire()).code == WitnessCode.WITNESS_BAD_REQUEST
         stale = asked(third, 3).model_copy(update={"entries": asked(third, 4).entries * 2})
         assert _refusal(alpha, run, stale.wire()).code == WitnessCode.WITNESS_STALE_BASE
-        for garbage in (b"not json", b"[]", b'{"checkpoint": 1}', b"\xff\xfe", json.dumps({"x": "\u0000"}).encode()):
+        for garbage in (
+            b"not json",
+            b"[]",
+            b'{"checkpoint": 1}',
+            b"\xff\xfe",
+            json.dumps({"x": "\u0000"}).encode(),
+        ):
             assert _refusal(alpha, run, garbage).code == WitnessCode.WITNESS_BAD_REQUEST
-        held = latest_head(alpha.url, run, 10)
-        assert isinstance(held, WitnessedHead) and (held.cosignature.size, held.cosignature.head) == (
-            second.size,
-            second.head,
-        )
+        assert held_head(alpha, run) == (second.size, second.head)
         # And the rightful next head is still cosigned.
         assert isinstance(send_cosign(alpha.url, run, asked(third, 4), 10), WitnessedHead)
     finally:
