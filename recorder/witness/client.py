@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from urllib.parse import quote
 
 from pydantic import ValidationError
@@ -26,12 +25,13 @@ MAX_ANSWER_BYTES = 1 << 20
 """The largest answer read from a witness: a head and a cosignature are a few hundred bytes."""
 
 
-@dataclass(frozen=True)
 class Unreachable(Exception):
     """The witness did not answer, or not in its protocol (a code the Recorder reports)."""
 
-    code: WitnessCode
-    message: str
+    def __init__(self, code: WitnessCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
 
 
 def head_url(base: str, run: str) -> str:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
 from hatp_journal.recorder.record.chain import genesis_hash
@@ -25,13 +24,14 @@ from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, b64url_decode, verify
 
 
-@dataclass(frozen=True)
 class Refusal(Exception):
     """A head the witness will not cosign: a stable code, words, and its own latest head if any."""
 
-    code: WitnessCode
-    message: str
-    head: WitnessedHead | None = None
+    def __init__(self, code: WitnessCode, message: str, head: WitnessedHead | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.head = head
 
 
 class Witness:

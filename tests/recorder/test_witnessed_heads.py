@@ -29,7 +29,13 @@ from hatp_journal.recorder.record.models import Checkpoint, Cosignature, Entry
 from hatp_journal.recorder.record.witnessed import dues, latest_cosigned
 from hatp_journal.recorder.testing import RecorderWorld
 from hatp_journal.recorder.witness.client import latest_head, send_cosign
-from hatp_journal.recorder.witness.wire import CosignRequest, WitnessCode, WitnessedHead, WitnessErrorBody
+from hatp_journal.recorder.witness.wire import (
+    MAX_REQUEST_BYTES,
+    CosignRequest,
+    WitnessCode,
+    WitnessedHead,
+    WitnessErrorBody,
+)
 from hatp_journal.toolkit.signing import SigningKey, b64url
 
 pytestmark = pytest.mark.anyio
@@ -285,13 +291,16 @@ def held_head(witness: WitnessProcess, run: str) -> tuple[int, str] | None:
     return (answer.cosignature.size, answer.cosignature.head) if isinstance(answer, WitnessedHead) else None
 
 
-def _refusal(witness: WitnessProcess, run: str, body: Any) -> WitnessErrorBody:
+def _refusal(
+    witness: WitnessProcess, run: str, body: Any, headers: dict[str, str] | None = None
+) -> WitnessErrorBody:
     import urllib.request
 
     from hatp_journal.recorder.witness.client import _answer, _call
 
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    request = urllib.request.Request(f"{witness.url}/v1/runs/{run}/cosign", data=data, method="POST")
+    url = f"{witness.url}/v1/runs/{run}/cosign"
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers or {})
     answer = _answer(_call(request, 10))
     assert isinstance(answer, WitnessErrorBody)
     return answer
@@ -349,6 +358,9 @@ def test_a_witness_refuses_replays_other_recorders_bad_signatures_and_garbage_an
             json.dumps({"x": "\u0000"}).encode(),
         ):
             assert _refusal(alpha, run, garbage).code == WitnessCode.WITNESS_BAD_REQUEST
+        # Said too large before it is read: the witness answers without taking the body in.
+        declared = {"content-length": str(MAX_REQUEST_BYTES + 1)}
+        assert _refusal(alpha, run, b"{}", declared).code == WitnessCode.WITNESS_TOO_LARGE
         assert held_head(alpha, run) == (second.size, second.head)
         # And the rightful next head is still cosigned.
         assert isinstance(send_cosign(alpha.url, run, asked(third, 4), 10), WitnessedHead)
