@@ -7,8 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hatp_journal.toolkit.signing import SigningKey
+
+NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+"""A witness's name, as ``[[witnesses]]`` names it."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -16,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hatp-witness", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the witness over HTTP")
-    _common(serve)
+    _key(serve)
+    serve.add_argument("--name", default="witness", help="the name its cosignatures carry")
+    serve.add_argument("--store", default="witness.db", help="its store: a SQLite path or a database URL")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8767)
     serve.add_argument(
@@ -28,11 +38,16 @@ def main(argv: list[str] | None = None) -> int:
         "without any, each run is bound to the key of its first head",
     )
     pubkey = commands.add_parser("pubkey", help="print the witness's public key (JSON), to pin in verifiers")
-    _common(pubkey)
+    _key(pubkey)
     args = parser.parse_args(argv)
     from hatp_journal.toolkit.errors import KeyFileError, StoreError
     from hatp_journal.toolkit.signing import SigningKey
 
+    if args.command == "serve" and not NAME.fullmatch(args.name):
+        print(
+            f"hatp-witness: error: --name {args.name!r}: lowercase letters, digits, dashes", file=sys.stderr
+        )
+        return 2
     try:
         key = SigningKey.load_or_create(args.key)
         if args.command == "pubkey":
@@ -44,25 +59,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _common(command: argparse.ArgumentParser) -> None:
+def _key(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--key", type=Path, default=Path("witness.key"), help="its Ed25519 key (made if absent)"
     )
-    command.add_argument("--name", default="witness", help="the name its cosignatures carry")
-    command.add_argument("--store", default="witness.db", help="its store: a SQLite path or a database URL")
 
 
-def _serve(args: argparse.Namespace, key: object) -> int:
+def _serve(args: argparse.Namespace, key: SigningKey) -> int:
+    from hatp_journal.toolkit.extras import require_extra
+
+    require_extra("serve")  # before the store is made, not once it runs
     import uvicorn
 
-    from hatp_journal.recorder.verify_cli import pinned_key
     from hatp_journal.recorder.witness.app import witness_app
     from hatp_journal.recorder.witness.cosign import Witness
     from hatp_journal.recorder.witness.store import WitnessStore
-    from hatp_journal.toolkit.signing import SigningKey
 
-    assert isinstance(key, SigningKey)
-    allowed = [pinned_key(path) for path in args.recorder_key]
+    allowed = []
+    if args.recorder_key:  # the verifier's key reading, imported only when needed: it is slow to load
+        from hatp_journal.recorder.verify_cli import pinned_key
+
+        allowed = [pinned_key(path) for path in args.recorder_key]
     store = WitnessStore(args.store)
     witness = Witness(args.name, key, store, recorder_keys={k.kid: k for k in allowed} if allowed else None)
     print(

@@ -10,6 +10,7 @@ import pytest
 
 from hatp_journal.recorder.config import ConfigError, load_config
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.witness.cli import main as witness_cli
 from hatp_journal.recorder.witness.cosign import Refusal, Witness
 from hatp_journal.recorder.witness.store import WitnessStore
 from hatp_journal.recorder.witness.wire import CosignRequest, WitnessCode
@@ -106,3 +107,21 @@ def test_a_witness_whose_key_cannot_be_read_stops_the_recorder_with_a_config_err
 
     with pytest.raises(ConfigError, match="witness alpha"):
         WitnessSender(recorded[0], config.witnesses)
+
+
+def test_hatp_witness_prints_its_public_key_and_refuses_a_bad_name_or_key_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = tmp_path / "alpha.key"
+
+    assert witness_cli(["pubkey", "--key", str(key)]) == 0
+    published = json.loads(capsys.readouterr().out)
+    assert published == SigningKey.from_file(key).public.wire().wire()
+    assert witness_cli(["serve", "--key", str(key), "--name", "Alpha\u0007"]) == 2
+    assert "--name" in capsys.readouterr().err
+    (tmp_path / "broken.key").write_text("not a key")
+    assert (
+        witness_cli(["serve", "--key", str(tmp_path / "broken.key"), "--store", str(tmp_path / "w.db")]) == 2
+    )
+    assert "hatp-witness: error:" in capsys.readouterr().err
+    assert not (tmp_path / "w.db").exists()
