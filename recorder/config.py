@@ -164,7 +164,10 @@ class WitnessConfig(BaseModel):
     key: str = Field(description="Its public key (JSON from `hatp-witness pubkey`): cosignatures are checked")
     timeout_seconds: float = Field(default=10, gt=0, le=MAX_WINDOW_SECONDS)
     retry_seconds: float = Field(
-        default=1, gt=0, le=MAX_WINDOW_SECONDS, description="First wait before retrying; doubles up to 60 s"
+        default=1, gt=0, le=MAX_WINDOW_SECONDS, description="First wait before retrying; doubles from there"
+    )
+    max_retry_seconds: float = Field(
+        default=60, gt=0, le=MAX_WINDOW_SECONDS, description="The longest wait between two attempts"
     )
 
 

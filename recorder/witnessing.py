@@ -34,8 +34,8 @@ from hatp_journal.toolkit.text import shown
 
 _T = TypeVar("_T")
 
-MAX_RETRY_SECONDS = 60.0
-"""The longest wait between two attempts to have a head cosigned."""
+MAX_RETRY_SECONDS = 3600.0
+"""The longest wait between two attempts to have a head cosigned, whatever the config says."""
 _STEP_BYTES = MAX_REQUEST_BYTES // 2
 """Entries sent in one request at most (base64 adds a third): larger gaps go checkpoint by checkpoint."""
 _STALE_ATTEMPTS = 3
@@ -141,7 +141,8 @@ class WitnessSender:
                     self.report(f"hatp-recorder: witness {name} cosigned head e{done} of run {run}")
 
     def _failed(self, run: str, witness: WitnessConfig, refused: Refused, wait: float) -> None:
-        self._owed[run, witness.name] = (time.monotonic() + wait, min(wait * 2, MAX_RETRY_SECONDS))
+        longest = min(witness.max_retry_seconds, MAX_RETRY_SECONDS)
+        self._owed[run, witness.name] = (time.monotonic() + wait, min(wait * 2, longest))
         latest = self.store.latest_checkpoint(run)
         at = wire_time(self.clock())
         size = latest.size if latest is not None else 0

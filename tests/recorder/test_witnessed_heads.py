@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from hatp_journal.recorder.witness.wire import (
     WitnessedHead,
     WitnessErrorBody,
 )
+from hatp_journal.recorder.witnessing import WitnessSender
 from hatp_journal.toolkit.signing import SigningKey, b64url
 
 pytestmark = pytest.mark.anyio
@@ -84,7 +86,9 @@ class WitnessProcess:
             self.process.wait()
 
     def config(self) -> WitnessConfig:
-        return WitnessConfig(name=self.name, url=self.url, key=str(self.pubkey), retry_seconds=0.05)
+        return WitnessConfig(
+            name=self.name, url=self.url, key=str(self.pubkey), retry_seconds=0.05, max_retry_seconds=0.2
+        )
 
 
 @pytest.fixture(scope="module")
@@ -366,3 +370,35 @@ def test_a_witness_refuses_replays_other_recorders_bad_signatures_and_garbage_an
         assert isinstance(send_cosign(alpha.url, run, asked(third, 4), 10), WitnessedHead)
     finally:
         store.dispose()
+
+
+def test_a_recorder_whose_store_was_rolled_back_is_told_the_witness_holds_a_later_head(
+    tmp_path: Path, witnesses: tuple[WitnessProcess, WitnessProcess]
+) -> None:
+    alpha, _ = witnesses
+    key = SigningKey.generate()
+    store = RunStore(tmp_path / "recorder.db", key)
+    try:
+        run = store.open_run(agent="bot", principal="human://acme.com/dana").id
+        store.append(run, "note", {"n": 1})
+        store.checkpoint(run, "manual")
+        with sqlite3.connect(tmp_path / "recorder.db") as live, sqlite3.connect(tmp_path / "old.db") as old:
+            live.backup(old)  # the store as it was, to be restored later
+        store.append(run, "note", {"n": 2})
+        store.checkpoint(run, "manual")
+        assert WitnessSender(store, [alpha.config()]).send(run, alpha.config()) == 2
+        later = store.entries(run)[-1].hash
+    finally:
+        store.dispose()
+    restored = RunStore(tmp_path / "old.db", key)
+    try:
+        said: list[str] = []
+        sender = WitnessSender(restored, [alpha.config()], report=said.append)
+        sender.pass_now()
+
+        [due] = dues(restored.engine)
+        assert (due.code, due.size) == (WitnessCode.WITNESS_AHEAD_OF_STORE, 1)
+        assert said[0].startswith("hatp-recorder: WITNESS_AHEAD_OF_STORE: witness alpha")
+        assert held_head(alpha, run) == (2, later)  # the witness kept its head
+    finally:
+        restored.dispose()
