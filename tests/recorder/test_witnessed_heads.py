@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -298,8 +299,6 @@ def held_head(witness: WitnessProcess, run: str) -> tuple[int, str] | None:
 def _refusal(
     witness: WitnessProcess, run: str, body: Any, headers: dict[str, str] | None = None
 ) -> WitnessErrorBody:
-    import urllib.request
-
     from hatp_journal.recorder.witness.client import _answer, _call
 
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -366,6 +365,8 @@ def test_a_witness_refuses_replays_other_recorders_bad_signatures_and_garbage_an
         declared = {"content-length": str(MAX_REQUEST_BYTES + 1)}
         assert _refusal(alpha, run, b"{}", declared).code == WitnessCode.WITNESS_TOO_LARGE
         assert held_head(alpha, run) == (second.size, second.head)
+        with urllib.request.urlopen(f"{alpha.url}/v1/witness") as answer:  # who it is
+            assert json.loads(answer.read()) == {"name": "alpha", "key": json.loads(alpha.pubkey.read_text())}
         # And the rightful next head is still cosigned.
         assert isinstance(send_cosign(alpha.url, run, asked(third, 4), 10), WitnessedHead)
     finally:
