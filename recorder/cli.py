@@ -95,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     head = commands.add_parser("head", help="print a run's latest signed head (a checkpoint, as JSON)")
     head.add_argument("run")
     head.add_argument("--out", type=Path, help="write it to this file instead")
+    witnesses = commands.add_parser(
+        "witnesses",
+        help="list signed heads not yet cosigned by a configured witness, and why (exit 1 if any)",
+    )
+    witnesses.add_argument("--send", action="store_true", help="send every owed head now, then list")
     verify = commands.add_parser(
         "verify",
         help="verify a Run Record file offline (exit 0 ok, 1 the record fails, 2 could not run)",
@@ -123,6 +128,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     verify.add_argument(
         "--head", type=Path, help="the latest signed head, held outside the Recorder (from `head`)"
+    )
+    verify.add_argument(
+        "--witness",
+        action="append",
+        default=[],
+        metavar="NAME=KEY",
+        help="pin a witness's public key (from `hatp-witness pubkey`): the final head must carry its "
+        "cosignature; repeat for each witness",
+    )
+    verify.add_argument(
+        "--ask-witness",
+        action="append",
+        default=[],
+        metavar="NAME=URL",
+        help="ask the witness NAME (pinned with --witness) for its latest cosigned head of the run: a "
+        "truncated or forked file fails without --head",
     )
     verify.add_argument(
         "--accept-flagged",

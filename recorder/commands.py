@@ -100,6 +100,10 @@ def run(args: argparse.Namespace) -> int:
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)
+        elif args.command == "witnesses":
+            from hatp_journal.recorder.witnessing import witnesses_command
+
+            return witnesses_command(store, config.witnesses, send=args.send)
     except Exception as error:
         if not said_as_bad_input(error):
             raise

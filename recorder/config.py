@@ -158,6 +158,23 @@ class MailSection(BaseModel):
     sender: str = "hatp-recorder@localhost"
 
 
+class WitnessConfig(BaseModel):
+    """One ``[[witnesses]]`` table: a witness that cosigns this Recorder's heads (docs/witness.md)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$", description="The name its cosignatures carry")
+    url: str = Field(pattern=r"^https?://[^\s]+$", description="Its base URL")
+    key: str = Field(description="Its public key (JSON from `hatp-witness pubkey`): cosignatures are checked")
+    timeout_seconds: float = Field(default=10, gt=0, le=MAX_WINDOW_SECONDS)
+    retry_seconds: float = Field(
+        default=1, gt=0, le=MAX_WINDOW_SECONDS, description="First wait before retrying; doubles from there"
+    )
+    max_retry_seconds: float = Field(
+        default=60, gt=0, le=MAX_WINDOW_SECONDS, description="The longest wait between two attempts"
+    )
+
+
 class RecorderConfig(BaseModel):
     """The whole configuration file."""
 
@@ -167,12 +184,16 @@ class RecorderConfig(BaseModel):
     web: WebSection = Field(default_factory=WebSection)
     mail: MailSection = Field(default_factory=MailSection)
     servers: dict[str, ServerConfig]
+    witnesses: list[WitnessConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _names(self) -> RecorderConfig:
         for name in self.servers:
             if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
                 raise ValueError(f"server name {name!r} must be lowercase letters, digits and dashes")
+        names = [witness.name for witness in self.witnesses]
+        if len(set(names)) != len(names):
+            raise ValueError("two witnesses have the same name")
         return self
 
 
@@ -213,6 +234,8 @@ def load_config(path: Path) -> RecorderConfig:
         section.directory = _resolve(base, section.directory)
     config.web.keys = _resolve(base, config.web.keys)
     config.web.secret = _resolve(base, config.web.secret)
+    for witness in config.witnesses:
+        witness.key = _resolve(base, witness.key)
     for server in config.servers.values():
         if server.command is not None:
             # A stdio server starts in the config's folder unless cwd says otherwise, so a relative

@@ -1,4 +1,4 @@
-"""The Recorder's console script (pyproject.toml): `hatp-recorder web` names the `web` extra if missing."""
+"""The Recorder's console scripts (pyproject.toml): `hatp-recorder web` names the `web` extra if missing."""
 
 from __future__ import annotations
 
@@ -9,5 +9,13 @@ from hatp_journal.toolkit.extras import needs_extras
 def recorder(argv: list[str] | None = None) -> int:
     """``hatp-recorder``."""
     from hatp_journal.recorder.cli import main
+
+    return main(argv)
+
+
+@needs_extras
+def witness(argv: list[str] | None = None) -> int:
+    """``hatp-witness`` (its ``serve`` needs the ``serve`` extra: starlette and uvicorn)."""
+    from hatp_journal.recorder.witness.cli import main
 
     return main(argv)

@@ -132,6 +132,12 @@ class Recorder:
         from hatp_journal.recorder import agent_tools  # it reads the gateway's answers: imported here
 
         agent_tools.publish(self)  # first: a server name that clashes with them is refused before it starts
+        if self.config.witnesses:  # every signed head goes to the witnesses (recorder/witnessing.py)
+            from hatp_journal.recorder.witnessing import WitnessSender
+
+            sender = WitnessSender(self.store, self.config.witnesses, clock=self.clock)
+            sender.start()
+            stack.callback(sender.stop)
         for downstream in self.downstreams.values():
             # All stdio servers boot at once; connect waits for each.
             await downstream.launch(stack, (spawned or {}).get(downstream.name))

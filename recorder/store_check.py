@@ -18,6 +18,7 @@ from hatp_journal.recorder.policy.stored_ledger import TABLES as LEDGER_TABLES
 from hatp_journal.recorder.record.answers import ANSWERS_SCHEMA, ANSWERS_TABLES
 from hatp_journal.recorder.record.tables import RECORD_SCHEMA
 from hatp_journal.recorder.record.tables import TABLES as RECORD_TABLES
+from hatp_journal.recorder.record.witnessed import WITNESSED_SCHEMA, WITNESSED_TABLES
 from hatp_journal.recorder.runs import RUNS_SCHEMA, RUNS_TABLES
 from hatp_journal.recorder.undo.lease import LEASE_SCHEMA, LEASE_TABLES
 from hatp_journal.recorder.web.signin_store import WEB_SCHEMA, WEB_TABLES
@@ -35,6 +36,7 @@ RECORDER_PARTS = {
     "runs": RUNS_SCHEMA,
     "web": WEB_SCHEMA,
     "undo": UNDO_SCHEMA,
+    "witnessed": WITNESSED_SCHEMA,
 }
 """The parts of a Recorder's store and the versions this code writes."""
 
@@ -47,6 +49,7 @@ _PART_TABLES: dict[str, list[Table]] = {
     "fleet-lease": FLEET_LEASE_TABLES,
     "runs": RUNS_TABLES,
     "web": WEB_TABLES,
+    "witnessed": WITNESSED_TABLES,
 }
 PART_TABLES = {part: [table.name for table in tables] for part, tables in _PART_TABLES.items()}
 """The tables of each part (the ``undo`` part's version is recorded when the store is first opened)."""

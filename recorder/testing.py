@@ -9,7 +9,7 @@ is the same as an async context manager. See docs/recorder.md ("Testing with a R
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,7 +18,7 @@ from typing import Any
 
 from fastmcp import Client, FastMCP
 
-from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig, WitnessConfig
 from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import Policy
@@ -80,16 +80,18 @@ class RecorderWorld:
         principal: str = "human://acme.com/dana",
         clock: Callable[[], datetime] = utc_now,
         timeout_seconds: float = 30.0,
+        witnesses: Sequence[WitnessConfig] = (),
         **recorder_options: Any,
     ) -> RecorderWorld:
         """Start the Recorder with ``servers`` embedded (each call to one may take ``timeout_seconds``)
         and a store in ``root/recorder.db``; ``recorder_options`` go to ``[recorder]``
-        (e.g. ``max_arguments_bytes``)."""
+        (e.g. ``max_arguments_bytes``); ``witnesses`` cosign its heads (docs/witness.md)."""
         config = RecorderConfig(
             recorder=RecorderSection(agent=agent, principal=principal, **recorder_options),
             servers={
                 name: ServerConfig(url=EMBEDDED_URL, timeout_seconds=timeout_seconds) for name in servers
             },
+            witnesses=list(witnesses),
         )
         store = RunStore(root / "recorder.db", SigningKey.generate(), clock=clock)
         recorder = Recorder(config, store=store, policy=policy, clock=clock, embedded=dict(servers))

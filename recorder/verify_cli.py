@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record import Checkpoint, verify_record
+from hatp_journal.recorder.record.witness_checks import WitnessPins
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
@@ -30,6 +31,7 @@ def verify_command(args: argparse.Namespace) -> int:
         servers = _server_keys(args.server_key)
         directory = [Directory.load(path) for path in args.directory] or None
         head = _head(args.head) if args.head else None
+        witnesses = _witnesses(args)
         with _open(args.file) as document:  # read one entry at a time: a record of any length fits
             report = verify_record(
                 document,
@@ -37,6 +39,7 @@ def verify_command(args: argparse.Namespace) -> int:
                 server_keys=servers or None,
                 directory=directory,
                 latest_head=head,
+                witnesses=witnesses,
             )
     except (KeyFileError, DirectoryError, OSError) as error:
         print(f"hatp-recorder: error: {error}", file=sys.stderr)
@@ -50,7 +53,7 @@ def verify_command(args: argparse.Namespace) -> int:
     if report.trusted_from_file:
         trusted = "; ".join(report.trusted_from_file)
         print(shown(f"keys taken from the file: trust on first use ({trusted})"))
-    if head is None:
+    if head is None and not (witnesses and witnesses.answers):
         print("no latest head given (--head): a rollback to an older signed head would not show")
     accepted = report.ok and (not report.flagged or args.accept_flagged)
     verdict = "ok" if accepted else "FAILED"
@@ -99,6 +102,32 @@ def _pinned_key(path: Path) -> VerifyKey:
         raise KeyFileError(f"{path}: not a published public key: {at}{first['msg']}") from None
     except ValueError as error:  # the key's bytes, or a kid that does not name them
         raise KeyFileError(f"{path}: not a published public key: {error}") from None
+
+
+def _witnesses(args: argparse.Namespace) -> WitnessPins | None:
+    """``--witness NAME=KEY`` pins, and what each ``--ask-witness NAME=URL`` answers now."""
+    keys: dict[str, VerifyKey] = {}
+    for pin in getattr(args, "witness", []):
+        name, equals, path = pin.partition("=")
+        if not equals or not name or not path:
+            raise KeyFileError(f"--witness wants NAME=KEY-FILE, got {pin!r}")
+        keys[name] = _pinned_key(Path(path))
+    asked = [pin.partition("=") for pin in getattr(args, "ask_witness", [])]
+    for name, equals, url in asked:
+        if not equals or not name or not url:
+            raise KeyFileError(f"--ask-witness wants NAME=URL, got {name}{equals}{url!r}")
+        if name not in keys:
+            raise KeyFileError(f"--ask-witness {name}: pin its key too (--witness {name}=KEY-FILE)")
+    if not keys:
+        return None
+    from hatp_journal.recorder.witness.asking import ask_witnesses
+
+    answers = ask_witnesses(args.file, {name: url for name, _, url in asked}) if asked else {}
+    return WitnessPins(keys=keys, answers=answers)
+
+
+pinned_key = _pinned_key
+"""A public key file as ``--recorder-key`` reads it (for other commands that pin keys)."""
 
 
 def _head(path: Path) -> Checkpoint:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from hatp_journal.recorder.config import MailSection, RecorderSection, ServerConfig, WebSection
+from hatp_journal.recorder.config import MailSection, RecorderSection, ServerConfig, WebSection, WitnessConfig
 from hatp_journal.recorder.directory import Directory, Person
 
 DOCS = Path(__file__).parents[1] / "docs"
@@ -29,6 +29,7 @@ PROGRAMS = {
     "hatp-mailsink": "hatp_journal.servers.mailsink.cli",
     "hatp-fakeapp": "hatp_journal.servers.fakeapp.cli",
     "hatp-ui": "hatp_journal.servers.ui.cli",
+    "hatp-witness": "hatp_journal.recorder.witness.cli",
 }
 
 
@@ -101,6 +102,7 @@ def keys(model: type[BaseModel]) -> list[str]:
         ("`[servers.NAME]`", ServerConfig),
         ("`[web]`", WebSection),
         ("`[mail]`", MailSection),
+        ("`[[witnesses]]`", WitnessConfig),
     ],
 )
 def test_every_key_of_recorder_toml_is_in_the_configuration_reference(

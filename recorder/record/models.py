@@ -71,6 +71,35 @@ def checkpoint_payload(run: str, size: int, head: str, at: str, reason: str) -> 
     return {"checkpoint": {"run": run, "size": size, "head": head, "at": at, "reason": reason}}
 
 
+class Cosignature(WireModel):
+    """A witness's signature that it saw the Recorder's head ``head`` at ``size`` of ``run``, and
+    that every head it cosigned for the run before is a prefix of it (docs/witness.md)."""
+
+    witness: str = Field(min_length=1, max_length=200)
+    run: str
+    size: int = Field(ge=0)
+    head: str
+    recorder_kid: str
+    receipt: Receipt
+
+    def signed(self) -> dict[str, Any]:
+        """What the witness's receipt signs."""
+        return cosignature_payload(self.witness, self.run, self.size, self.head, self.recorder_kid)
+
+
+def cosignature_payload(witness: str, run: str, size: int, head: str, recorder_kid: str) -> dict[str, Any]:
+    """The payload of a cosignature: ``{"cosignature": {witness, run, size, head, recorderKid}}``."""
+    return {
+        "cosignature": {
+            "witness": witness,
+            "run": run,
+            "size": size,
+            "head": head,
+            "recorderKid": recorder_kid,
+        }
+    }
+
+
 class PinnedKey(WireModel):
     """A tool server's receipt key as the Recorder pinned it, and since when."""
 
@@ -101,6 +130,11 @@ class RunRecordFile(WireModel):
     recorder_key: PublicKey
     server_keys: dict[str, list[PinnedKey]] = Field(default_factory=dict)
     directories: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    cosignatures: list[Cosignature] | None = Field(
+        default=None,
+        description="Witnesses' cosignatures of the run's signed heads, by size then witness "
+        "(absent when no witness cosigned one; docs/witness.md)",
+    )
 
     def to_bytes(self) -> bytes:
         """The file as written: RFC 8785 canonical JSON, so any changed byte is detectable."""

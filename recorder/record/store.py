@@ -64,6 +64,7 @@ from hatp_journal.recorder.record.tables import (
     RecEntry,
     RecRun,
 )
+from hatp_journal.recorder.record.witnessed import ensure_witnessed, kept_cosignatures
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
@@ -126,6 +127,7 @@ class RunStore:
         self.engine = create_store_engine(store) if not isinstance(store, Engine) else store
         ensure_schema(self.engine, "record", RECORD_SCHEMA, TABLES)
         ensure_answers(self.engine)
+        ensure_witnessed(self.engine)
         self.key = key
         self.checkpoint_every = checkpoint_every
         self.clock = clock
@@ -468,6 +470,31 @@ class RunStore:
             "sig": receipt.sig,
         }
 
+    def signed_since(self, after: int) -> tuple[int, list[str]]:
+        """The runs with a checkpoint signed after row ``after`` (0: any), and the last row's number:
+        how a witness sender (``recorder/witnessing.py``) finds heads signed by any process."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(_CHECKPOINT_TABLE.c.id, _CHECKPOINT_TABLE.c.run)
+                .where(_CHECKPOINT_TABLE.c.id > after)
+                .order_by(_CHECKPOINT_TABLE.c.id)
+            ).all()
+        return (rows[-1][0] if rows else after), list(dict.fromkeys(row[1] for row in rows))
+
+    def entry_bytes(self, run_id: str, after: int, upto: int) -> list[bytes]:
+        """The stored (hashed, canonical) bytes of entries ``after``+1 … ``upto`` of the run, in order."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(_ENTRY_TABLE.c.data)
+                .where(
+                    _ENTRY_TABLE.c.run == run_id,
+                    _ENTRY_TABLE.c.seq > after,
+                    _ENTRY_TABLE.c.seq <= upto,
+                )
+                .order_by(_ENTRY_TABLE.c.seq)
+            ).all()
+        return [bytes(row[0]) for row in rows]
+
     # -- directories ----------------------------------------------------------
 
     def keep_directory(self, snapshot: Mapping[str, Any]) -> str:
@@ -531,6 +558,7 @@ class RunStore:
                 recorder_key=self._public.wire(),
                 server_keys=_shipped(server_keys),
                 directories=directories,
+                cosignatures=kept_cosignatures(session.connection(), run_id, len(entries)) or None,
             )
 
     def export_to(
@@ -607,6 +635,7 @@ class RunStore:
                 checkpoints=[_checkpoint_model(checkpoint) for checkpoint in rows],
                 recorder_key=self._public.wire(),
                 directories=directories,
+                cosignatures=kept_cosignatures(session.connection(), run_id, size) or None,
             )
         return header, size, head
 

@@ -31,6 +31,7 @@ from hatp_journal.recorder.record.report import Check, Findings, Problem, Verify
 from hatp_journal.recorder.record.signature_workers import POOL_AFTER
 from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.recorder.record.witness_checks import WitnessCheck, WitnessPins
 from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode, verify
 
@@ -54,6 +55,7 @@ def verify_record(
     latest_head: Checkpoint | Mapping[str, Any] | None = None,
     workers: int | None = None,
     pool_after: int = POOL_AFTER,
+    witnesses: WitnessPins | None = None,
 ) -> VerifyReport:
     """Verify a Run Record offline.
 
@@ -66,12 +68,13 @@ def verify_record(
     reported in ``trusted_from_file``. A pin is never replaced by what the file says: a decision
     naming a directory not pinned is checked against the newest pinned one. ``latest_head`` is a
     signed head held outside the Recorder's store; without it, a rollback to an older genuine
-    checkpoint cannot be detected.
+    checkpoint cannot be detected. ``witnesses`` pins witnesses' keys (the final head must carry a
+    cosignature of each) and carries what those asked answered (``witness_checks.py``).
     Signatures are checked on ``workers`` other processes (None: one per core; 0: none) once more
     than ``pool_after`` were seen, so a small record never starts any; the report is the same.
     A file that cannot be read raises ``OSError``; nothing in its content makes this raise.
     """
-    pinned = _Pinned(recorder_keys, server_keys, directory, latest_head, workers, pool_after)
+    pinned = _Pinned(recorder_keys, server_keys, directory, latest_head, workers, pool_after, witnesses)
     if isinstance(file, os.PathLike):
         with open(file, "rb") as opened:
             return _verify_file(opened, pinned)
@@ -95,6 +98,7 @@ class _Pinned:
     latest_head: Checkpoint | Mapping[str, Any] | None
     workers: int | None = 0
     pool_after: int = POOL_AFTER
+    witnesses: WitnessPins | None = None
 
 
 def _verify(
@@ -110,6 +114,7 @@ def _verify(
         workers=pinned.workers,
         pool_after=pinned.pool_after,
     )
+    verifier.witness_pins(pinned.witnesses)
     try:
         for raw, stored in entries:
             verifier.entry(raw, stored)
@@ -244,7 +249,15 @@ class RecordVerifier:
             self.previous_hash = genesis_hash(header.run)
         except (ValueError, TypeError, RecursionError):
             found.add(Check.MALFORMED, None, "run fields are not canonical JSON")
+        self.witnessed = WitnessCheck(header, None)
         if 0 in self.wanted and self.previous_hash:
+            self.heads[0] = self.previous_hash
+
+    def witness_pins(self, pins: WitnessPins | None) -> None:
+        """Check the witnesses of ``pins`` too (before any entry is read: their sizes' heads are kept)."""
+        self.witnessed = WitnessCheck(self.header, pins)
+        self.wanted |= self.witnessed.sizes()
+        if 0 in self.wanted and isinstance(self.previous_hash, str) and self.size == 0:
             self.heads[0] = self.previous_hash
 
     # -- keys and directories -----------------------------------------------------
@@ -420,6 +433,8 @@ class RecordVerifier:
         self._pinned_at()
         if self.latest is not None:
             self._check_latest(self.latest)
+        final = self.previous_hash if self.previous_hash is not _UNKNOWN else None
+        self.witnessed.finish(self.found, self.size, self.heads, final, set(self.recorder_keys))
         found = self.found
         return VerifyReport(
             ok=not found.problems,

@@ -66,6 +66,7 @@ def test_a_started_store_checks_out_part_by_part(
         "runs": ["-", "2", unused],
         "web": ["-", "1", unused],
         "undo": ["2", "2", "ok"],
+        "witnessed": ["1", "1", "ok"],  # a RunStore makes it: exports read it
     }
 
 

@@ -24,9 +24,8 @@ def test_the_committed_run_record_schema_equals_the_code() -> None:
 def test_the_schema_uses_camel_case_and_names_the_format() -> None:
     schema = record_schema()
 
-    assert {"format", "run", "entries", "checkpoints", "recorderKey", "serverKeys", "directories"} == set(
-        schema["properties"]
-    )
+    members = {"format", "run", "entries", "checkpoints", "recorderKey", "serverKeys", "directories"}
+    assert members | {"cosignatures"} == set(schema["properties"])
     assert schema["properties"]["format"]["const"] == "hatp-run-record/2"
     assert "prevHash" in schema["$defs"]["Entry"]["properties"]
 
@@ -91,6 +90,12 @@ def test_the_check_codes_are_stable() -> None:
         "BAD_BODY",
         "BAD_TIME",
         "DUPLICATE_KEY",
+        # Witnessed heads
+        "WITNESS_MISSING",
+        "BAD_COSIGNATURE",
+        "WITNESS_AHEAD",
+        "WITNESS_FORKED",
+        "WITNESS_NO_HEAD",
     }
 
 
