@@ -106,10 +106,14 @@ class FastCalls:
         self.mcp = mcp
         self._param_headed: dict[str, bool] = {}  # tool name -> its schema declares Mcp-Param headers
         self._levels: dict[str, LoggingLevel] = {}  # handshake session id -> its logging/setLevel
+        self._asked: set[str] = set()  # handshake sessions whose clients a server may ask (relay.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session = _could_be_fast(scope) if self.enabled else None
         if session is None:
+            if self.enabled and _opens_a_session(scope):
+                await self._initialize(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         messages, complete = await _body(receive)
@@ -127,6 +131,25 @@ class FastCalls:
                 await self._answer(call, scope, receive, send, session)
             return
         await self._answer(call, scope, receive, send, session)
+
+    async def _initialize(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request that may open a handshake-era session to the library, noting the session
+        if its client declared sampling, elicitation or roots: a tool server may ask it things during a
+        call, which the library relays on the call's event stream, so its calls take the library's way."""
+        messages, complete = await _body(receive)
+        body = b"".join(m.get("body", b"") for m in messages)
+        if not complete or not _declares_asking(body):
+            await self.app(scope, _replaying(messages, receive), send)
+            return
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == _SESSION_HEADER:
+                        self._asked.add(value.decode("latin-1"))
+            await send(message)
+
+        await self.app(scope, _replaying(messages, receive), noting)
 
     def _call_in(self, body: bytes, scope: Scope, session: str) -> tuple[Any, FastCall] | None:
         """(request id, call) of a body the data plane answers, else None."""
@@ -169,6 +192,8 @@ class FastCalls:
             )
             if level in _LEVELS:
                 self._levels[session] = cast(LoggingLevel, level)
+            return None
+        if session in self._asked:  # its server may ask its client things: the library relays them
             return None
         call = fast_call(self.recorder.forwards, message, handshake=True)
         if call is None or modern(call[3]):  # the 2026 envelope in a handshake session: the library's call
@@ -350,6 +375,31 @@ def _logs_to(lowest: LoggingLevel | None, note: Callable[[dict[str, Any]], None]
         note({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
 
     return relay
+
+
+def _opens_a_session(scope: Scope) -> bool:
+    """A POST on the MCP path without a session: perhaps a handshake-era ``initialize``."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return False
+    app = scope.get("app")
+    if app is None or scope["path"] != getattr(app.state, "path", None):
+        return False
+    return all(name != _SESSION_HEADER for name, _ in scope["headers"])
+
+
+def _declares_asking(body: bytes) -> bool:
+    """Whether ``body`` is an ``initialize`` whose client declares sampling, elicitation or roots."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return False
+    params = message.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    return isinstance(capabilities, dict) and any(
+        isinstance(capabilities.get(name), dict) for name in ("sampling", "elicitation", "roots")
+    )
 
 
 def _takes_json(accept: bytes | None) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
+from hatp_journal.recorder.relay import call_journal
 from hatp_journal.recorder.retries import (
     CallName,
     KeyRefusal,
@@ -146,6 +148,7 @@ class Recorder:
                 self.mcp.add_tool(forward)
                 self.forwards[forward.name] = (downstream.name, tool.name)
             await passthrough.publish(self, downstream)
+        self.mcp.instructions = passthrough.instructions(self.downstreams.values())
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
         self.sessions.open(self.clock(), idle)  # the run itself opens at the first call
@@ -215,7 +218,13 @@ class Recorder:
             key = sent_idempotency_key(meta)
             if isinstance(key, KeyRefusal):
                 return await self._refuse_key(run, server, tool, arguments, key, _host_meta(meta))
-            answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress, key)
+            noting = call_journal.set(partial(self.append_note, run))  # what its server asks the agent
+            try:
+                answer = await self._answer(
+                    server, tool, arguments, _host_meta(meta), run, wait, progress, key
+                )
+            finally:
+                call_journal.reset(noting)
             answer = _with_recorder_meta(answer, self.sessions.state(run).key, wait.said())
         finally:
             self._in_flight -= 1
@@ -657,7 +666,9 @@ class ForwardTool(Tool):
             meta=tool.meta,
         )
         forward._recorder, forward._server, forward._tool = recorder, server, tool.name
-        forward._published = tool.model_copy(update={"annotations": annotations})
+        # The Recorder answers every call itself and offers no MCP tasks: no ``execution`` (absent is
+        # "forbidden"), whatever the server offers; a call is made as a plain call (docs/recorder.md).
+        forward._published = tool.model_copy(update={"annotations": annotations, "execution": None})
         return forward
 
     def to_mcp_tool(self, **overrides: Any) -> McpTool:

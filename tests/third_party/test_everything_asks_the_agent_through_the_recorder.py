@@ -1,0 +1,299 @@
+"""The reference "everything" server asks the agent's client things during a call (sampling,
+elicitation, roots): through the Recorder the request reaches the agent's client that declared the
+capability, its answer reaches the server, and each request is journaled as a note of the run. A
+client that did not declare it, or of the 2026 protocol era, gets the server's request refused
+cleanly (the call ends, with the server's error). The server's instructions reach the agent, and
+no tool promises MCP tasks the Recorder does not offer.
+
+One Recorder and one server process for the module; several agents in turn: in memory through the
+mcp library, and over the stdio front's data plane.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import uvicorn
+from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+from mcp import types as mcp_types
+from support.stdio_front import stdio_front
+from third_party_servers import NODE_BIN, require
+
+from hatp_journal.recorder import front_http
+from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
+from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.toolkit import SigningKey
+
+POLICY = {"autonomy": {"unknown": "allow", "read": "allow", "none": "allow", "compensate": "allow"}}
+ROOT = "file:///work/project"
+ANSWER = "Forty-two, said the agent's model"
+ASKING = (
+    "trigger-sampling-request",
+    "trigger-elicitation-request",
+    "get-roots-list",
+    "trigger-url-elicitation",
+)
+
+
+@dataclass
+class Asked:
+    """What each agent's client was asked and what each call answered."""
+
+    tools: list[mcp_types.Tool] = field(default_factory=list)
+    instructions: str | None = None
+    sampled: list[Any] = field(default_factory=list)
+    elicited: list[Any] = field(default_factory=list)
+    answers: dict[str, mcp_types.CallToolResult] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+    request_ids: list[Any] = field(default_factory=list)  # of the requests the agent's client got
+
+
+def text(result: mcp_types.CallToolResult) -> str:
+    return "\n".join(part.text for part in result.content if isinstance(part, mcp_types.TextContent))
+
+
+async def asking_calls(client: Client[Any], asked: Asked, prefix: str) -> None:
+    asked.answers[f"{prefix} sampling"] = await client.call_tool_mcp(
+        "every_trigger-sampling-request", {"prompt": "the answer?", "maxTokens": 20}
+    )
+    asked.answers[f"{prefix} elicitation"] = await client.call_tool_mcp(
+        "every_trigger-elicitation-request", {}
+    )
+    asked.answers[f"{prefix} roots"] = await client.call_tool_mcp("every_get-roots-list", {})
+
+
+async def session(tmp: Path) -> dict[str, Asked]:
+    command = str(require(NODE_BIN / "mcp-server-everything"))
+    config = RecorderConfig(
+        recorder=RecorderSection(agent="tester", principal="human://acme.com/dana"),
+        servers={"every": ServerConfig(command=command, args=["stdio"], env=dict(os.environ))},
+    )
+    store = RunStore(tmp / "recorder.db", SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=Policy.model_validate(POLICY))
+    seen = {name: Asked() for name in ("legacy", "undeclared", "modern", "stdio", "http")}
+    legacy = seen["legacy"]
+
+    async def sampled(messages: list[Any], params: Any, context: Any) -> str:
+        legacy.sampled.append(params)
+        return ANSWER
+
+    async def elicited(message: str, response_type: Any, params: Any, context: Any) -> ElicitResult[Any]:
+        legacy.elicited.append(params)
+        return ElicitResult(action="accept", content={"name": "Dana Example", "check": True})
+
+    try:
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            handlers: dict[str, Any] = {
+                "sampling_handler": sampled,
+                "elicitation_handler": elicited,
+                "roots": [ROOT],
+            }
+            async with Client(mcp, mode="legacy", **handlers) as agent:
+                legacy.tools = await agent.list_tools()
+                legacy.instructions = agent.instructions
+                await asking_calls(agent, legacy, "legacy")
+            async with Client(mcp, mode="legacy") as agent:
+                await asking_calls(agent, seen["undeclared"], "undeclared")
+            async with Client(mcp, **handlers) as agent:  # auto: the 2026 era
+                await asking_calls(agent, seen["modern"], "modern")
+            await over_stdio(recorder, mcp, seen["stdio"])
+            await over_http(recorder, mcp, seen["http"])
+        assert recorder.run_id is not None
+        for asked in seen.values():
+            asked.entries = store.entries(recorder.run_id)
+    finally:
+        recorder.close()
+        store.dispose()
+    return seen
+
+
+async def over_stdio(recorder: Recorder, mcp: Any, asked: Asked) -> None:
+    """The mcp SDK's own client session (the handshake era, as hosts speak it) on the stdio front:
+    its calls take the data plane once it is initialized."""
+
+    async def sampling(
+        context: Any, params: mcp_types.CreateMessageRequestParams
+    ) -> mcp_types.CreateMessageResult:
+        asked.sampled.append(params)
+        return mcp_types.CreateMessageResult(
+            role="assistant", model="stdio-model", content=mcp_types.TextContent(type="text", text=ANSWER)
+        )
+
+    async def elicitation(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.elicited.append(params)
+        return mcp_types.ElicitResult(action="decline")
+
+    async def roots(context: Any) -> mcp_types.ListRootsResult:
+        return mcp_types.ListRootsResult(roots=[mcp_types.Root(uri=ROOT, name="project")])
+
+    async with stdio_front(recorder, mcp) as wire:
+        options = {
+            "sampling_callback": sampling,
+            "elicitation_callback": elicitation,
+            "list_roots_callback": roots,
+        }
+        async with wire.sdk_session(**options) as agent:
+            await agent.initialize()
+            asked.answers["stdio sampling"] = await agent.call_tool(
+                "every_trigger-sampling-request", {"prompt": "the answer?", "maxTokens": 20}
+            )
+            asked.answers["stdio elicitation"] = await agent.call_tool(
+                "every_trigger-elicitation-request", {}
+            )
+        asking = ("sampling/createMessage", "elicitation/create")
+        asked.request_ids = [
+            m["id"] for m in wire.received if isinstance(m, dict) and m.get("method") in asking
+        ]
+        wire.close()
+
+
+async def over_http(recorder: Recorder, mcp: Any, asked: Asked) -> None:
+    """A handshake-era session over HTTP whose client declares sampling: its calls take the library's
+    way (the library relays the server's request on the call's event stream)."""
+
+    async def sampled(messages: list[Any], params: Any, context: Any) -> str:
+        asked.sampled.append(params)
+        return ANSWER
+
+    app = mcp.http_app(middleware=[front_http.data_plane(recorder, mcp)])
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(lambda: web.serve(sockets=[listener]))
+        while not web.started:  # the server's own word that it listens
+            await anyio.sleep(0.01)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        try:
+            async with Client(url, mode="legacy", sampling_handler=sampled) as agent:
+                asked.answers["http sampling"] = await agent.call_tool_mcp(
+                    "every_trigger-sampling-request", {"prompt": "over http?", "maxTokens": 20}
+                )
+        finally:
+            web.should_exit = True
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Asked]:
+    return anyio.run(session, tmp_path_factory.mktemp("asking"))
+
+
+def notes(asked: Asked, method: str) -> list[dict[str, Any]]:
+    return [e.body for e in asked.entries if e.kind == "note" and e.body.get("tool") == method]
+
+
+def test_all_seventeen_tools_are_listed_with_the_ones_that_ask_the_agent(seen: dict[str, Asked]) -> None:
+    names = {t.name.removeprefix("every_") for t in seen["legacy"].tools if t.name.startswith("every_")}
+    assert len(names) == 17
+    assert set(ASKING) <= names
+
+
+def test_no_tool_promises_tasks_the_recorder_does_not_offer(seen: dict[str, Asked]) -> None:
+    tools = {t.name: t for t in seen["legacy"].tools}
+    assert all(t.execution is None for t in tools.values())  # absent: "forbidden"
+    assert "every_simulate-research-query" in tools  # the server's "required" one
+
+
+def test_the_servers_instructions_reach_the_agent_under_its_name(seen: dict[str, Asked]) -> None:
+    instructions = seen["legacy"].instructions
+    assert instructions is not None
+    assert instructions.startswith("## every ")
+    assert "Everything Server" in instructions
+
+
+def test_a_sampling_request_reaches_the_agents_client_and_its_answer_reaches_the_server(
+    seen: dict[str, Asked],
+) -> None:
+    legacy = seen["legacy"]
+    [params] = legacy.sampled
+    assert "the answer?" in params.messages[0].content.text
+    assert params.max_tokens == 20
+    answer = legacy.answers["legacy sampling"]
+    assert not answer.is_error
+    assert ANSWER in text(answer)  # the server got the agent's answer and put it in its result
+
+
+def test_an_elicitation_request_reaches_the_agents_client_and_its_answer_reaches_the_server(
+    seen: dict[str, Asked],
+) -> None:
+    [params] = seen["legacy"].elicited
+    assert params.requested_schema["required"] == ["name"]
+    answer = seen["legacy"].answers["legacy elicitation"]
+    assert not answer.is_error
+    assert "- Name: Dana Example" in text(answer)
+    assert "- Agreed to terms: true" in text(answer)  # JavaScript says it
+
+
+def test_a_roots_request_reaches_the_agents_client_and_its_roots_reach_the_server(
+    seen: dict[str, Asked],
+) -> None:
+    answer = seen["legacy"].answers["legacy roots"]
+    assert not answer.is_error
+    assert f"URI: {ROOT}" in text(answer)
+
+
+def test_each_relayed_request_is_journaled_as_a_note_without_what_the_person_typed(
+    seen: dict[str, Asked],
+) -> None:
+    [sampling, *_] = notes(seen["legacy"], "sampling/createMessage")
+    assert sampling["server"] == "every"
+    assert sampling["outcome"]["status"] == "relayed"
+    assert "the answer?" in sampling["arguments"]["messages"][0]["content"]["text"]
+    [elicitation, *_] = notes(seen["legacy"], "elicitation/create")
+    assert elicitation["outcome"] == {"status": "relayed", "answer": {"action": "accept"}}
+    assert "Dana Example" not in str(elicitation)
+    relayed_roots = [n for n in notes(seen["legacy"], "roots/list") if n["outcome"]["status"] == "relayed"]
+    assert {"roots": [ROOT]} in [n["outcome"]["answer"] for n in relayed_roots]
+
+
+def test_a_client_that_did_not_declare_the_capability_gets_the_call_refused_cleanly(
+    seen: dict[str, Asked],
+) -> None:
+    undeclared = seen["undeclared"]
+    answer = undeclared.answers["undeclared sampling"]
+    assert answer.is_error  # the server's own error: it could not sample
+    refused = [n for n in notes(undeclared, "sampling/createMessage") if n["outcome"]["status"] == "refused"]
+    assert "RELAY_NOT_DECLARED" in [n["outcome"]["code"] for n in refused]
+    elicitation = undeclared.answers["undeclared elicitation"]
+    assert elicitation.is_error
+
+
+def test_a_client_of_the_2026_era_gets_the_request_refused_with_its_own_code(seen: dict[str, Asked]) -> None:
+    modern = seen["modern"]
+    assert modern.answers["modern sampling"].is_error
+    assert not modern.sampled
+    codes = [n["outcome"].get("code") for n in notes(modern, "sampling/createMessage")]
+    assert "RELAY_MODERN_ERA" in codes
+
+
+def test_over_the_stdio_data_plane_the_requests_reach_the_hosts_client_and_back(
+    seen: dict[str, Asked],
+) -> None:
+    stdio = seen["stdio"]
+    assert len(stdio.sampled) == 1
+    assert ANSWER in text(stdio.answers["stdio sampling"])
+    assert len(stdio.elicited) == 1
+    assert "declined" in text(stdio.answers["stdio elicitation"])
+    # Asked by the data plane (the front's own request lines), not through the library's session.
+    assert len(stdio.request_ids) == 2
+    assert all(str(i).startswith("hatp-relay-") for i in stdio.request_ids)
+
+
+def test_over_http_a_session_whose_client_declared_sampling_gets_the_request_and_the_server_its_answer(
+    seen: dict[str, Asked],
+) -> None:
+    http = seen["http"]
+    [params] = http.sampled
+    assert "over http?" in params.messages[0].content.text
+    assert ANSWER in text(http.answers["http sampling"])
