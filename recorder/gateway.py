@@ -260,15 +260,18 @@ class Recorder:
         if facts.kind != "read" and self.retries.watched(key):
             # A retry gets the first answer (recorder/retries.py): no second write, no new ask.
             retry = CallName(f"{server}/{tool}", call_digest(server, tool, arguments), key)
-            found = self.retries.find(run, retry, now)
+            found, answered_in = self.retries.find(run, retry, now), run
+            before = self.sessions.state(run).continues
+            if found is None and before is not None:  # first answered in the closed run this one continues
+                found, answered_in = self.retries.find(before, retry, now), before
             if found is not None and found.call != retry.call:
                 refusal = KeyRefusal(
                     RetryCode.IDEMPOTENCY_KEY_REUSED, f"this key was sent with another call ({found.entry})"
                 )
                 return await self._refuse_key(run, server, tool, arguments, refusal, host)
             retried = key is not None or facts.kind != "unknown"
-            if found is not None and (retried or self._approved(run, found)):
-                return replayed(found, run)
+            if found is not None and (retried or self._approved(answered_in, found)):
+                return replayed(found, answered_in)
         call: dict[str, Any] = {  # CallRecord's members, written by call_wire (call_body.py)
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
