@@ -7,11 +7,12 @@ from a new process or another HTTP connection, continues that run and its asks. 
 SHA-256 digest is stored: the store alone can't be used to join a run.
 
 A keyed run stays open when its process ends and closes, its head signed, once nobody has called
-under its key for ``run_idle_seconds``; a key sent back after its run closed goes on in a new run, which notes the
-one it continues (:meth:`RunKeys.find_or_continue`). An approved ask is claimed in the store
-before its call is forwarded, so two processes calling again at once forward it once. A claim names its holder and
-says when the call was sent: a claim whose holder died before sending is taken over by the next
-caller; one whose holder died after sending is in doubt, never sent again (``ClaimState``).
+under its key for ``run_idle_seconds``; a key sent back after its run closed goes on in a new run,
+which notes the one it continues (:meth:`RunKeys.find_or_continue`). An approved ask is claimed in
+the store before its call is forwarded, so two processes calling again at once forward it once. A
+claim names its holder and says when the call was sent: a claim whose holder died before sending is
+taken over by the next caller; one whose holder died after sending is in doubt, never sent again
+(``ClaimState``).
 """
 
 from __future__ import annotations
