@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -73,9 +74,23 @@ class AskView:
     holders: list[str]
     decide_by: str
     left: str
+    in_doubt: tuple[tuple[str, str], ...] = ()  # earlier approvals of the call in doubt: (ref, what is known)
 
 
-def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
+@dataclass(frozen=True)
+class DoubtLine:
+    """An approved call claimed by a Recorder that died before recording it (``hatp-recorder asks``
+    lists it too): the approver sees what became of their approval."""
+
+    ref: str
+    call: str
+    what: str
+
+
+def ask_view(
+    ask: Ask, directory: Directory, now: datetime, in_doubt: Sequence[tuple[str, str]] = ()
+) -> AskView:
+    """``in_doubt``: earlier approvals of the same call that a dead Recorder left in doubt."""
     body = ask.entry.body
     decision = body.get("decision") or {}
     approver = str(body.get("approver", ""))
@@ -92,6 +107,7 @@ def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
         holders=[_name(directory, p) for p in directory.holders(approver)],
         decide_by=ask.decide_by,
         left=time_left(ask.decide_by, now),
+        in_doubt=tuple(in_doubt),
     )
 
 
