@@ -42,6 +42,7 @@ from hatp_journal.recorder.jsonrpc_lines import (
     read_line,
     request_id,
 )
+from hatp_journal.recorder.relay_rounds import declared_capabilities, request_rounds
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
@@ -183,7 +184,7 @@ class _Front:
             call = self._fast_call(message)
             if call is not None:
                 # A plain task per call (an anyio task group costs more per task); _call never raises.
-                task = asyncio.create_task(self._call(message["id"], *call))
+                task = asyncio.create_task(self._call(message["id"], *call, message["params"]))
                 self.calls.add(task)
                 task.add_done_callback(self.calls.discard)
                 return None
@@ -228,7 +229,7 @@ class _Front:
         return fast_call(self.recorder.forwards, message, handshake=self.handshake)
 
     async def _call(
-        self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any
+        self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any, params: Any
     ) -> None:
         era_2026 = modern(meta)
         progress = self._progress(meta)
@@ -237,7 +238,20 @@ class _Front:
         passthrough.log_relay.set(self._log_relay(meta, era_2026))
         relay.agent_peer.set(_StdioPeer(self, era_2026))
         try:
-            result = await self.recorder.answer(server, tool, arguments, meta, progress)
+            if era_2026:  # what its server asks the agent comes back in rounds (relay_rounds.py)
+                state, responses = request_rounds(params)
+                result = await self.recorder.answer_in_rounds(
+                    server,
+                    tool,
+                    arguments,
+                    meta,
+                    progress,
+                    capabilities=declared_capabilities(meta),
+                    state=state,
+                    responses=responses,
+                )
+            else:
+                result = await self.recorder.answer(server, tool, arguments, meta, progress)
         except Exception:
             logger.exception("the Recorder failed on %s_%s", server, tool)
             error = {"code": INTERNAL_ERROR, "message": "Internal error"}
@@ -252,7 +266,8 @@ class _Front:
         """Whether ``message`` is the agent's answer to a request the Recorder relayed to it."""
         if not isinstance(message, dict) or "method" in message:
             return False
-        waiting = self.relayed.get(message.get("id")) if isinstance(message.get("id"), str) else None
+        answered = message.get("id")
+        waiting = self.relayed.get(answered) if isinstance(answered, str) else None
         if waiting is None:
             return False
         if not waiting.done():

@@ -44,7 +44,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.relay_rounds import declared_capabilities, request_rounds
 from hatp_journal.recorder.waiting import Progress
+
+_Call = tuple[Any, FastCall, Any]
+"""(request id, call, the request's params: None in a handshake-era session) the data plane answers."""
 
 PING_SECONDS = 15.0
 """How long a call may run before its answer becomes an event stream with keep-alives (the library's)."""
@@ -151,7 +155,7 @@ class FastCalls:
 
         await self.app(scope, _replaying(messages, receive), noting)
 
-    def _call_in(self, body: bytes, scope: Scope, session: str) -> tuple[Any, FastCall] | None:
+    def _call_in(self, body: bytes, scope: Scope, session: str) -> _Call | None:
         """(request id, call) of a body the data plane answers, else None."""
         try:
             message = json.loads(body)
@@ -176,9 +180,9 @@ class FastCalls:
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
         if not isinstance(classify_inbound_request(message, headers=headers), InboundModernRoute):
             return None  # the library says what does not match
-        return request_id, call
+        return request_id, call, message["params"]
 
-    def _handshake_call_in(self, message: Any, session: str) -> tuple[Any, FastCall] | None:
+    def _handshake_call_in(self, message: Any, session: str) -> _Call | None:
         """(request id, call) of a handshake-era session's message the data plane answers, else None.
 
         The session's ``logging/setLevel`` is noted on its way to the library (which answers it):
@@ -207,7 +211,7 @@ class FastCalls:
             return None
         if call[3] is not None and self._declares_param_headers(message["params"]["name"]):
             return None
-        return request_id, call
+        return request_id, call, None
 
     def _declares_param_headers(self, name: str) -> bool:
         """Whether the tool's schema asks for ``Mcp-Param-*`` headers, which the library checks."""
@@ -219,11 +223,11 @@ class FastCalls:
         return known
 
     async def _answer(
-        self, call: tuple[Any, FastCall], scope: Scope, receive: Receive, send: Send, session: str = ""
+        self, call: _Call, scope: Scope, receive: Receive, send: Send, session: str = ""
     ) -> None:
         """Answer as JSON; or, once the call sends a notification (a handshake-era call's progress or
         log messages) or runs past :data:`PING_SECONDS`, as an event stream ending with the result."""
-        request_id, (server, tool, arguments, meta) = call
+        request_id, (server, tool, arguments, meta), params = call
         answered = anyio.Event()
         noted = anyio.Event()
         notes: list[dict[str, Any]] = []
@@ -241,7 +245,20 @@ class FastCalls:
                 level = self._levels.get(session) or self.mcp.client_log_level
                 passthrough.log_relay.set(_logs_to(level, note))
             try:
-                result = await self.recorder.answer(server, tool, arguments, meta, progress)
+                if session:
+                    result = await self.recorder.answer(server, tool, arguments, meta, progress)
+                else:  # the 2026 era: what its server asks the agent comes back in rounds
+                    state, responses = request_rounds(params)
+                    result = await self.recorder.answer_in_rounds(
+                        server,
+                        tool,
+                        arguments,
+                        meta,
+                        progress,
+                        capabilities=declared_capabilities(meta),
+                        state=state,
+                        responses=responses,
+                    )
             except Exception:
                 logger.exception("the Recorder failed on %s_%s", server, tool)
                 error = {"code": INTERNAL_ERROR, "message": "Internal error"}

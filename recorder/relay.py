@@ -6,8 +6,8 @@ client that declares them). A request that arrives while exactly one call is in 
 server's session goes to the agent that made the call, if its client declared the capability, and
 the agent's answer goes back to the server. Anything else is refused with a JSON-RPC error the
 server can read, never left hanging: no call in flight, several (a request names no call, and one
-agent must not answer for another), a capability the agent's client did not declare, or an agent of
-the 2026 protocol era (in which a server asks nothing during a call). Each relayed or refused
+agent must not answer for another), or a capability the agent's client did not declare. An agent of
+the 2026 protocol era is asked in rounds (``recorder/relay_rounds.py``). Each relayed or refused
 request of a call is journaled as a ``note`` of the call's run (``docs/recorder.md``).
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from fastmcp.client.transports.base import SessionKwargs
 from mcp import types as mcp_types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -247,7 +248,7 @@ def _answer_kept(method: str, answer: dict[str, Any]) -> Any:
     }
 
 
-def callbacks(flights: Callable[[], list[Flight]], server: str) -> dict[str, Any]:
+def callbacks(flights: Callable[[], list[Flight]], server: str) -> SessionKwargs:
     """The mcp client session's callbacks that relay ``server``'s requests (they declare the three
     capabilities); ``flights`` tells the calls in flight on its session when a request arrives."""
 
@@ -281,9 +282,9 @@ def callbacks(flights: Callable[[], list[Flight]], server: str) -> dict[str, Any
             else mcp_types.ListRootsResult.model_validate(answer)
         )
 
-    return {
-        "sampling_callback": sampling,
-        "sampling_capabilities": mcp_types.SamplingCapability(tools=mcp_types.SamplingToolsCapability()),
-        "elicitation_callback": elicitation,
-        "list_roots_callback": roots,
-    }
+    return SessionKwargs(
+        sampling_callback=sampling,
+        sampling_capabilities=mcp_types.SamplingCapability(tools=mcp_types.SamplingToolsCapability()),
+        elicitation_callback=elicitation,
+        list_roots_callback=roots,
+    )

@@ -12,6 +12,7 @@ from typing import Any
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
@@ -75,6 +76,7 @@ class AskView:
     decide_by: str
     left: str
     in_doubt: tuple[tuple[str, str], ...] = ()  # earlier approvals of the call in doubt: (ref, what is known)
+    preview: str = ""  # what the server says the call would do (its effect preview), in words
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ def ask_view(
         decide_by=ask.decide_by,
         left=time_left(ask.decide_by, now),
         in_doubt=tuple(in_doubt),
+        preview=preview_words(body.get("preview")),
     )
 
 

@@ -1,8 +1,8 @@
 """The reference "everything" server asks the agent's client things during a call (sampling,
 elicitation, roots): through the Recorder the request reaches the agent's client that declared the
-capability, its answer reaches the server, and each request is journaled as a note of the run. A
-client that did not declare it, or of the 2026 protocol era, gets the server's request refused
-cleanly (the call ends, with the server's error). The server's instructions reach the agent, and
+capability, its answer reaches the server, and each request is journaled as a note of the run; a
+client of the 2026 protocol era gets them as ``input_required`` rounds. A client that did not declare
+the capability gets the server's request refused cleanly (the call ends, with the server's error). The server's instructions reach the agent, and
 no tool promises MCP tasks the Recorder does not offer.
 
 One Recorder and one server process for the module; several agents in turn: in memory through the
@@ -80,7 +80,8 @@ async def session(tmp: Path) -> dict[str, Asked]:
     )
     store = RunStore(tmp / "recorder.db", SigningKey.generate())
     recorder = Recorder(config, store=store, policy=Policy.model_validate(POLICY))
-    seen = {name: Asked() for name in ("legacy", "undeclared", "modern", "stdio", "http")}
+    names = ("legacy", "undeclared", "modern", "modern undeclared", "stdio", "stdio 2026", "http")
+    seen = {name: Asked() for name in names}
     legacy = seen["legacy"]
 
     async def sampled(messages: list[Any], params: Any, context: Any) -> str:
@@ -105,9 +106,28 @@ async def session(tmp: Path) -> dict[str, Asked]:
                 await asking_calls(agent, legacy, "legacy")
             async with Client(mcp, mode="legacy") as agent:
                 await asking_calls(agent, seen["undeclared"], "undeclared")
-            async with Client(mcp, **handlers) as agent:  # auto: the 2026 era
-                await asking_calls(agent, seen["modern"], "modern")
+            modern = seen["modern"]
+
+            async def modern_sampled(messages: list[Any], params: Any, context: Any) -> str:
+                modern.sampled.append(params)
+                return ANSWER
+
+            async def modern_elicited(message: str, response_type: Any, params: Any, context: Any) -> Any:
+                modern.elicited.append(params)
+                return ElicitResult(action="accept", content={"name": "Eve Modern", "check": False})
+
+            asking = {
+                "sampling_handler": modern_sampled,
+                "elicitation_handler": modern_elicited,
+                "roots": [ROOT],
+            }
+            async with Client(mcp, **asking) as agent:  # auto: the 2026 era
+                modern.instructions = agent.instructions
+                await asking_calls(agent, modern, "modern")
+            async with Client(mcp) as agent:  # the 2026 era, declaring nothing
+                await asking_calls(agent, seen["modern undeclared"], "modern undeclared")
             await over_stdio(recorder, mcp, seen["stdio"])
+            await over_stdio_in_the_2026_era(recorder, mcp, seen["stdio 2026"])
             await over_http(recorder, mcp, seen["http"])
         assert recorder.run_id is not None
         for asked in seen.values():
@@ -155,6 +175,31 @@ async def over_stdio(recorder: Recorder, mcp: Any, asked: Asked) -> None:
         asked.request_ids = [
             m["id"] for m in wire.received if isinstance(m, dict) and m.get("method") in asking
         ]
+        wire.close()
+
+
+async def over_stdio_in_the_2026_era(recorder: Recorder, mcp: Any, asked: Asked) -> None:
+    """Raw lines of the 2026 era on the stdio front's data plane: the server's question comes back as an
+    ``input_required`` round; the call made again with the answer and the state gets the result."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+    }
+    arguments = {"prompt": "in rounds?", "maxTokens": 20}
+    call = {"name": "every_trigger-sampling-request", "arguments": arguments, "_meta": meta}
+    async with stdio_front(recorder, mcp) as wire:
+        wire.send({"jsonrpc": "2.0", "id": "first", "method": "tools/call", "params": call})
+        first = (await wire.answer("first"))["result"]
+        asked.answers["stdio 2026 round"] = first
+        [(key, question)] = first["inputRequests"].items()
+        asked.sampled.append(question)
+        answer = {"role": "assistant", "model": "round-model", "content": {"type": "text", "text": ANSWER}}
+        again = {**call, "inputResponses": {key: answer}, "requestState": first["requestState"]}
+        wire.send({"jsonrpc": "2.0", "id": "again", "method": "tools/call", "params": again})
+        asked.answers["stdio 2026 sampling"] = (await wire.answer("again"))["result"]
+        stale = {**again, "arguments": {"prompt": "another call", "maxTokens": 20}}
+        wire.send({"jsonrpc": "2.0", "id": "stale", "method": "tools/call", "params": stale})
+        asked.answers["stdio 2026 stale"] = (await wire.answer("stale"))["result"]
         wire.close()
 
 
@@ -269,12 +314,48 @@ def test_a_client_that_did_not_declare_the_capability_gets_the_call_refused_clea
     assert elicitation.is_error
 
 
-def test_a_client_of_the_2026_era_gets_the_request_refused_with_its_own_code(seen: dict[str, Asked]) -> None:
+def test_a_client_of_the_2026_era_gets_the_servers_requests_in_rounds_and_the_server_its_answers(
+    seen: dict[str, Asked],
+) -> None:
     modern = seen["modern"]
-    assert modern.answers["modern sampling"].is_error
-    assert not modern.sampled
-    codes = [n["outcome"].get("code") for n in notes(modern, "sampling/createMessage")]
-    assert "RELAY_MODERN_ERA" in codes
+    [sampled] = modern.sampled
+    assert "the answer?" in sampled.messages[0].content.text
+    assert ANSWER in text(modern.answers["modern sampling"])
+    [elicited] = modern.elicited
+    assert elicited.requested_schema["required"] == ["name"]
+    assert "- Name: Eve Modern" in text(modern.answers["modern elicitation"])
+    assert modern.instructions is not None
+    assert "Everything Server" in modern.instructions
+
+
+def test_a_client_of_the_2026_era_that_declared_nothing_gets_the_request_refused(
+    seen: dict[str, Asked],
+) -> None:
+    undeclared = seen["modern undeclared"]
+    assert undeclared.answers["modern undeclared sampling"].is_error
+    refused = [n["outcome"] for n in notes(undeclared, "sampling/createMessage")]
+    assert {"status": "refused", "code": "RELAY_NOT_DECLARED"} in [
+        {k: o[k] for k in ("status", "code") if k in o} for o in refused
+    ]
+
+
+def test_over_the_stdio_data_plane_in_the_2026_era_the_question_is_a_round_and_the_answer_reaches_the_server(
+    seen: dict[str, Asked],
+) -> None:
+    stdio = seen["stdio 2026"]
+    first = stdio.answers["stdio 2026 round"]
+    assert first["resultType"] == "input_required"
+    assert first["requestState"].startswith("hatp-round-")
+    [question] = stdio.sampled
+    assert question["method"] == "sampling/createMessage"
+    assert "in rounds?" in question["params"]["messages"][0]["content"]["text"]
+    result = stdio.answers["stdio 2026 sampling"]
+    assert result["resultType"] == "complete"
+    assert not result["isError"]
+    assert ANSWER in result["content"][0]["text"]
+    # The state names that call: sent with other arguments, it is refused, and nothing is called.
+    stale = stdio.answers["stdio 2026 stale"]
+    assert (stale["isError"], stale["structuredContent"]["code"]) == (True, "INPUT_STATE_UNKNOWN")
 
 
 def test_over_the_stdio_data_plane_the_requests_reach_the_hosts_client_and_back(
