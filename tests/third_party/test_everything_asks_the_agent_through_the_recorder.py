@@ -2,11 +2,11 @@
 elicitation, roots): through the Recorder the request reaches the agent's client that declared the
 capability, its answer reaches the server, and each request is journaled as a note of the run; a
 client of the 2026 protocol era gets them as ``input_required`` rounds. A client that did not declare
-the capability gets the server's request refused cleanly (the call ends, with the server's error). The server's instructions reach the agent, and
-no tool promises MCP tasks the Recorder does not offer.
+the capability gets the server's request refused cleanly (the call ends, with the server's error).
+The server's instructions reach the agent, and no tool promises MCP tasks the Recorder does not offer.
 
 One Recorder and one server process for the module; several agents in turn: in memory through the
-mcp library, and over the stdio front's data plane.
+mcp library, and over the stdio and HTTP fronts' data planes.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 import uvicorn
 from fastmcp import Client
@@ -225,8 +226,40 @@ async def over_http(recorder: Recorder, mcp: Any, asked: Asked) -> None:
                 asked.answers["http sampling"] = await agent.call_tool_mcp(
                     "every_trigger-sampling-request", {"prompt": "over http?", "maxTokens": 20}
                 )
+            await in_rounds_over_http(url, asked)
         finally:
             web.should_exit = True
+
+
+async def in_rounds_over_http(url: str, asked: Asked) -> None:
+    """A bare 2026-era call over HTTP (the data plane answers it as JSON): a round, then the result."""
+    name = "every_trigger-sampling-request"
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+    }
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+    }
+    params: dict[str, Any] = {"name": name, "arguments": {"prompt": "http rounds?"}, "_meta": meta}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        first = await http.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, headers=headers
+        )
+        round_ = first.json()["result"]
+        asked.answers["http round"] = round_
+        [key] = round_["inputRequests"]
+        answer = {"role": "assistant", "model": "http-model", "content": {"type": "text", "text": ANSWER}}
+        params = {**params, "inputResponses": {key: answer}, "requestState": round_["requestState"]}
+        again = await http.post(
+            url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}, headers=headers
+        )
+        asked.answers["http rounds result"] = again.json()["result"]
+        asked.answers["http content type"] = first.headers["content-type"]
 
 
 @pytest.fixture(scope="module")
@@ -378,3 +411,14 @@ def test_over_http_a_session_whose_client_declared_sampling_gets_the_request_and
     [params] = http.sampled
     assert "over http?" in params.messages[0].content.text
     assert ANSWER in text(http.answers["http sampling"])
+
+
+def test_over_http_a_2026_era_call_gets_the_servers_question_as_a_round_on_the_data_plane(
+    seen: dict[str, Asked],
+) -> None:
+    http = seen["http"]
+    assert http.answers["http content type"] == "application/json"  # the data plane's answer
+    assert http.answers["http round"]["resultType"] == "input_required"
+    result = http.answers["http rounds result"]
+    assert not result["isError"]
+    assert ANSWER in result["content"][0]["text"]
