@@ -53,7 +53,7 @@ def test_a_held_call_carries_the_servers_preview_and_the_dry_run_changes_nothing
 
 
 def test_a_forged_preview_reads_as_one_line_in_asks(approver: Approver) -> None:
-    run, ref = held_publish(approver, KEY)
+    _, ref = held_publish(approver, KEY)
 
     code, listed, _ = approver.org.cli("asks")
 
