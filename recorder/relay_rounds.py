@@ -73,6 +73,19 @@ class _RoundPeer:
         return await question.answer
 
 
+class _AsksNothing:
+    """The client of a request that declares nothing a server may ask: every request is refused."""
+
+    def declares(self, method: str, params: dict[str, Any]) -> bool | None:
+        return False
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover
+        raise MCPError(code=INVALID_PARAMS, message="the agent's client declared nothing to ask")
+
+
+_ASKS_NOTHING = _AsksNothing()
+
+
 class Rounds:
     """The parked calls of one Recorder, by the ``requestState`` the agent was given."""
 
@@ -97,7 +110,7 @@ class Rounds:
         call = identity() if state is not None or _asks_anything(capabilities) else None
         if state is None and call is None:
             # Nothing it could be asked (most calls): answered in this task, no round to wait for.
-            peer = relay.agent_peer.set(_RoundPeer(_Parked(("", "", "")), capabilities))
+            peer = relay.agent_peer.set(_ASKS_NOTHING)
             try:
                 return await start()
             finally:
