@@ -1,5 +1,6 @@
 """What a person reads of an ask before deciding it: the call, its class in words, the arguments
-it would be made with, whom it reaches, why it is an ask and until when.
+it would be made with, whom it reaches, why it is an ask, what the server says it would do (its
+effect preview, when it offers one) and until when.
 
 Used by ``asks`` and ``show`` (each ask on one line; every cell is made safe by ``aligned``).
 The arguments are shown whole, as recorded: they are exactly what an approval signs (the policy
@@ -13,6 +14,7 @@ from typing import Any
 
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.class_words import class_words
+from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.web.views import addresses
 
 
@@ -39,5 +41,6 @@ def ask_row(ask: Ask) -> list[str]:
         arguments_text(body.get("arguments")),
         reaches(body.get("arguments")),
         reasons,
+        preview_words(body.get("preview")),
         f"decide by {ask.decide_by}",
     ]

@@ -155,7 +155,7 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
         for ask, what in stalled_approvals(store, now):
             body = ask.entry.body
             rows.append(
-                [ask.ref, f"{body.get('server')}.{body.get('tool')}", f"approved: {what}", "", "", "", ""]
+                [ask.ref, f"{body.get('server')}.{body.get('tool')}", f"approved: {what}", "", "", "", "", ""]
             )
         for plan in pending_plans(store):
             body = plan.entry.body
@@ -164,7 +164,16 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
                 f"{len(plan.plan.not_reversible)} cannot be undone"
             )
             rows.append(
-                [plan.ref, f"undo {plan.plan.request}", "", summary, "", "", f"decide by {body['decideBy']}"]
+                [
+                    plan.ref,
+                    f"undo {plan.plan.request}",
+                    "",
+                    summary,
+                    "",
+                    "",
+                    "",
+                    f"decide by {body['decideBy']}",
+                ]
             )
         for line in aligned(rows):  # one line per ask, every cell made safe
             print(line)

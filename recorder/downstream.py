@@ -26,6 +26,7 @@ from hatp_journal.recorder.intake import bounded
 from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
 from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.relay import Flight, agent_peer, call_journal, callbacks, library_peer
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
@@ -63,8 +64,8 @@ class Downstream:
         self._client: Client[Any] | None = None
         self._link: ChildLink | None = None
         self._wire_meta: dict[str, Any] | None = None  # set once the data plane may call directly
-        # The agents' requests whose calls are in flight here: where the server's log messages go.
-        self._in_flight: dict[int, LogRelay] = {}
+        # The agents' calls in flight here: where the server's log messages and requests go.
+        self._in_flight: dict[int, Flight] = {}
         self._call_ids = itertools.count()
 
     async def launch(self, stack: AsyncExitStack, spawned: Any = None) -> None:
@@ -108,6 +109,8 @@ class Downstream:
         else:
             assert self.config.url is not None
             client = Client(self.config.url, timeout=self.config.timeout_seconds, log_handler=logs)
+        # The server may ask the agent's client (sampling, elicitation, roots) during a call: relay.py.
+        client._session_kwargs.update(callbacks(lambda: list(self._in_flight.values()), self.name))
         try:
             connected = await stack.enter_async_context(client)
             self._client = connected
@@ -200,12 +203,10 @@ class Downstream:
 
     @contextmanager
     def _logs_to(self, relay: LogRelay | None) -> Iterator[None]:
-        """While a call is in flight, the server's log messages may go to the agent's request."""
-        if relay is None:
-            yield
-            return
+        """While a call is in flight, the server's log messages and requests may go to the agent's
+        request (the agent's client and the call's run are taken now, in the call's context)."""
         call = next(self._call_ids)
-        self._in_flight[call] = relay
+        self._in_flight[call] = Flight(relay, agent_peer.get() or library_peer(), call_journal.get())
         try:
             yield
         finally:
@@ -226,9 +227,9 @@ class Downstream:
         A log message names no request. With several calls in flight it could be any of theirs, and
         one agent must not read another's: it stays in the Recorder's log.
         """
-        if len(self._in_flight) == 1:
-            [relay] = self._in_flight.values()
-            await relay(message)
+        flights = list(self._in_flight.values())
+        if len(flights) == 1 and flights[0].log is not None:
+            await flights[0].log(message)
         else:
             await default_log_handler(message)
 

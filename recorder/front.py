@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -25,10 +26,11 @@ import anyio
 import mcp_types
 from fastmcp import FastMCP
 from fastmcp.server.context import reset_transport, set_transport
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import LOG_LEVEL_META_KEY, LoggingLevel, LoggingMessageNotificationParams
 
-from hatp_journal.recorder import passthrough
+from hatp_journal.recorder import passthrough, relay
 from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.jsonrpc_lines import (
@@ -40,6 +42,7 @@ from hatp_journal.recorder.jsonrpc_lines import (
     read_line,
     request_id,
 )
+from hatp_journal.recorder.relay_rounds import declared_capabilities, request_rounds
 from hatp_journal.recorder.waiting import Progress
 
 LINE_LIMIT = 64 * 1024 * 1024
@@ -108,6 +111,9 @@ class _Front:
         self.initialize_id: str | int | None = None  # the handshake era's initialize, until answered
         self.handshake = False  # the handshake era's initialize is answered: its calls are ours too
         self.log_level: LoggingLevel | None = None  # set by the agent's logging/setLevel (handshake era)
+        self.capabilities: Any = None  # what the agent's client declared in its initialize (handshake era)
+        self.relayed: dict[str, asyncio.Future[dict[str, Any]]] = {}  # our requests to the agent, by id
+        self.relay_ids = itertools.count(1)
 
     async def run(self) -> None:
         to_library, library_in = anyio.create_memory_object_stream[SessionMessage | Exception](64)
@@ -122,6 +128,9 @@ class _Front:
             library.start_soon(self._answer_library, from_library)
             async with to_library:
                 await self._read(to_library)
+                for waiting in self.relayed.values():  # asked of the agent, never to be answered now
+                    if not waiting.done():
+                        waiting.set_exception(ConnectionError("the agent's client closed its input"))
                 # Stdin closed: what was asked is still answered (the library ends its requests
                 # at the end of its input, so that end waits for their answers).
                 with contextlib.suppress(TimeoutError):
@@ -168,12 +177,14 @@ class _Front:
             if batch is not None:
                 self._write(batch)
             return None
+        if self._relay_answered(message):
+            return None
         refusal = problem(message)
         if refusal is None:
             call = self._fast_call(message)
             if call is not None:
                 # A plain task per call (an anyio task group costs more per task); _call never raises.
-                task = asyncio.create_task(self._call(message["id"], *call))
+                task = asyncio.create_task(self._call(message["id"], *call, message["params"]))
                 self.calls.add(task)
                 task.add_done_callback(self.calls.discard)
                 return None
@@ -198,6 +209,8 @@ class _Front:
             self.library_idle.clear()
             if message["method"] == "initialize":
                 self.initialize_id = message["id"]
+                params = message.get("params")
+                self.capabilities = params.get("capabilities") if isinstance(params, dict) else None
             elif message["method"] == "logging/setLevel":
                 level = (message.get("params") or {}).get("level")
                 self.log_level = level if level in _LEVELS else self.log_level
@@ -216,15 +229,29 @@ class _Front:
         return fast_call(self.recorder.forwards, message, handshake=self.handshake)
 
     async def _call(
-        self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any
+        self, request_id: Any, server: str, tool: str, arguments: dict[str, Any], meta: Any, params: Any
     ) -> None:
         era_2026 = modern(meta)
         progress = self._progress(meta)
         # The tool server's progress and log messages go on to the agent, as the library relays them.
         passthrough.progress_relay.set(cast(passthrough.ProgressRelay | None, progress))
         passthrough.log_relay.set(self._log_relay(meta, era_2026))
+        relay.agent_peer.set(_StdioPeer(self, era_2026))
         try:
-            result = await self.recorder.answer(server, tool, arguments, meta, progress)
+            if era_2026:  # what its server asks the agent comes back in rounds (relay_rounds.py)
+                state, responses = request_rounds(params)
+                result = await self.recorder.answer_in_rounds(
+                    server,
+                    tool,
+                    arguments,
+                    meta,
+                    progress,
+                    capabilities=declared_capabilities(meta),
+                    state=state,
+                    responses=responses,
+                )
+            else:
+                result = await self.recorder.answer(server, tool, arguments, meta, progress)
         except Exception:
             logger.exception("the Recorder failed on %s_%s", server, tool)
             error = {"code": INTERNAL_ERROR, "message": "Internal error"}
@@ -234,6 +261,18 @@ class _Front:
         self._write({"jsonrpc": "2.0", "id": request_id, "result": sent})
         if self.writer.transport.get_write_buffer_size():  # else the pipe took it all: no wait
             await _drained(self.writer)
+
+    def _relay_answered(self, message: Any) -> bool:
+        """Whether ``message`` is the agent's answer to a request the Recorder relayed to it."""
+        if not isinstance(message, dict) or "method" in message:
+            return False
+        answered = message.get("id")
+        waiting = self.relayed.get(answered) if isinstance(answered, str) else None
+        if waiting is None:
+            return False
+        if not waiting.done():
+            waiting.set_result(message)
+        return True
 
     def _log_relay(self, meta: Any, era_2026: bool) -> passthrough.LogRelay | None:
         """How a tool server's log messages reach the agent during a call, at the level it asked for.
@@ -293,6 +332,37 @@ class _Front:
                 if not self.writer.is_closing():
                     self.writer.write(dumped.encode() + b"\n")
                     await self.writer.drain()
+
+
+class _StdioPeer:
+    """The agent's client on this stdio connection, as a tool server reaches it during a data-plane
+    call (``recorder/relay.py``): a request line of ours, answered by the agent's response line."""
+
+    def __init__(self, front: _Front, era_2026: bool) -> None:
+        self.front = front
+        self.era_2026 = era_2026
+
+    def declares(self, method: str, params: dict[str, Any]) -> bool | None:
+        return None if self.era_2026 else relay.declared(self.front.capabilities, method, params)
+
+    async def send(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        front = self.front
+        request_id = f"hatp-relay-{next(front.relay_ids)}"  # the library's own ids are integers
+        waiting = asyncio.get_running_loop().create_future()
+        front.relayed[request_id] = waiting
+        try:
+            front._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            await _drained(front.writer)
+            answer = await waiting
+        finally:
+            del front.relayed[request_id]
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise MCPError.from_error_data(mcp_types.ErrorData.model_validate(error))
+        result = answer.get("result")
+        if not isinstance(result, dict):
+            raise ValueError("an answer that is neither result nor error")
+        return result
 
 
 class _Lines(asyncio.Protocol):

@@ -44,7 +44,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hatp_journal.recorder import passthrough
 from hatp_journal.recorder.fast_calls import FastCall, as_sent, as_sent_in_handshake_era, fast_call, modern
 from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.relay_rounds import declared_capabilities, request_rounds
 from hatp_journal.recorder.waiting import Progress
+
+_Call = tuple[Any, FastCall, Any]
+"""(request id, call, the request's params: None in a handshake-era session) the data plane answers."""
 
 PING_SECONDS = 15.0
 """How long a call may run before its answer becomes an event stream with keep-alives (the library's)."""
@@ -106,10 +110,14 @@ class FastCalls:
         self.mcp = mcp
         self._param_headed: dict[str, bool] = {}  # tool name -> its schema declares Mcp-Param headers
         self._levels: dict[str, LoggingLevel] = {}  # handshake session id -> its logging/setLevel
+        self._asked: set[str] = set()  # handshake sessions whose clients a server may ask (relay.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         session = _could_be_fast(scope) if self.enabled else None
         if session is None:
+            if self.enabled and _opens_a_session(scope):
+                await self._initialize(scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         messages, complete = await _body(receive)
@@ -128,7 +136,26 @@ class FastCalls:
             return
         await self._answer(call, scope, receive, send, session)
 
-    def _call_in(self, body: bytes, scope: Scope, session: str) -> tuple[Any, FastCall] | None:
+    async def _initialize(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request that may open a handshake-era session to the library, noting the session
+        if its client declared sampling, elicitation or roots: a tool server may ask it things during a
+        call, which the library relays on the call's event stream, so its calls take the library's way."""
+        messages, complete = await _body(receive)
+        body = b"".join(m.get("body", b"") for m in messages)
+        if not complete or not _declares_asking(body):
+            await self.app(scope, _replaying(messages, receive), send)
+            return
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == _SESSION_HEADER:
+                        self._asked.add(value.decode("latin-1"))
+            await send(message)
+
+        await self.app(scope, _replaying(messages, receive), noting)
+
+    def _call_in(self, body: bytes, scope: Scope, session: str) -> _Call | None:
         """(request id, call) of a body the data plane answers, else None."""
         try:
             message = json.loads(body)
@@ -153,9 +180,9 @@ class FastCalls:
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
         if not isinstance(classify_inbound_request(message, headers=headers), InboundModernRoute):
             return None  # the library says what does not match
-        return request_id, call
+        return request_id, call, message["params"]
 
-    def _handshake_call_in(self, message: Any, session: str) -> tuple[Any, FastCall] | None:
+    def _handshake_call_in(self, message: Any, session: str) -> _Call | None:
         """(request id, call) of a handshake-era session's message the data plane answers, else None.
 
         The session's ``logging/setLevel`` is noted on its way to the library (which answers it):
@@ -170,6 +197,8 @@ class FastCalls:
             if level in _LEVELS:
                 self._levels[session] = cast(LoggingLevel, level)
             return None
+        if session in self._asked:  # its server may ask its client things: the library relays them
+            return None
         call = fast_call(self.recorder.forwards, message, handshake=True)
         if call is None or modern(call[3]):  # the 2026 envelope in a handshake session: the library's call
             return None
@@ -182,7 +211,7 @@ class FastCalls:
             return None
         if call[3] is not None and self._declares_param_headers(message["params"]["name"]):
             return None
-        return request_id, call
+        return request_id, call, None
 
     def _declares_param_headers(self, name: str) -> bool:
         """Whether the tool's schema asks for ``Mcp-Param-*`` headers, which the library checks."""
@@ -194,11 +223,11 @@ class FastCalls:
         return known
 
     async def _answer(
-        self, call: tuple[Any, FastCall], scope: Scope, receive: Receive, send: Send, session: str = ""
+        self, call: _Call, scope: Scope, receive: Receive, send: Send, session: str = ""
     ) -> None:
         """Answer as JSON; or, once the call sends a notification (a handshake-era call's progress or
         log messages) or runs past :data:`PING_SECONDS`, as an event stream ending with the result."""
-        request_id, (server, tool, arguments, meta) = call
+        request_id, (server, tool, arguments, meta), params = call
         answered = anyio.Event()
         noted = anyio.Event()
         notes: list[dict[str, Any]] = []
@@ -216,7 +245,20 @@ class FastCalls:
                 level = self._levels.get(session) or self.mcp.client_log_level
                 passthrough.log_relay.set(_logs_to(level, note))
             try:
-                result = await self.recorder.answer(server, tool, arguments, meta, progress)
+                if session:
+                    result = await self.recorder.answer(server, tool, arguments, meta, progress)
+                else:  # the 2026 era: what its server asks the agent comes back in rounds
+                    state, responses = request_rounds(params)
+                    result = await self.recorder.answer_in_rounds(
+                        server,
+                        tool,
+                        arguments,
+                        meta,
+                        progress,
+                        capabilities=declared_capabilities(meta),
+                        state=state,
+                        responses=responses,
+                    )
             except Exception:
                 logger.exception("the Recorder failed on %s_%s", server, tool)
                 error = {"code": INTERNAL_ERROR, "message": "Internal error"}
@@ -350,6 +392,31 @@ def _logs_to(lowest: LoggingLevel | None, note: Callable[[dict[str, Any]], None]
         note({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
 
     return relay
+
+
+def _opens_a_session(scope: Scope) -> bool:
+    """A POST on the MCP path without a session: perhaps a handshake-era ``initialize``."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return False
+    app = scope.get("app")
+    if app is None or scope["path"] != getattr(app.state, "path", None):
+        return False
+    return all(name != _SESSION_HEADER for name, _ in scope["headers"])
+
+
+def _declares_asking(body: bytes) -> bool:
+    """Whether ``body`` is an ``initialize`` whose client declares sampling, elicitation or roots."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return False
+    params = message.get("params")
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    return isinstance(capabilities, dict) and any(
+        isinstance(capabilities.get(name), dict) for name in ("sampling", "elicitation", "roots")
+    )
 
 
 def _takes_json(accept: bytes | None) -> bool:

@@ -13,14 +13,17 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import Tool, ToolResult
-from mcp.types import CallToolResult, ToolAnnotations
+from fastmcp.tools.base import InputRequiredToolResult
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as McpTool
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder import kept_tools, passthrough
@@ -46,11 +49,14 @@ from hatp_journal.recorder.policy.classify import class_of_every_call
 from hatp_journal.recorder.policy.decide import Decision, same_for_every_call
 from hatp_journal.recorder.policy.registry_compensation import Compensation
 from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
+from hatp_journal.recorder.previews import effect_preview
 from hatp_journal.recorder.record import RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
+from hatp_journal.recorder.relay import call_journal
+from hatp_journal.recorder.relay_rounds import Rounds
 from hatp_journal.recorder.retries import (
     CallName,
     KeyRefusal,
@@ -123,6 +129,7 @@ class Recorder:
         self._in_flight = 0  # calls being answered now, by any agent of this Recorder
         self._decided: dict[tuple[str, str], tuple[Decision, dict[str, Any]]] = {}  # see _decide
         self.retries = Retries(store, section.retry_window_seconds, section.max_journal_bytes)
+        self.rounds = Rounds()  # 2026-era calls whose server asked the agent something, between rounds
 
     async def start(self, stack: AsyncExitStack, spawned: Mapping[str, Any] | None = None) -> FastMCP:
         """Connect every downstream, open the run and publish the agent-facing tools.
@@ -154,6 +161,7 @@ class Recorder:
                 self.mcp.add_tool(forward)
                 self.forwards[forward.name] = (downstream.name, tool.name)
             await passthrough.publish(self, downstream)
+        self.mcp.instructions = passthrough.instructions(self.downstreams.values())
         self.mcp.add_middleware(passthrough.UnknownToolsRefused(self))
         idle = timedelta(seconds=self.config.recorder.run_idle_seconds)
         self.sessions.open(self.clock(), idle)  # the run itself opens at the first call
@@ -198,10 +206,55 @@ class Recorder:
         # The server's progress notifications go on to the agent's request, if it asked for them.
         relaying = passthrough.progress_relay.set(passthrough.agent_progress())
         try:
-            answer = await self.answer(server, tool, arguments, _request_meta(), _library_progress())
+            meta, progress = _request_meta(), _library_progress()
+            rounds = _library_rounds()
+            if rounds is None:
+                return _tool_result(await self.answer(server, tool, arguments, meta, progress))
+            capabilities, state, responses = rounds
+            answer = await self.answer_in_rounds(
+                server,
+                tool,
+                arguments,
+                meta,
+                progress,
+                capabilities=capabilities,
+                state=state,
+                responses=responses,
+            )
+            if answer.get("resultType") == "input_required":
+                return InputRequiredToolResult(InputRequiredResult.model_validate(answer))
             return _tool_result(answer)
         finally:
             passthrough.progress_relay.reset(relaying)
+
+    async def answer_in_rounds(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        meta: Any,
+        progress: Progress | None,
+        *,
+        capabilities: Any,
+        state: Any,
+        responses: Any,
+    ) -> dict[str, Any]:
+        """:meth:`answer` for an agent of the 2026 era: what its server asks the agent during the call
+        comes back as an ``input_required`` round, and the agent's next request (with ``state`` and
+        ``responses``) carries the answers on (``recorder/relay_rounds.py``)."""
+
+        def identity() -> tuple[str, str, str] | None:
+            """What names the call across rounds; None for arguments answer() refuses at once."""
+            checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
+            return None if checked.digest is None or checked.refusal else (server, tool, checked.digest)
+
+        return await self.rounds.answer(
+            identity,
+            lambda: self.answer(server, tool, arguments, meta, progress),
+            capabilities=capabilities,
+            state=state,
+            responses=responses,
+        )
 
     @traced(
         "hatp.call",
@@ -238,7 +291,13 @@ class Recorder:
             key = sent_idempotency_key(meta)
             if isinstance(key, KeyRefusal):
                 return await self._refuse_key(run, server, tool, arguments, key, _host_meta(meta))
-            answer = await self._answer(server, tool, arguments, _host_meta(meta), run, wait, progress, key)
+            noting = call_journal.set(partial(self.append_note, run))  # what its server asks the agent
+            try:
+                answer = await self._answer(
+                    server, tool, arguments, _host_meta(meta), run, wait, progress, key
+                )
+            finally:
+                call_journal.reset(noting)
             answer = _with_recorder_meta(answer, self.sessions.state(run).key, wait.said())
         finally:
             self._in_flight -= 1
@@ -274,15 +333,18 @@ class Recorder:
         if facts.kind != "read" and self.retries.watched(key):
             # A retry gets the first answer (recorder/retries.py): no second write, no new ask.
             retry = CallName(f"{server}/{tool}", call_digest(server, tool, arguments), key)
-            found = self.retries.find(run, retry, now)
+            found, answered_in = self.retries.find(run, retry, now), run
+            before = self.sessions.state(run).continues
+            if found is None and before is not None:  # first answered in the closed run this one continues
+                found, answered_in = self.retries.find(before, retry, now), before
             if found is not None and found.call != retry.call:
                 refusal = KeyRefusal(
                     RetryCode.IDEMPOTENCY_KEY_REUSED, f"this key was sent with another call ({found.entry})"
                 )
                 return await self._refuse_key(run, server, tool, arguments, refusal, host)
             retried = key is not None or facts.kind != "unknown"
-            if found is not None and (retried or self._approved(run, found)):
-                return replayed(found, run)
+            if found is not None and (retried or self._approved(answered_in, found)):
+                return replayed(found, answered_in)
         call: dict[str, Any] = {  # CallRecord's members, written by call_wire (call_body.py)
             "agent": self.config.recorder.agent,
             "principal": self.config.recorder.principal,
@@ -338,9 +400,11 @@ class Recorder:
         if decision.action != "allow":
             autonomy = self.policy.autonomy
             within = autonomy.decide_within_seconds
+            # What the server says the call would do, for the person who decides (recorder/previews.py).
+            preview = await effect_preview(downstream, tool, arguments)
             entry = self.asks.open(
                 run,
-                call_wire(call),
+                call_wire(call) if preview is None else {**call_wire(call), "preview": preview},
                 now=now,
                 approver=autonomy.approver or self.policy.undo_authority or "unassigned",
                 within=None if within is None else timedelta(seconds=within),
@@ -691,7 +755,9 @@ class ForwardTool(Tool):
             meta=tool.meta,
         )
         forward._recorder, forward._server, forward._tool = recorder, server, tool.name
-        forward._published = tool.model_copy(update={"annotations": annotations})
+        # The Recorder answers every call itself and offers no MCP tasks: no ``execution`` (absent is
+        # "forbidden"), whatever the server offers; a call is made as a plain call (docs/recorder.md).
+        forward._published = tool.model_copy(update={"annotations": annotations, "execution": None})
         return forward
 
     def to_mcp_tool(self, **overrides: Any) -> McpTool:
@@ -714,6 +780,26 @@ def _request_meta() -> Any:
     except RuntimeError:
         return None
     return request.meta if request is not None else None
+
+
+def _library_rounds() -> tuple[Any, Any, Any] | None:
+    """(client capabilities, ``requestState``, ``inputResponses``) of the 2026-era request being
+    handled through the mcp library; None for a handshake-era one (or none at all)."""
+    try:
+        context = get_context()
+    except RuntimeError:
+        return None
+    request = context.request_context
+    if request is None or request.session.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    capabilities = request.session.client_capabilities
+    responses = context.input_responses
+    dumped = (
+        None
+        if responses is None
+        else {k: v.model_dump(mode="json", by_alias=True, exclude_none=True) for k, v in responses.items()}
+    )
+    return capabilities, context.request_state, dumped
 
 
 def _library_progress() -> Progress | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
@@ -169,6 +169,19 @@ async def publish(recorder: Recorder, downstream: Downstream) -> None:
     if capabilities.prompts is not None:
         for prompt in await _offered(client.list_prompts()):
             recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, downstream.name))
+
+
+def instructions(downstreams: Iterable[Downstream]) -> str | None:
+    """The servers' instructions for the agent, each under its server's name (their tools and
+    prompts are renamed ``{server}_{name}`` here, which the agent is told)."""
+    parts = []
+    for downstream in downstreams:
+        client = downstream.client
+        said = client.instructions if client is not None else None
+        if said and said.strip():
+            renamed = f"(its tools and prompts are named {downstream.name}_<name> here)"
+            parts.append(f"## {downstream.name} {renamed}\n\n{said.strip()}")
+    return "\n\n".join(parts) or None
 
 
 async def _offered(listing: Awaitable[list[Any]]) -> list[Any]:

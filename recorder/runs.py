@@ -7,10 +7,12 @@ from a new process or another HTTP connection, continues that run and its asks. 
 SHA-256 digest is stored: the store alone can't be used to join a run.
 
 A keyed run stays open when its process ends and closes, its head signed, once nobody has called
-under its key for ``run_idle_seconds``. An approved ask is claimed in the store before its call
-is forwarded, so two processes calling again at once forward it once. A claim names its holder and
-says when the call was sent: a claim whose holder died before sending is taken over by the next
-caller; one whose holder died after sending is in doubt, never sent again (``ClaimState``).
+under its key for ``run_idle_seconds``; a key sent back after its run closed goes on in a new run,
+which notes the one it continues (:meth:`RunKeys.find_or_continue`). An approved ask is claimed in
+the store before its call is forwarded, so two processes calling again at once forward it once. A
+claim names its holder and says when the call was sent: a claim whose holder died before sending is
+taken over by the next caller; one whose holder died after sending is in doubt, never sent again
+(``ClaimState``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
+CONTINUED_NOTE = ("hatp", "continue_run")
+"""The ``server`` and ``tool`` of the note that opens a run continuing a closed one under its key."""
 RUN_KEY_META = "hatp/runKey"
 """Where a call sends its run key back: ``_meta["hatp/runKey"]``."""
 _TOUCH_EVERY = timedelta(seconds=30)
@@ -161,8 +165,9 @@ class RunKeys:
         return run_id
 
     def open_or_find(self, key: str, agent: str, principal: str, now: datetime) -> str | RunKeyRefusal:
-        """The run of a host-configured key; a key never seen before opens a new run under it."""
-        found = self.find(key, agent, principal)
+        """The run of a host-configured key; a key never seen before opens a new run under it, and
+        one whose run closed names a new run that continues it (:meth:`find_or_continue`)."""
+        found = self.find_or_continue(key, agent, principal, now)
         if not isinstance(found, RunKeyRefusal) or found.code != RunKeyCode.RUN_KEY_UNKNOWN:
             return found
         run = self.store.open_run(agent=agent, principal=principal).id
@@ -171,6 +176,49 @@ class RunKeys:
         except IntegrityError:  # another process bound it first: theirs is the run
             self.store.close_run(run)
             return self.find(key, agent, principal)
+        return run
+
+    def find_or_continue(self, key: str, agent: str, principal: str, now: datetime) -> str | RunKeyRefusal:
+        """The open run ``key`` names, or, if its run closed, a new run that continues it.
+
+        A run closes when nobody called under its key for a while, or when its process ended with
+        nothing to come back for; the key still names this agent's work, so a call that sends it
+        back starts a new run under the same key rather than being refused. The new run's first
+        entry is a ``note`` naming the closed run (the record reads as one story, in two runs).
+        """
+        for _ in range(3):  # another process may continue it at the same moment: theirs is the run
+            found = self.find(key, agent, principal)
+            if not isinstance(found, RunKeyRefusal) or found.code != RunKeyCode.RUN_CLOSED:
+                return found
+            with Session(self.store.engine) as session:
+                row = session.get(RecRunKey, key_digest(key))
+                closed = row.run if row is not None else None
+            if closed is None:  # pragma: no cover - a found key's row stays
+                return found
+            continued = self._continue(key, closed, agent, principal, now)
+            if continued is not None:
+                return continued
+        return found
+
+    def _continue(self, key: str, closed: str, agent: str, principal: str, now: datetime) -> str | None:
+        """Bind ``key`` to a new run continuing ``closed``; None if another process did it first."""
+        run = self.store.open_run(agent=agent, principal=principal).id
+        digest = key_digest(key)
+        keyed = SQLModel.metadata.tables["rec_run_key"]
+        with self.store.engine.begin() as connection:
+            ours = (keyed.c.digest == digest) & (keyed.c.run == closed)
+            moved = connection.execute(update(keyed).where(ours).values(run=run, seen_at=wire_time(now)))
+        if not moved.rowcount:
+            self.store.close_run(run)  # opened for nothing: closed empty, as a lost race always was
+            return None
+        closed_at = self.store.run(closed).closed_at
+        body = {
+            "server": CONTINUED_NOTE[0],
+            "tool": CONTINUED_NOTE[1],
+            "arguments": {"runKeyDigest": digest},
+            "outcome": {"status": "ok", "continues": closed, "closedAt": closed_at},
+        }
+        self.store.append(run, "note", body)
         return run
 
     def touch(self, key: str, now: datetime) -> None:
@@ -280,6 +328,7 @@ class RunState:
     links: LinkIndex = field(default_factory=LinkIndex)
     touched: datetime | None = None
     joined: bool = False  # continued by a key: leave it open for its other callers
+    continues: str | None = None  # the closed run this one continues under the same key (its retries count)
 
 
 class RunSessions:
@@ -331,23 +380,33 @@ class RunSessions:
                 state.key = self.keys.issue(self.own, now)
                 state.touched = now
             elif self._stale(state, now) and not self._still_open(self.own, state.key, now):
-                # Closed as idle by another process while this one sat unused: start afresh.
-                self.own = self.store.open_run(agent=self.agent, principal=self.principal).id
-                self.states[self.own] = RunState(key=self.keys.issue(self.own, now), touched=now)
+                # Closed as idle by another process while this one sat unused: its key goes on, in the
+                # run that continues it (as it would for any caller that sends the key back).
+                found = self.keys.find_or_continue(state.key, self.agent, self.principal, now)
+                if isinstance(found, RunKeyRefusal):
+                    return found
+                del self.states[self.own]
+                self.own = found
+                self._join(found, state.key, now)
+                self.states[found].joined = state.joined
             return self.own
         if isinstance(key, RunKeyRefusal):
             return key
         known = next((run for run, state in self.states.items() if state.key == key), None)
+        if (
+            known is not None
+            and self._stale(self.states[known], now)
+            and not self._still_open(known, key, now)
+        ):
+            del self.states[known]  # closed as idle meanwhile: the key now goes to the run continuing it
+            known = None
         if known is None:
-            found = self.keys.find(key, self.agent, self.principal)
+            found = self.keys.find_or_continue(key, self.agent, self.principal, now)
             if isinstance(found, RunKeyRefusal):
                 return found
             known = found
             self._join(found, key, now)
-        state = self.states[known]
-        state.joined = True
-        if self._stale(state, now) and not self._still_open(known, key, now):
-            return RunKeyRefusal(RunKeyCode.RUN_CLOSED, "the run closed as idle", key_digest(key))
+        self.states[known].joined = True
         return known
 
     def state(self, run: str) -> RunState:
@@ -390,6 +449,12 @@ class RunSessions:
         for entry in entries:
             if entry.kind == "call":
                 state.links.add(entry.id, entry.body)
+            elif (
+                entry.kind == "note" and (entry.body.get("server"), entry.body.get("tool")) == CONTINUED_NOTE
+            ):
+                outcome = entry.body.get("outcome")
+                continues = outcome.get("continues") if isinstance(outcome, dict) else None
+                state.continues = continues if isinstance(continues, str) else None
         state.unsettled = {
             a.entry.id for a in Asks(self.store).all(run) if a.state in ("pending", "approved")
         }

@@ -13,6 +13,7 @@ from typing import Any
 from hatp_journal.recorder.ask_words import arguments_text, reaches
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.columns import aligned
+from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     Body,
@@ -67,7 +68,8 @@ def _ask(entry: Entry) -> Line:
         w for w in ("asks", str(body.get("approver", "")), class_words(body.get("decision"))) if w
     )
     arguments = body.get("arguments")
-    summary = "; ".join(t for t in (arguments_text(arguments), reaches(arguments)) if t)
+    said = (arguments_text(arguments), reaches(arguments), preview_words(body.get("preview")))
+    summary = "; ".join(t for t in said if t)
     return what, status, summary, str(body.get("decideBy", ""))
 
 

@@ -131,13 +131,15 @@ class Org:
         agent: str = "sales-bot",
         told: list[Any] | None = None,
         between: Callable[[int], None] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """One agent session through the Recorder; returns its run id.
 
         Every call must succeed, unless ``told`` is given: then each result is appended to it.
         ``between(n)`` runs after the n-th call (to change the world while the run goes on).
+        ``meta`` is sent with every call (a run key, say: ``{"hatp/runKey": key}``).
         """
-        return anyio.run(self._agent, calls, agent, told, between)
+        return anyio.run(self._agent, calls, agent, told, between, meta)
 
     async def _agent(
         self,
@@ -145,6 +147,7 @@ class Org:
         agent: str,
         told: list[Any] | None,
         between: Callable[[int], None] | None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         config = load_config(self.config)
         config.recorder.agent = agent
@@ -154,12 +157,16 @@ class Org:
             store=store,
             policy=load_policy(Path(config.recorder.policy), directory=config.recorder.directory),
         )
+        keyed: str | None = None
         try:
             async with AsyncExitStack() as stack:
                 mcp = await recorder.start(stack)
                 async with Client(mcp) as client:
                     for number, (tool, arguments) in enumerate(calls, 1):
-                        result = await client.call_tool_mcp(tool, arguments)
+                        result = await client.call_tool_mcp(tool, arguments, meta=meta)
+                        ours = (result.meta or {}).get("hatp/recorder")
+                        ran = ours.get("run") if isinstance(ours, dict) else None
+                        keyed = ran if isinstance(ran, str) else keyed
                         if told is None:
                             if result.is_error:
                                 raise AssertionError(f"{tool} failed: {result.content}")
@@ -170,9 +177,10 @@ class Org:
         finally:
             recorder.close()
             store.dispose()
-        if recorder.run_id is None:
+        run = recorder.run_id or keyed  # calls that sent a run key went to that key's run
+        if run is None:
             raise RuntimeError("the Recorder opened no run")
-        return recorder.run_id
+        return run
 
     def cli(self, *arguments: str) -> tuple[int, str, str]:
         """``hatp-recorder --config … ARGS``: (exit code, stdout, stderr)."""

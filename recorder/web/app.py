@@ -26,13 +26,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from hatp_journal.recorder.asks import Asks
+from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.run_walk import each_run
+from hatp_journal.recorder.runs import stalled_approvals
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     display_name,
@@ -48,7 +49,7 @@ from hatp_journal.recorder.undo.approval import (
     refusal,
 )
 from hatp_journal.recorder.undo.authority import halt_of, halted
-from hatp_journal.recorder.undo.errors import UndoError
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
 from hatp_journal.recorder.undo.plan import recorded_undo
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -59,6 +60,7 @@ from hatp_journal.recorder.web.hosts import ServedHostOnly, served_hosts
 from hatp_journal.recorder.web.runner import Approval, UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_link_token
 from hatp_journal.recorder.web.views import (
+    DoubtLine,
     ask_view,
     clock_time,
     day_time,
@@ -193,7 +195,9 @@ class WebApprover:
             except WebRefusal as refusal:
                 return self._message(request, refusal.code, refusal.message, status=refusal.status)
             except UndoError as error:
-                return self._message(request, str(error.code), error.message, status=409)
+                # NOTHING_TO_UNDO: no plan was filed, nobody is asked; each step kept is listed with why.
+                kept = error.details if error.code is UndoCode.NOTHING_TO_UNDO else None
+                return self._message(request, str(error.code), error.message, status=409, kept=kept)
             except (KeyError, UnknownRun):
                 return self._message(request, WebCode.NOT_FOUND, "there is no such page", status=404)
 
@@ -221,9 +225,13 @@ class WebApprover:
         *,
         status: int = 200,
         see: tuple[str, str] | None = None,
+        kept: dict[str, Any] | None = None,
     ) -> HTMLResponse:
-        """A refusal page; ``see`` is (words, path) of the page that shows what did count."""
-        return self._render(request, "message.html", status=status, code=code, message=message, see=see)
+        """A refusal page; ``see`` is (words, path) of the page that shows what did count; ``kept`` the
+        steps an undo left as they are, by section, each with its reason."""
+        return self._render(
+            request, "message.html", status=status, code=code, message=message, see=see, kept=kept
+        )
 
     def _maybe_session(self, request: Request) -> Session | None:
         try:
@@ -286,9 +294,16 @@ class WebApprover:
         directory = self._directory()
         self._withdraw_overdue(directory)
         now = self.clock()
-        asks = [ask_view(ask, directory, now) for ask in Asks(self.store).pending()]
+        asks = []
+        for ask in Asks(self.store).pending():  # each with what became of earlier approvals of its call
+            earlier = in_doubt(self.store, ask.run).get(str(ask.entry.body.get("callDigest")), [])
+            asks.append(ask_view(ask, directory, now, earlier))
+        doubts = [
+            DoubtLine(ask.ref, f"{ask.entry.body.get('server')}.{ask.entry.body.get('tool')}", what)
+            for ask, what in stalled_approvals(self.store, now)
+        ]
         plans = [plan_line(plan, now) for plan in pending_plans(self.store)]
-        return self._render(request, "asks.html", asks=asks, plans=plans)
+        return self._render(request, "asks.html", asks=asks, plans=plans, doubts=doubts)
 
     async def _ask(self, request: Request) -> Response:
         session = self._session(request)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
@@ -73,9 +75,24 @@ class AskView:
     holders: list[str]
     decide_by: str
     left: str
+    in_doubt: tuple[tuple[str, str], ...] = ()  # earlier approvals of the call in doubt: (ref, what is known)
+    preview: str = ""  # what the server says the call would do (its effect preview), in words
 
 
-def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
+@dataclass(frozen=True)
+class DoubtLine:
+    """An approved call claimed by a Recorder that died before recording it (``hatp-recorder asks``
+    lists it too): the approver sees what became of their approval."""
+
+    ref: str
+    call: str
+    what: str
+
+
+def ask_view(
+    ask: Ask, directory: Directory, now: datetime, in_doubt: Sequence[tuple[str, str]] = ()
+) -> AskView:
+    """``in_doubt``: earlier approvals of the same call that a dead Recorder left in doubt."""
     body = ask.entry.body
     decision = body.get("decision") or {}
     approver = str(body.get("approver", ""))
@@ -92,6 +109,8 @@ def ask_view(ask: Ask, directory: Directory, now: datetime) -> AskView:
         holders=[_name(directory, p) for p in directory.holders(approver)],
         decide_by=ask.decide_by,
         left=time_left(ask.decide_by, now),
+        in_doubt=tuple(in_doubt),
+        preview=preview_words(body.get("preview")),
     )
 
 

@@ -213,14 +213,27 @@ async def test_another_principals_run_key_is_refused(held: Held) -> None:
     assert code == "RUN_KEY_NOT_YOURS"
 
 
-async def test_a_closed_runs_key_is_refused_and_journaled(held: Held) -> None:
+async def test_a_closed_runs_key_sent_back_starts_a_new_run_that_notes_the_one_it_continues(
+    held: Held,
+) -> None:
     closed = held.store.open_run(agent="sales-bot", principal="human://acme.com/dana").id
     key = RunKeys(held.store).issue(closed, utc_now())
     held.store.close_run(closed)
 
-    code, _ = await refused_with(held, key)
+    first = await held.agent.call_tool_mcp("plain_shout", {"text": "later"}, meta={"hatp/runKey": key})
+    again = await held.agent.call_tool_mcp("plain_shout", {"text": "later"}, meta={"hatp/runKey": key})
 
-    assert code == "RUN_CLOSED"
+    assert recorded(first)["status"] == "pending_approval"  # held for the lead as any call, not refused
+    run = recorded(first)["run"]
+    assert run != closed
+    assert recorded(first)["runKey"] == key  # the same key goes on naming the work
+    assert recorded(again)["run"] == run
+    [note, ask, *_] = held.store.entries(run)
+    assert (note.kind, note.body["tool"]) == ("note", "continue_run")
+    assert note.body["outcome"]["continues"] == closed
+    assert note.body["arguments"] == {"runKeyDigest": key_digest(key)}
+    assert ask.kind == "ask"
+    assert held.store.run(closed).closed_at is not None  # the closed run stays closed, unchanged
 
 
 async def test_a_waiting_call_sends_progress_and_is_forwarded_once_approved(held: Held) -> None:
@@ -311,7 +324,9 @@ async def test_a_run_key_set_by_the_host_opens_its_run_and_a_second_recorder_con
     assert store.run(runs[0]).closed_at is None
 
 
-async def test_an_idle_keyed_run_is_closed_and_signed_and_its_key_then_refused(held: Held) -> None:
+async def test_an_idle_keyed_run_is_closed_and_signed_and_its_key_then_goes_on_in_a_new_run(
+    held: Held,
+) -> None:
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "idle"})
     run, key = recorded(first)["run"], recorded(first)["runKey"]
     keys = RunKeys(held.store)
@@ -322,8 +337,34 @@ async def test_an_idle_keyed_run_is_closed_and_signed_and_its_key_then_refused(h
     assert keys.close_idle(held.clock(), hour) == [run]
     assert held.store.run(run).closed_at is not None
     assert held.store.latest_checkpoint(run) is not None
-    code, _ = await refused_with(held, key)
-    assert code == "RUN_CLOSED"
+    later = await held.agent.call_tool_mcp("plain_shout", {"text": "back"}, meta={"hatp/runKey": key})
+    assert recorded(later)["status"] == "pending_approval"
+    assert recorded(later)["run"] not in (run, None)
+
+
+async def test_a_retry_under_the_key_of_a_run_closed_since_gets_the_first_answer_not_a_second_write(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "policy.json").write_text(json.dumps({"autonomy": {"unknown": "allow"}}))
+    config = RecorderConfig(recorder=section(tmp_path), servers={"plain": ServerConfig(url=EMBEDDED)})
+    store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
+    policy = load_policy(tmp_path / "policy.json")
+    meta: dict[str, Any] = {"hatp/idempotencyKey": "order-42"}
+    answers = []
+    for _ in range(2):  # two processes in turn; the first closes its run as it ends
+        recorder = Recorder(config, store=store, policy=policy, embedded={"plain": plain_server.mcp})
+        async with AsyncExitStack() as stack, Client(await recorder.start(stack)) as agent:
+            answers.append(await agent.call_tool_mcp("plain_shout", {"text": "once"}, meta=meta))
+        recorder.close()
+        meta = {**meta, "hatp/runKey": recorded(answers[0])["runKey"]}
+    first, retry = (recorded(a) for a in answers)
+
+    assert store.run(first["run"]).closed_at is not None
+    assert retry["replayed"] is True
+    assert (retry["run"], retry["entry"]) == (first["run"], first["entry"])
+    assert retry.get("runKey") == first["runKey"]
+    shouts = [e for r in store.runs() for e in store.entries(r.id) if e.kind == "call"]
+    assert len(shouts) == 1
 
 
 def test_a_host_run_key_that_could_not_be_one_stops_the_recorder_with_a_config_error() -> None:
@@ -370,7 +411,7 @@ def test_tick_closes_a_keyed_run_left_idle_and_says_so(
     assert store.run(busy).closed_at is None
 
 
-async def test_a_process_whose_own_run_was_closed_as_idle_goes_on_in_a_new_run_with_a_new_key(
+async def test_a_process_whose_own_run_was_closed_as_idle_goes_on_in_a_new_run_under_the_same_key(
     held: Held,
 ) -> None:
     first = await held.agent.call_tool_mcp("plain_shout", {"text": "before"})
@@ -380,8 +421,10 @@ async def test_a_process_whose_own_run_was_closed_as_idle_goes_on_in_a_new_run_w
     later = await held.agent.call_tool_mcp("plain_shout", {"text": "after"})
 
     assert recorded(later)["run"] != recorded(first)["run"]
-    assert recorded(later)["runKey"] != recorded(first)["runKey"]
+    assert recorded(later)["runKey"] == recorded(first)["runKey"]  # the key names the work, in its new run
     assert held.recorder.run_id == recorded(later)["run"]
+    [note, *_] = held.store.entries(recorded(later)["run"])
+    assert note.body["outcome"]["continues"] == recorded(first)["run"]
 
 
 async def test_a_claim_another_host_took_over_is_not_sent_by_the_process_that_made_it(held: Held) -> None:

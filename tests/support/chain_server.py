@@ -48,6 +48,7 @@ from hatp_journal.toolkit import (
     compensates,
     create_store_engine,
     irreversible,
+    previews,
     read_only,
     summarize,
     undoable,
@@ -255,6 +256,12 @@ def publish(key: str, tx: Tx) -> Effect:
     return Effect(result={"published": value}, summary=f"Publish {key}", resource=uri(key))
 
 
+@previews(publish)
+def preview_publish(key: str, tx: Tx) -> Effect:
+    """The effect publishing would have: the real call's own, in a dry run (its writes rolled back)."""
+    return publish(key, tx)
+
+
 @read_only()
 def get(key: str, tx: Tx) -> Effect:
     """Read a key."""
@@ -403,6 +410,7 @@ TOOLS = (
         remove,
         unremove,
         publish,
+        preview_publish,
         get,
         put_and_crash,
         unput_crashed,

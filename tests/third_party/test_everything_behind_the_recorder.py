@@ -61,7 +61,13 @@ async def listings(client: Client[Any]) -> dict[str, Any]:
 
 async def session(tmp: Path) -> Seen:
     seen = Seen()
-    async with Client(everything_server()) as direct:
+
+    async def sampled(messages: Any, params: Any, context: Any) -> str:
+        return "sampled"
+
+    # Declaring what the Recorder declares: the server publishes its tools that ask the client too.
+    asking: dict[str, Any] = {"sampling_handler": sampled, "elicitation_handler": sampled, "roots": []}
+    async with Client(everything_server(), **asking) as direct:
         seen.published = await listings(direct)
     command = str(require(NODE_BIN / "mcp-server-everything"))
     config = RecorderConfig(
