@@ -617,7 +617,8 @@ class Recorder:
     def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
         """The latest not yet used ask for exactly this call in this run."""
         digest = call_digest(server, tool, arguments)
-        matching = [a for a in self.asks.all(run) if a.entry.body.get("callDigest") == digest]
+        # An unreadable ask is nobody's: the call asks again rather than follow what can't be read.
+        matching = [a for a in self.asks.all(run) if a.state != "unreadable" and a.terms.call_digest == digest]
         latest = matching[-1] if matching else None
         return latest if latest is not None and latest.state != "used" else None
 

@@ -31,6 +31,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.undo.actions import (
@@ -44,7 +45,7 @@ from hatp_journal.recorder.undo.approval import (
     decide_plan,
     find_plan,
     last_refusal,
-    pending_plans,
+    listed_plans,
     refusal,
 )
 from hatp_journal.recorder.undo.authority import halt_of, halted
@@ -61,6 +62,7 @@ from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_
 from hatp_journal.recorder.web.views import (
     ask_view,
     clock_time,
+    unreadable_line,
     day_time,
     plan_line,
     request_words,
@@ -194,6 +196,8 @@ class WebApprover:
                 return self._message(request, refusal.code, refusal.message, status=refusal.status)
             except UndoError as error:
                 return self._message(request, str(error.code), error.message, status=409)
+            except OwnBodyUnreadable as unreadable:  # an edited or hostile store: named, never guessed at
+                return self._message(request, str(unreadable.code), str(unreadable), status=409)
             except (KeyError, UnknownRun):
                 return self._message(request, WebCode.NOT_FOUND, "there is no such page", status=404)
 
@@ -286,9 +290,16 @@ class WebApprover:
         directory = self._directory()
         self._withdraw_overdue(directory)
         now = self.clock()
-        asks = [ask_view(ask, directory, now) for ask in Asks(self.store).pending()]
-        plans = [plan_line(plan, now) for plan in pending_plans(self.store)]
-        return self._render(request, "asks.html", asks=asks, plans=plans)
+        asks = Asks(self.store).listed()
+        plans = listed_plans(self.store)
+        return self._render(
+            request,
+            "asks.html",
+            asks=[ask_view(ask, directory, now) for ask in asks if ask.state != "unreadable"],
+            plans=[plan_line(plan, now) for plan in plans if plan.state != "unreadable"],
+            unreadable_asks=[unreadable_line(ask) for ask in asks if ask.state == "unreadable"],
+            unreadable_plans=[unreadable_line(plan) for plan in plans if plan.state == "unreadable"],
+        )
 
     async def _ask(self, request: Request) -> Response:
         session = self._session(request)
@@ -297,6 +308,8 @@ class WebApprover:
         ask = Asks(self.store).find(ref)
         self._withdraw_overdue(directory)
         ask = Asks(self.store).find(ref)
+        if ask.state == "unreadable":
+            raise OwnBodyUnreadable(ask.entry, ask.marker())
         view = ask_view(ask, directory, self.clock())
         may = directory.person(session.person) is not None and session.person in directory.holders(
             view.approver
@@ -309,7 +322,7 @@ class WebApprover:
             may_decide=may,
             csrf=session.csrf,
             form=session.new_form(),
-            digest=ask.entry.body["callDigest"],
+            digest=ask.terms.call_digest,
         )
 
     async def _decide_ask(self, request: Request) -> Response:
@@ -317,7 +330,9 @@ class WebApprover:
         ref = _ref(request)
         asks = Asks(self.store)
         ask = asks.find(ref)
-        if _one(fields, "digest") != ask.entry.body["callDigest"]:
+        if ask.state == "unreadable":
+            raise OwnBodyUnreadable(ask.entry, ask.marker())
+        if _one(fields, "digest") != ask.terms.call_digest:
             raise WebRefusal(WebCode.FORM_STALE, "this form names another call: reload the page")
         decision = _decision(fields)
         key = self._key(session.person)
