@@ -15,13 +15,14 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool
+from pydantic import ConfigDict, StrictBool
 
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.not_counted import NotCounted
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     AskBody,
+    BodyModel,
     DecisionBody,
     MentionBody,
     OwnBodyUnreadable,
@@ -120,7 +121,7 @@ class Asks:
     ) -> Entry:
         """Record an ask for the call in ``body`` with its deadline and who may decide."""
         terms = AskTerms(
-            call_digest=call_digest(str(body["server"]), str(body["tool"]), dict(body["arguments"])),
+            call_digest=call_digest(body["server"], body["tool"], body["arguments"]),
             approver=approver,
             decide_by=wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
         )
@@ -232,13 +233,20 @@ def in_doubt(store: RunStore, run: str) -> dict[str, list[tuple[str, str]]]:
     """The approved calls of ``run`` whose Recorder died after sending them (``CALL_IN_DOUBT``):
     call digest -> [(ask ref, what is known)], for the approver of a new ask for the same call."""
     entries = store.entries(run)
-    digests = {e.id: e.body.get("callDigest") for e in entries if e.kind == "ask"}
+    asks = {e.id: read_as(AskBody, e) for e in entries if e.kind == "ask"}
+    digests = {ask: body.call_digest for ask, body in asks.items() if isinstance(body, AskBody)}
     found: dict[str, list[tuple[str, str]]] = {}
     for entry in entries:
-        ask = entry.body.get("ask")
-        if entry.kind == "refused" and entry.body.get("code") == "CALL_IN_DOUBT" and ask in digests:
-            found.setdefault(str(digests[ask]), []).append((f"{run}/{ask}", str(entry.body.get("why", ""))))
+        refused = read_as(InDoubt, entry) if entry.kind == "refused" else None
+        if isinstance(refused, InDoubt) and refused.code == "CALL_IN_DOUBT" and refused.ask in digests:
+            found.setdefault(digests[refused.ask], []).append((f"{run}/{refused.ask}", refused.why))
     return found
+
+
+class InDoubt(MentionBody):
+    """A ``refused`` entry, read for what it says of an approved call in doubt."""
+
+    why: str = ""
 
 
 def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:
@@ -263,10 +271,10 @@ def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:
     return Ask(run, ask, "pending")
 
 
-class Counted(BaseModel):
+class Counted(BodyModel):
     """A ``decision`` read only for whether it counted (``true``, and nothing else, counts)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore")
 
     counted: StrictBool | None = None
 

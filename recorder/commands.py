@@ -167,7 +167,9 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
             )
             rows.append(row)
         for ask, what in stalled_approvals(store, now):
-            rows.append([ask.ref, f"{ask.terms.server}.{ask.terms.tool}", f"approved: {what}", "", "", "", ""])
+            rows.append(
+                [ask.ref, f"{ask.terms.server}.{ask.terms.tool}", f"approved: {what}", "", "", "", ""]
+            )
         for plan in listed_plans(store):
             if plan.state == "unreadable":
                 rows.append([plan.ref, "unreadable plan", "", "", "", "", shown_marker(plan.unreadable)])

@@ -172,6 +172,8 @@ class CallBody(BodyModel):
     declared: str | None = None
     decision: CallDecision | None = None
     remedies: str | None = None
+    host_undo: Any = None
+    """What the host (the Recorder) keeps to undo the call itself (``host_undo.py``), as written."""
 
 
 class AskReason(BodyModel):
@@ -210,11 +212,11 @@ class AskBody(BodyModel):
     remedies: str | None = None
 
 
-class AskedBody(BaseModel):
+class AskedBody(BodyModel):
     """Any entry read only for the ask it follows up (a decision, a withdrawal, the call it let
     through): other members are not looked at."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore")
 
     ask: str | None = None
 
@@ -254,6 +256,8 @@ class SignedOverride(BodyModel):
 
 class DecisionBody(BodyModel):
     approval: ApprovalPart
+    receipt: Any = None
+    """The person's signed receipt of ``approval``, kept whole."""
     counted: StrictBool = False
     why: str = ""
     plan: str | None = None
@@ -325,6 +329,7 @@ class HaltedBody(BodyModel):
     plan: str
     code: str = ""
     reason: str = ""
+    before: str | None = None
 
 
 class MailBody(BodyModel):

@@ -31,7 +31,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable
+from hatp_journal.recorder.record.entry_bodies import CallBody, OwnBodyUnreadable, read_own
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.undo.actions import (
@@ -62,7 +62,6 @@ from hatp_journal.recorder.web.signin import Session, SignIn, load_secret, make_
 from hatp_journal.recorder.web.views import (
     ask_view,
     clock_time,
-    unreadable_line,
     day_time,
     plan_line,
     request_words,
@@ -72,6 +71,7 @@ from hatp_journal.recorder.web.views import (
     time_left,
     timeline,
     undo_steps,
+    unreadable_line,
 )
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
@@ -358,7 +358,8 @@ class WebApprover:
             async with AsyncExitStack() as stack:
                 servers = UndoServers(self.config, self.store, stack)
                 entry = await perform_remedy(self.store, asks.find(ref), servers)
-            told += f" The remedy ran: {entry.body['outcome']['status']}."
+            ran = read_own(CallBody, entry).outcome
+            told += f" The remedy ran: {ran.status if ran is not None else 'failed'}."
         elif decision == "approve":
             told += " The agent's call goes through when it asks again."
         return self._render(request, "decided.html", message=told, ref=ref)

@@ -22,7 +22,7 @@ import logging
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,6 +47,8 @@ from hatp_journal.toolkit.store import create_store_engine
 DANA = "human://acme.com/dana"
 FUTURE = "2099-01-01T00:00:00Z"
 PAST = "2001-01-01T00:00:00Z"
+DECIDED_PER_RUN = 3
+"""How many of a run's asks and plans ``approve`` or ``deny`` try (each is a command of its own)."""
 DEEP = 60
 """How deep a nested value goes (the canonical JSON sealer refuses absurd depths, by design)."""
 
@@ -312,7 +314,15 @@ def write_folder(root: Path) -> Path:
         {"id": DANA, "name": "Dana", "publicKey": b64url(SigningKey.generate().public.raw())},
     ]
     (root / "directory.json").write_text(json.dumps({"people": people}))
-    policy = {"autonomy": {"compensate": "allow", "read": "allow", "none": "ask", "unknown": "ask", "approver": LEAD}}
+    policy = {
+        "autonomy": {
+            "compensate": "allow",
+            "read": "allow",
+            "none": "ask",
+            "unknown": "ask",
+            "approver": LEAD,
+        }
+    }
     (root / "policy.json").write_text(json.dumps({**policy, "undoAuthority": LEAD}))
     (root / "recorder.toml").write_text(
         '[recorder]\nstore = "recorder.db"\nkey = "recorder.key"\ndirectory = "directory.json"\n'
@@ -409,10 +419,12 @@ def read_with_commands(tally: Tally, shared: Store, run: str) -> None:
             tally.unnamed.append(f"show {run}: {entry} not shown as unreadable")
     command(tally, shared.config, "show", run, "--json")
     command(tally, shared.config, "plan", run, "--from", "1", "--by", DANA)
-    for entry in shared.store.entries(run):
-        if entry.kind in ("ask", "plan"):
-            verb = "approve" if entry.seq % 2 else "deny"
-            command(tally, Path(config), verb, f"{run}/{entry.id}", "--as", LEE, "--key", str(shared.root / "lee.key"))
+    decidable = [e for e in shared.store.entries(run) if e.kind in ("ask", "plan")]
+    for entry in decidable[:DECIDED_PER_RUN]:
+        verb = "approve" if entry.seq % 2 else "deny"
+        command(
+            tally, Path(config), verb, f"{run}/{entry.id}", "--as", LEE, "--key", str(shared.root / "lee.key")
+        )
 
 
 def read_whole_store(tally: Tally, shared: Store) -> None:
@@ -487,7 +499,8 @@ class LoggedTracebacks(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.exc_info is not None:
-            self.seen.append(f"{record.name}: {record.getMessage()}\n{''.join(traceback.format_exception(*record.exc_info))}")
+            told = "".join(traceback.format_exception(*record.exc_info))
+            self.seen.append(f"{record.name}: {record.getMessage()}\n{told}")
 
 
 def agent_outcome(result: Any) -> str:
@@ -495,7 +508,14 @@ def agent_outcome(result: Any) -> str:
     structured = getattr(result, "structured_content", None) or {}
     text = " ".join(getattr(c, "text", "") for c in getattr(result, "content", []) or [])
     said = json.dumps(structured) + text
-    for code in ("ASK_PENDING", "pending", "ASK_DENIED", "DEADLINE_EXCEEDED", "BODY_UNREADABLE", "ASK_UNREADABLE"):
+    for code in (
+        "ASK_PENDING",
+        "pending",
+        "ASK_DENIED",
+        "DEADLINE_EXCEEDED",
+        "BODY_UNREADABLE",
+        "ASK_UNREADABLE",
+    ):
         if code in said:
             return code
     return "error" if getattr(result, "is_error", False) else "ok"
@@ -511,4 +531,3 @@ def agent_calls(seen: int) -> list[tuple[str, dict[str, Any]]]:
         ("hatp_checkpoint", {"label": f"c{seen}"}),
         ("hatp_request_undo", {"fromStep": 1}),
     ]
-
