@@ -7,7 +7,7 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
@@ -66,8 +66,6 @@ class Step:
     reason: str | None = None
     journal: dict[str, Any] = field(default_factory=dict)
     code: str | None = None
-    read: CallBody | None = None
-    """The entry read as a call, when whoever made the step had read it (else read on first use)."""
 
     @_once
     def id(self) -> str:
@@ -77,8 +75,6 @@ class Step:
     @_once
     def call(self) -> CallBody:
         """The call as recorded (an unreadable one reads as a call to nothing)."""
-        if self.read is not None:
-            return self.read
         body = read_as(CallBody, self.entry)
         return body if isinstance(body, CallBody) else CallBody()
 
@@ -89,6 +85,11 @@ class Step:
     @_once
     def tool(self) -> str:
         return self.call.tool
+
+    @_once
+    def host_undo(self) -> Any:
+        """What the host keeps to undo the call itself (``host_undo.py``), as recorded."""
+        return self.call.host_undo
 
     @_once
     def arguments(self) -> dict[str, Any]:
@@ -152,7 +153,7 @@ class Step:
     @_once
     def by_host(self) -> bool:
         """Whether the Recorder itself undoes the call (host-declared compensation, host_undo.py)."""
-        return self.kind == "compensate" and undoable(self.call.host_undo)
+        return self.kind == "compensate" and undoable(self.host_undo)
 
     @_once
     def undo_by(self) -> str | None:
@@ -237,7 +238,11 @@ def _classify(number: int, entry: Entry) -> Step:
     if isinstance(body, Unreadable):
         return Step(number, entry, "unresolved", body.text(), code=body.code)
     step = _classified(number, entry, body)
-    return replace(step, read=body)
+    # What the properties would read again, kept as read: the members themselves, not the model
+    # (a run of 10k steps keeping 10k models makes every garbage collection walk them).
+    step.__dict__.update(server=body.server, tool=body.tool, host_undo=body.host_undo)
+    step.__dict__["arguments"] = body.arguments if isinstance(body.arguments, dict) else {}
+    return step
 
 
 def _classified(number: int, entry: Entry, body: CallBody) -> Step:
