@@ -504,21 +504,17 @@ class LoggedTracebacks(logging.Handler):
 
 
 def agent_outcome(result: Any) -> str:
-    """``ok`` or the code an error answer names (``pending`` for a held call)."""
+    """``pending``, ``error CODE`` (the code the error answer names), or ``ok`` (``ok, names
+    BODY_UNREADABLE`` when the answer names an entry that does not fit)."""
     structured = getattr(result, "structured_content", None) or {}
-    text = " ".join(getattr(c, "text", "") for c in getattr(result, "content", []) or [])
-    said = json.dumps(structured) + text
-    for code in (
-        "ASK_PENDING",
-        "pending",
-        "ASK_DENIED",
-        "DEADLINE_EXCEEDED",
-        "BODY_UNREADABLE",
-        "ASK_UNREADABLE",
-    ):
-        if code in said:
-            return code
-    return "error" if getattr(result, "is_error", False) else "ok"
+    if structured.get("status") == "pending_approval":
+        return "pending"
+    code = structured.get("code")
+    if getattr(result, "is_error", False):
+        return f"error {code}" if isinstance(code, str) else "error"
+    texts = [getattr(c, "text", "") for c in getattr(result, "content", []) or []]
+    said = json.dumps(structured) + " ".join(texts)
+    return "ok, names BODY_UNREADABLE" if "BODY_UNREADABLE" in said else "ok"
 
 
 def agent_calls(seen: int) -> list[tuple[str, dict[str, Any]]]:
@@ -529,5 +525,5 @@ def agent_calls(seen: int) -> list[tuple[str, dict[str, Any]]]:
         ("shop_publish", {"n": seen}),
         ("hatp_list_changes", {}),
         ("hatp_checkpoint", {"label": f"c{seen}"}),
-        ("hatp_request_undo", {"fromStep": 1}),
+        ("hatp_request_undo", {"from_step": 1}),
     ]

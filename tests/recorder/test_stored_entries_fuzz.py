@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,10 @@ DUMP = os.environ.get("HATP_FUZZ_DUMP")
 """A file to write every traceback and miss to, for a person reading them all."""
 
 AGENT_POLICY = Policy.model_validate(
-    {"autonomy": {"compensate": "allow", "read": "allow", "none": "ask", "unknown": "ask", "approver": LEAD}}
+    {
+        "autonomy": {"compensate": "allow", "none": "ask", "unknown": "ask", "approver": LEAD},
+        "undoAuthority": LEAD,
+    }
 )
 
 
@@ -103,7 +107,9 @@ class Batches:
             web, client = pages.__enter__()
             agent = folder / "agent"
             agent.mkdir()
-            world = self.portal.call(RecorderWorld.open, agent, {"shop": shop()}, AGENT_POLICY)
+            directory = str(folder / "directory.json")  # the agent may ask for its own undo
+            opening = partial(RecorderWorld.open, directory=directory)
+            world = self.portal.call(opening, agent, {"shop": shop()}, AGENT_POLICY)
             tools = {tool.name for tool in self.portal.call(world.agent.list_tools)}
             self.portal.call(self._call, world, "shop_publish", {"n": -1})  # opens the run and its first ask
             self.current = Batch(shared, web, client, world, tools, [pages])
@@ -121,7 +127,9 @@ class Batches:
             with self.tally.reading(f"agent {tool}"):
                 before = len(self.logged.seen)
                 result = self.portal.call(self._call, batch.world, tool, arguments)
-                self.tally.add(f"agent {tool}", agent_outcome(result))
+                outcome = agent_outcome(result)
+                assert outcome != "error BAD_ARGUMENTS", f"the fuzz called {tool} wrongly: {result}"
+                self.tally.add(f"agent {tool}", outcome)
                 self.tally.tracebacks += self.logged.seen[before:]
 
     def retire(self) -> None:
