@@ -26,7 +26,7 @@ from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.explain import ExplainError, explain_listed, for_agent
 from hatp_journal.recorder.gateway import _answer, _tool_result
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as, reversed_entries
+from hatp_journal.recorder.record.entry_bodies import CallBody, NoteBody, read_as, reversed_entries
 from hatp_journal.recorder.record.written_bodies import NoteOutcome, NoteRecord
 from hatp_journal.recorder.undo.actions import ask_for_plan, kept_steps, load_directory
 from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
@@ -430,8 +430,9 @@ def _answered_error(step: Step) -> bool:
     """Whether a server that knows nothing of undo answered the call with an error: no effect to
     list (a call that never got an answer may have had one, and so may a journal-aware tool's
     error its journal calls unresolved: both stay listed)."""
-    outcome = step.entry.body.get("outcome")
-    return step.kind == "unknown" and isinstance(outcome, dict) and outcome.get("status") == "error"
+    call = read_as(CallBody, step.entry)
+    outcome = call.outcome if isinstance(call, CallBody) else None
+    return step.kind == "unknown" and outcome is not None and outcome.status == "error"
 
 
 def _change(step: Step, reversed_ids: set[str], requested: dict[str, str], now: Any) -> dict[str, Any]:

@@ -30,17 +30,17 @@ def reaches(arguments: Any) -> str:
 
 
 def ask_row(ask: Ask) -> list[str]:
-    """One pending ask as ``asks`` lists it."""
-    body = ask.entry.body
-    decision = body.get("decision") or {}
-    reasons = "; ".join(str(r.get("detail")) for r in decision.get("reasons") or [] if isinstance(r, dict))
+    """One pending (readable) ask as ``asks`` lists it."""
+    terms = ask.terms
+    decision = terms.decision
+    reasons = "; ".join(r.detail for r in decision.reasons) if decision is not None else ""
     return [
         ask.ref,
-        f"{body.get('server')}.{body.get('tool')}",
-        class_words(decision),
-        arguments_text(body.get("arguments")),
-        reaches(body.get("arguments")),
+        f"{terms.server}.{terms.tool}",
+        class_words(decision.rclass if decision is not None else None),
+        arguments_text(terms.arguments),
+        reaches(terms.arguments),
         reasons,
-        preview_words(body.get("preview")),
+        preview_words(terms.preview),
         f"decide by {ask.decide_by}",
     ]

@@ -12,11 +12,25 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal
+
+from pydantic import ConfigDict, StrictBool
 
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.not_counted import NotCounted
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record.entry_bodies import (
+    AskBody,
+    BodyModel,
+    DecisionBody,
+    MentionBody,
+    OwnBodyUnreadable,
+    ReadCode,
+    Unreadable,
+    asked_in,
+    read_as,
+)
 from hatp_journal.recorder.record.written_bodies import (
     AskTerms,
     CallApproval,
@@ -31,7 +45,9 @@ from hatp_journal.toolkit.signing import SigningKey
 
 _log = logging.getLogger(__name__)
 
-AskState = Literal["pending", "approved", "denied", "withdrawn", "used"]
+AskState = Literal["pending", "approved", "denied", "withdrawn", "used", "unreadable"]
+"""``unreadable``: the ask, or the decision that counted for it, does not fit its model (an edited or
+hostile store): it is listed as such, never decided, withdrawn or let through."""
 DEFAULT_DECIDE_WITHIN = timedelta(hours=4)
 
 
@@ -57,14 +73,31 @@ class RecordedAsk:
     @property
     def decide_by(self) -> str:
         """The recorded deadline."""
-        return str(self.entry.body["decideBy"])
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class Ask(RecordedAsk):
-    """One call's ask and where it stands."""
+    """One call's ask and where it stands; ``unreadable`` says what did not fit, when it is."""
 
     state: AskState
+    unreadable: Unreadable | None = None
+
+    @cached_property
+    def terms(self) -> AskBody:
+        """The ask as recorded; :class:`OwnBodyUnreadable` for one that does not fit."""
+        body = read_as(AskBody, self.entry)
+        if isinstance(body, Unreadable):
+            raise OwnBodyUnreadable(self.entry, body)
+        return body
+
+    @property
+    def decide_by(self) -> str:
+        return self.terms.decide_by
+
+    def marker(self) -> Unreadable:
+        """What did not fit, for an unreadable ask."""
+        return self.unreadable or Unreadable(code=ReadCode.BODY_UNREADABLE, detail="(the ask)")
 
 
 @dataclass(frozen=True)
@@ -105,15 +138,19 @@ class Asks:
         entries = self.store.entries(run)
         followers: dict[str, list[Entry]] = {}
         for entry in entries:
-            ask = entry.body.get("ask")
-            if isinstance(ask, str) and entry.kind != "ask":
+            ask = asked_in(entry) if entry.kind != "ask" else None
+            if ask is not None:
                 followers.setdefault(ask, []).append(entry)
         return [_state(run, entry, followers.get(entry.id, [])) for entry in entries if entry.kind == "ask"]
 
     def pending(self) -> list[Ask]:
         """Pending asks across all runs."""
+        return [ask for ask in self.listed() if ask.state == "pending"]
+
+    def listed(self) -> list[Ask]:
+        """The asks a person is shown across all runs: pending ones, and unreadable ones (named)."""
         walk = each_run(self.store, lambda run: self.all(run.id), logger=_log, doing="listing pending asks")
-        return [ask for _, asks in walk for ask in asks if ask.state == "pending"]
+        return [ask for _, asks in walk for ask in asks if ask.state in ("pending", "unreadable")]
 
     def find(self, ref: str) -> Ask:
         """The ask named ``RUN/eN``; KeyError if there is none."""
@@ -128,12 +165,13 @@ class Asks:
         withdrawn = []
         for ask in self.all(run):
             if ask.state == "pending" and now > parse_wire_time(ask.decide_by):
-                asked = directory.holders(str(ask.entry.body["approver"])) if directory else []
+                approver = ask.terms.approver
+                asked = directory.holders(approver) if directory else []
                 body = WithdrawnRecord(
                     ask=ask.entry.id,
                     code="DEADLINE_EXCEEDED",
                     decide_by=ask.decide_by,
-                    asked=asked or [ask.entry.body["approver"]],
+                    asked=asked or [approver],
                 )
                 withdrawn.append(self.store.append(run, "withdrawn", body.wire()))
         return withdrawn
@@ -153,14 +191,17 @@ class Asks:
         directory: Directory,
         now: datetime,
     ) -> DecisionOutcome:
-        """Record ``person``'s decision, signed with their key, if it can still count."""
+        """Record ``person``'s decision, signed with their key, if it can still count; an unreadable
+        ask raises :class:`OwnBodyUnreadable` (nothing is recorded: nobody can tell what it asks)."""
         ask = self.find(ref)
         self.withdraw_overdue(ask.run, now, directory)
         ask = self.find(ref)
-        refusal = directory.refusal(person, str(ask.entry.body["approver"]), key.public)
+        if ask.state == "unreadable":
+            raise OwnBodyUnreadable(ask.entry, ask.marker())
+        refusal = directory.refusal(person, ask.terms.approver, key.public)
         approval = CallApproval(
             ask=ref,
-            call_digest=ask.entry.body["callDigest"],
+            call_digest=ask.terms.call_digest,
             decision=decision,
             by=person,
             at=wire_time(now),
@@ -203,27 +244,50 @@ def in_doubt(store: RunStore, run: str) -> dict[str, list[tuple[str, str]]]:
     """The approved calls of ``run`` whose Recorder died after sending them (``CALL_IN_DOUBT``):
     call digest -> [(ask ref, what is known)], for the approver of a new ask for the same call."""
     entries = store.entries(run)
-    digests = {e.id: e.body.get("callDigest") for e in entries if e.kind == "ask"}
+    asks = {e.id: read_as(AskBody, e) for e in entries if e.kind == "ask"}
+    digests = {ask: body.call_digest for ask, body in asks.items() if isinstance(body, AskBody)}
     found: dict[str, list[tuple[str, str]]] = {}
     for entry in entries:
-        ask = entry.body.get("ask")
-        if entry.kind == "refused" and entry.body.get("code") == "CALL_IN_DOUBT" and ask in digests:
-            found.setdefault(str(digests[ask]), []).append((f"{run}/{ask}", str(entry.body.get("why", ""))))
+        refused = read_as(InDoubt, entry) if entry.kind == "refused" else None
+        if isinstance(refused, InDoubt) and refused.code == "CALL_IN_DOUBT" and refused.ask in digests:
+            found.setdefault(digests[refused.ask], []).append((f"{run}/{refused.ask}", refused.why))
     return found
 
 
+class InDoubt(MentionBody):
+    """A ``refused`` entry, read for what it says of an approved call in doubt."""
+
+    why: str = ""
+
+
 def _state(run: str, ask: Entry, followers: list[Entry]) -> Ask:
-    decision = next((e for e in followers if e.kind == "decision" and e.body.get("counted")), None)
+    body = read_as(AskBody, ask)
+    if isinstance(body, Unreadable):
+        return Ask(run, ask, "unreadable", unreadable=body)
+    counted = [e for e in followers if e.kind == "decision" and read_as(Counted, e) == Counted(counted=True)]
+    decision = counted[0] if counted else None
     withdrawn = next((e for e in followers if e.kind == "withdrawn"), None)
     used = any(e.kind in ("call", "refused") for e in followers)
     if used:
         return Ask(run, ask, "used", decision)
     if decision is not None:
-        state: AskState = "approved" if decision.body["approval"]["decision"] == "approve" else "denied"
+        decided = read_as(DecisionBody, decision)
+        if isinstance(decided, Unreadable):  # it counted, but for what? Nothing goes on from it.
+            why = Unreadable(code=decided.code, detail=f"its decision {decision.id}: {decided.detail}")
+            return Ask(run, ask, "unreadable", decision, unreadable=why)
+        state: AskState = "approved" if decided.approval.decision == "approve" else "denied"
         return Ask(run, ask, state, decision)
     if withdrawn is not None:
         return Ask(run, ask, "withdrawn", withdrawn)
     return Ask(run, ask, "pending")
+
+
+class Counted(BodyModel):
+    """A ``decision`` read only for whether it counted (``true``, and nothing else, counts)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    counted: StrictBool | None = None
 
 
 def _late_reason(ask: Ask) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 CLASS_WORDS: Final = {
     "R0": "no effect",
@@ -14,11 +14,9 @@ CLASS_WORDS: Final = {
 """Each reversibility class in words (docs/policy.md)."""
 
 
-def class_words(decision: Any) -> str:
-    """``R2 (compensable at a known cost)`` from a recorded policy decision; "" when it has no class."""
-    verdict = decision.get("reversibility") if isinstance(decision, dict) else None
-    rclass = verdict.get("class") if isinstance(verdict, dict) else None
-    if not isinstance(rclass, str):
+def class_words(rclass: str | None) -> str:
+    """``R2 (compensable at a known cost)`` from a recorded reversibility class; "" when there is none."""
+    if not rclass:
         return ""
     words = CLASS_WORDS.get(rclass)
     return f"{rclass} ({words})" if words else rclass

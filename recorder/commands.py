@@ -35,14 +35,14 @@ from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.notice_mail import MAIL_DEFERRED
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable
+from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable, Unreadable
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.show import entry_lines
 from hatp_journal.recorder.store_check import store_check
 from hatp_journal.recorder.tick_lines import tick_lines
 from hatp_journal.recorder.undo.actions import load_directory
-from hatp_journal.recorder.undo.approval import pending_plans
+from hatp_journal.recorder.undo.approval import listed_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web.views import review
@@ -145,36 +145,30 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
         from hatp_journal.recorder.runs import stalled_approvals  # as in _tick: the run-key tables
 
         rows = []
-        for ask in asks.pending():
+        for ask in asks.listed():
+            if ask.state == "unreadable":
+                rows.append([ask.ref, "unreadable", "", "", "", "", "", shown_marker(ask.unreadable)])
+                continue
             row = ask_row(ask)
-            earlier = in_doubt(store, ask.run).get(str(ask.entry.body.get("callDigest")), [])
+            earlier = in_doubt(store, ask.run).get(ask.terms.call_digest, [])
             row[-1] += "".join(
                 f"; an earlier approval of this call ({ref}) is in doubt: {why}" for ref, why in earlier
             )
             rows.append(row)
         for ask, what in stalled_approvals(store, now):
-            body = ask.entry.body
             rows.append(
-                [ask.ref, f"{body.get('server')}.{body.get('tool')}", f"approved: {what}", "", "", "", "", ""]
+                [ask.ref, f"{ask.terms.server}.{ask.terms.tool}", f"approved: {what}", "", "", "", "", ""]
             )
-        for plan in pending_plans(store):
-            body = plan.entry.body
+        for plan in listed_plans(store):
+            if plan.state == "unreadable":
+                rows.append([plan.ref, "unreadable plan", "", "", "", "", "", shown_marker(plan.unreadable)])
+                continue
+            by_when = f"decide by {plan.decide_by}"
             summary = (
                 f"{len(plan.plan.steps)} to undo, {len(plan.plan.conflicts)} conflicts, "
                 f"{len(plan.plan.not_reversible)} cannot be undone"
             )
-            rows.append(
-                [
-                    plan.ref,
-                    f"undo {plan.plan.request}",
-                    "",
-                    summary,
-                    "",
-                    "",
-                    "",
-                    f"decide by {body['decideBy']}",
-                ]
-            )
+            rows.append([plan.ref, f"undo {plan.plan.request}", "", summary, "", "", "", by_when])
         for line in aligned(rows):  # one line per ask, every cell made safe
             print(line)
         return 0
@@ -194,6 +188,11 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     if head is not None:
         print(f"latest signed head: size {head.size}, {head.head}")
     return 0
+
+
+def shown_marker(marker: Unreadable | None) -> str:
+    """``BODY_UNREADABLE: decideBy``: what did not fit in an entry listed as unreadable."""
+    return marker.text() if marker is not None else "unreadable"
 
 
 def _now(at: str | None) -> datetime:

@@ -52,7 +52,7 @@ from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.previews import effect_preview
 from hatp_journal.recorder.record import RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
-from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, asked_in, read_own
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.relay import call_journal
@@ -668,7 +668,7 @@ class Recorder:
         that knows nothing of undo may be a poll: the same call again is a retry only then (or
         with an idempotency key), never a stale answer to a new question."""
         try:
-            return isinstance(self.store.entry(run, found.entry).body.get("ask"), str)
+            return asked_in(self.store.entry(run, found.entry)) is not None
         except (UnknownEntry, UnknownRun):
             return False
 
@@ -715,7 +715,10 @@ class Recorder:
     def _open_ask(self, run: str, server: str, tool: str, arguments: dict[str, Any]) -> Ask | None:
         """The latest not yet used ask for exactly this call in this run."""
         digest = call_digest(server, tool, arguments)
-        matching = [a for a in self.asks.all(run) if a.entry.body.get("callDigest") == digest]
+        # An unreadable ask is nobody's: the call asks again rather than follow what can't be read.
+        matching = [
+            a for a in self.asks.all(run) if a.state != "unreadable" and a.terms.call_digest == digest
+        ]
         latest = matching[-1] if matching else None
         return latest if latest is not None and latest.state != "used" else None
 

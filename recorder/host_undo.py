@@ -227,7 +227,7 @@ def digest_of(member: Mapping[str, Any]) -> str:
 
 async def host_check(step: Step, call: Call, key: SigningKey, now: datetime) -> dict[str, Any]:
     """The host's ``check``: the state read again and compared with what the call left."""
-    member = step.entry.body[HOST_MEMBER]
+    member = step.host_undo  # by_host: an undoable member (see undoable)
     found = await read(call, member["state"])
     return _answer(step, "check", member, member["after"], found, key, now)
 
@@ -248,7 +248,7 @@ async def host_compensate(
     A read that fails is :class:`HostReadFailed` (no answer: the step can be retried); an inverse
     the server refuses is ``UNDO_FAILED`` with the server's words, and nothing else changed.
     """
-    member = step.entry.body[HOST_MEMBER]
+    member = step.host_undo  # by_host: an undoable member (see undoable)
     expected = str(request.get("ifVersion") or member["after"])
     found = await read(call, member["state"])
     if _restored(member, found) and sha256_digest(found) != expected:

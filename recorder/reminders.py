@@ -30,7 +30,7 @@ from hatp_journal.recorder.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_
 from hatp_journal.recorder.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
-from hatp_journal.recorder.record.entry_bodies import reversed_entries
+from hatp_journal.recorder.record.entry_bodies import BodyModel, NoticeBody, read_as, reversed_entries
 from hatp_journal.recorder.record.written_bodies import NoticeRecord
 from hatp_journal.recorder.run_walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.steps import Step, steps_of
@@ -253,7 +253,7 @@ def record_seen(store: RunStore, run: str, person: str, now: datetime) -> Entry 
     """Note that ``person`` looked at ``run``'s review (once after each reminder, so it can't grow)."""
     entries = store.entries(run)
     last_reminder = max((e.seq for e in entries if e.kind == "reminder"), default=0)
-    if any(e.kind == "seen" and e.seq > last_reminder and e.body.get("by") == person for e in entries):
+    if any(e.kind == "seen" and e.seq > last_reminder and _seen_by(e) == person for e in entries):
         return None
     return store.append(run, "seen", {"by": person, "at": wire_time(now)})
 
@@ -266,8 +266,19 @@ def _open_windows(entries: list[Entry]) -> list[Step]:
 
 def _notice_step(entry: Entry) -> str | None:
     """The step a notice is about (None for a run's review, or a notice that names none readably)."""
-    step = entry.body.get("step")
-    return step if isinstance(step, str) else None
+    notice = read_as(NoticeBody, entry)
+    return notice.step if isinstance(notice, NoticeBody) else None
+
+
+class SeenBody(BodyModel):
+    """``seen``: who looked at a run's review, and when."""
+
+    by: str | None = None
+
+
+def _seen_by(entry: Entry) -> str | None:
+    seen = read_as(SeenBody, entry)
+    return seen.by if isinstance(seen, SeenBody) else None
 
 
 def _looked_since_reminder(entries: list[Entry], step: str) -> bool:

@@ -16,6 +16,7 @@ from hatp_journal.recorder.columns import aligned
 from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
+    AskBody,
     Body,
     CallBody,
     DecisionBody,
@@ -55,22 +56,16 @@ def entry_line(entry: Entry) -> str:
 
 
 def _described(entry: Entry) -> Line:
-    if entry.kind == "ask":
-        return _ask(entry)
     return describe(read_body(entry))
 
 
-def _ask(entry: Entry) -> Line:
+def _ask(body: AskBody) -> Line:
     """A call held for a person: the call, its class in words, and the arguments it would be made with."""
-    body = entry.body
-    what = f"{body.get('server')}.{body.get('tool')}"
-    status = " ".join(
-        w for w in ("asks", str(body.get("approver", "")), class_words(body.get("decision"))) if w
-    )
-    arguments = body.get("arguments")
-    said = (arguments_text(arguments), reaches(arguments), preview_words(body.get("preview")))
+    rclass = body.decision.rclass if body.decision is not None else None
+    status = " ".join(w for w in ("asks", body.approver, class_words(rclass)) if w)
+    said = (arguments_text(body.arguments), reaches(body.arguments), preview_words(body.preview))
     summary = "; ".join(t for t in said if t)
-    return what, status, summary, str(body.get("decideBy", ""))
+    return f"{body.server}.{body.tool}", status, summary, body.decide_by
 
 
 def describe(body: Body | Unreadable) -> Line:
@@ -79,6 +74,8 @@ def describe(body: Body | Unreadable) -> Line:
         return "unreadable", body.code, body.detail, ""
     if isinstance(body, CallBody):
         return _call(body)
+    if isinstance(body, AskBody):
+        return _ask(body)
     if isinstance(body, PlanBody):
         plan = body.plan
         counted = (plan.steps, plan.conflicts, plan.not_reversible)
@@ -115,8 +112,8 @@ def _call(body: CallBody) -> Line:
     if body.remedies:
         what += f" (remedies {body.remedies})"
     action = body.decision.action if body.decision is not None else ""
-    extra = (body.decision.model_extra or {}) if body.decision is not None else {}
-    rclass = _text(_member(extra.get("reversibility"), "class"))
+    verdict = body.decision.reversibility if body.decision is not None else None
+    rclass = verdict.rclass or "" if verdict is not None else ""
     action = f"{action} {rclass}".strip()  # the reversibility class next to the decision
     if body.intake is None or body.intake.status != "verified":
         # Not vouched for by its server: its words are shown as they came, where they are text.

@@ -14,12 +14,12 @@ NOT_MAILED = "not mailed (no address, or no [mail] configured)"
 
 def tick_lines(entries: Sequence[Entry]) -> list[list[str]]:
     """The columns of each line: run/entry, kind, the step, ``after …``, the mail."""
-    outcomes = {(e.run, str(e.body.get("notice"))): e for e in entries if e.kind in MAIL_OUTCOMES}
+    outcomes = {(e.run, _notice_of(e)): e for e in entries if e.kind in MAIL_OUTCOMES}
     notices = {(e.run, e.id) for e in entries if e.kind not in MAIL_OUTCOMES}
     lines: list[list[str]] = []
     for entry in entries:
         if entry.kind in MAIL_OUTCOMES:
-            if (entry.run, str(entry.body.get("notice"))) not in notices:
+            if (entry.run, _notice_of(entry)) not in notices:
                 lines.append(_retried(entry))
             continue
         lines.append(_notice(entry, outcomes.get((entry.run, entry.id))))
@@ -45,9 +45,14 @@ def _notice(entry: Entry, outcome: Entry | None) -> list[str]:
     return [f"{entry.run}/{entry.id}", entry.kind, about, after, to]
 
 
+def _notice_of(entry: Entry) -> str:
+    """The notice a mail outcome is about ("" when it can't be read)."""
+    body = read_as(MailBody, entry)
+    return body.notice if isinstance(body, MailBody) else ""
+
+
 def _retried(entry: Entry) -> list[str]:
-    notice = str(entry.body.get("notice"))
-    return [f"{entry.run}/{entry.id}", entry.kind, f"mail of {notice}", "", _outcome(entry)]
+    return [f"{entry.run}/{entry.id}", entry.kind, f"mail of {_notice_of(entry)}", "", _outcome(entry)]
 
 
 def _outcome(entry: Entry) -> str:

@@ -14,11 +14,12 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.alias_generators import to_camel
 
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.toolkit.text import shown
 from hatp_journal.toolkit.wire import EffectInfo, Money, Receipt, UndoAnswer, UndoKind, Via
 
 
@@ -60,14 +61,20 @@ class Unreadable(BaseModel):
     detail: str
 
     def text(self) -> str:
-        """``JOURNAL_UNREADABLE: undo.undoBy``: how the entry reads where its contents would."""
-        return f"{self.code}: {self.detail}"
+        """``JOURNAL_UNREADABLE: undo.undoBy``: how the entry reads where its contents would (every
+        control character escaped: a member's name may be anything)."""
+        return shown(f"{self.code}: {self.detail}")
+
+
+_PLACE_CHARS = 80
+"""How much of a member's path a marker shows (a hostile key may be of any length)."""
 
 
 def unreadable(code: ReadCode, error: ValidationError) -> Unreadable:
     """The marker for ``error``, naming the members that did not fit (never their values)."""
     places = [".".join(str(part) for part in e["loc"]) or "(the whole object)" for e in error.errors()[:5]]
-    return Unreadable(code=code, detail=", ".join(dict.fromkeys(places)))
+    cut = [place if len(place) <= _PLACE_CHARS else place[:_PLACE_CHARS] + "…" for place in places]
+    return Unreadable(code=code, detail=", ".join(dict.fromkeys(cut)))
 
 
 # -- the journal object a call kept, and a server's check answer --------------------------------
@@ -139,10 +146,17 @@ class CallOutcome(BodyModel):
     error: str | None = None
 
 
+class Verdict(BodyModel):
+    """The reversibility verdict a policy decision carries: its class (``R0``…``R4``)."""
+
+    rclass: str | None = Field(default=None, alias="class")
+
+
 class CallDecision(BodyModel):
-    """``call.decision``: what the policy (or an approver) decided."""
+    """``call.decision``: what the policy (or an approver) decided, and by which class."""
 
     action: str = ""
+    reversibility: Verdict | None = None
 
 
 class CallBody(BodyModel):
@@ -158,6 +172,54 @@ class CallBody(BodyModel):
     declared: str | None = None
     decision: CallDecision | None = None
     remedies: str | None = None
+    host_undo: Any = None
+    """What the host (the Recorder) keeps to undo the call itself (``host_undo.py``), as written."""
+
+
+class AskReason(BodyModel):
+    """Why the policy held a call: a code and its detail."""
+
+    code: str = ""
+    detail: str = ""
+
+
+class AskDecision(BodyModel):
+    """The policy's decision recorded with an ask: its class, its reasons and the caps' totals."""
+
+    action: str = ""
+    reversibility: Verdict | None = None
+
+    @property
+    def rclass(self) -> str | None:
+        """The reversibility class it was decided by, if recorded."""
+        return self.reversibility.rclass if self.reversibility is not None else None
+
+    reasons: list[AskReason] = Field(default_factory=list)
+    totals: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+class AskBody(BodyModel):
+    """An ``ask``: the call held for a person, what exactly an approval signs, who decides, until when."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    declared: str | None = None
+    decision: AskDecision | None = None
+    call_digest: str
+    approver: str
+    decide_by: WireTime
+    remedies: str | None = None
+    preview: Any = None  # the server's dry run of the call, read by previews.preview_words
+
+
+class AskedBody(BodyModel):
+    """Any entry read only for the ask it follows up (a decision, a withdrawal, the call it let
+    through): other members are not looked at."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ask: str | None = None
 
 
 class PlanSections(BodyModel):
@@ -195,7 +257,9 @@ class SignedOverride(BodyModel):
 
 class DecisionBody(BodyModel):
     approval: ApprovalPart
-    counted: bool = False
+    receipt: Any = None
+    """The person's signed receipt of ``approval``, kept whole."""
+    counted: StrictBool = False
     why: str = ""
     plan: str | None = None
     ask: str | None = None
@@ -266,6 +330,7 @@ class HaltedBody(BodyModel):
     plan: str
     code: str = ""
     reason: str = ""
+    before: str | None = None
 
 
 class MailBody(BodyModel):
@@ -333,6 +398,7 @@ class OtherBody(BodyModel):
 
 Body = (
     CallBody
+    | AskBody
     | PlanBody
     | DecisionBody
     | IntentBody
@@ -349,6 +415,7 @@ Body = (
 
 BODY_MODELS: dict[str, type[Body]] = {
     "call": CallBody,
+    "ask": AskBody,
     "plan": PlanBody,
     "decision": DecisionBody,
     "undo-intent": IntentBody,
@@ -403,6 +470,14 @@ def read_own(model: type[B], entry: Entry) -> B:
     if isinstance(body, Unreadable):
         raise OwnBodyUnreadable(entry, body)
     return body
+
+
+def asked_in(entry: Entry) -> str | None:
+    """The id of the ask ``entry`` follows up, if it names one (a string)."""
+    try:
+        return AskedBody.model_validate(entry.body).ask
+    except ValidationError:
+        return None
 
 
 def reversed_entries(entries: list[Entry]) -> set[str]:

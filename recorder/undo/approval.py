@@ -18,7 +18,15 @@ from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, R
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.not_counted import NotCounted, Refused
 from hatp_journal.recorder.record import Entry, Run, RunStore, UnknownEntry, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import DecisionBody, PlanBody, read_as, read_own
+from hatp_journal.recorder.record.entry_bodies import (
+    DecisionBody,
+    PlanBody,
+    ReadCode,
+    Unreadable,
+    WireTime,
+    read_as,
+    read_own,
+)
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.record.written_bodies import (
     OverrideChoice,
@@ -36,27 +44,45 @@ from hatp_journal.toolkit.signing import SigningKey
 
 _log = logging.getLogger(__name__)
 
-PlanState = Literal["pending", "approved", "denied"]
+PlanState = Literal["pending", "approved", "denied", "unreadable"]
+"""``unreadable``: the plan entry does not fit its model (an edited or hostile store): it is named
+where plans are listed, and never decided or run."""
+
+
+class RecordedPlan(PlanBody):
+    """A ``plan`` entry as the approval reads it: the whole plan by its own model, a wire-time deadline."""
+
+    plan: ReversalPlan  # type: ignore[assignment]  # the whole plan, where PlanBody counts sections
+    decide_by: WireTime
 
 
 @dataclass(frozen=True)
 class PlanAsk(RecordedAsk):
-    """A recorded plan and where its decision stands."""
+    """A recorded plan and where its decision stands; ``unreadable`` says what did not fit."""
 
     state: PlanState
+    unreadable: Unreadable | None = None
 
     @cached_property
-    def body(self) -> PlanBody:
+    def body(self) -> RecordedPlan:
         """The plan entry as recorded (its check answers, digest and deadline)."""
-        return read_own(PlanBody, self.entry)
+        return read_own(RecordedPlan, self.entry)
 
     @cached_property
     def plan(self) -> ReversalPlan:
-        return ReversalPlan.model_validate(self.entry.body["plan"])  # the whole plan, by its own model
+        return self.body.plan
+
+    def marker(self) -> Unreadable:
+        """What did not fit, for an unreadable plan."""
+        return self.unreadable or Unreadable(code=ReadCode.BODY_UNREADABLE, detail="(the plan)")
 
     @property
     def digest(self) -> str:
         return self.body.plan_digest
+
+    @property
+    def decide_by(self) -> str:
+        return self.body.decide_by
 
     @property
     def overrides(self) -> list[str]:
@@ -96,12 +122,18 @@ def find_plan(store: RunStore, ref: str) -> PlanAsk:
 def pending_plans(store: RunStore) -> list[PlanAsk]:
     """Plans across all runs still waiting for a decision (deadline not passed)."""
 
-    def pending_in(run: Run) -> list[PlanAsk]:
+    return [ask for ask in listed_plans(store) if ask.state == "pending"]
+
+
+def listed_plans(store: RunStore) -> list[PlanAsk]:
+    """The plans a person is shown across all runs: pending ones, and unreadable ones (named)."""
+
+    def listed_in(run: Run) -> list[PlanAsk]:
         entries = store.entries(run.id)
         asks = [_state(run.id, entry, entries) for entry in entries if entry.kind == "plan"]
-        return [ask for ask in asks if ask.state == "pending"]
+        return [ask for ask in asks if ask.state in ("pending", "unreadable")]
 
-    walk = each_run(store, pending_in, logger=_log, doing="listing pending plans")
+    walk = each_run(store, listed_in, logger=_log, doing="listing pending plans")
     return [ask for _, asks in walk for ask in asks]
 
 
@@ -248,6 +280,9 @@ def _override(
 
 
 def _state(run: str, entry: Entry, entries: Sequence[Entry]) -> PlanAsk:
+    recorded = read_as(RecordedPlan, entry)
+    if isinstance(recorded, Unreadable):
+        return PlanAsk(run, entry, "unreadable", unreadable=recorded)
     for later in entries:
         if later.kind != "decision":
             continue

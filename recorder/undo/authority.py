@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import ValidationError
+
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
-from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, HaltedBody, read_as, read_own
 from hatp_journal.recorder.record.written_bodies import HaltedRecord
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
@@ -48,8 +50,8 @@ def approver_refusal(ask: PlanAsk, directory: Directory, policy: Policy) -> Refu
     decision = ask.decision
     if decision is None:  # pragma: no cover - only approved plans run
         raise AssertionError(f"{ask.ref} has no counted decision")
-    approval = decision.body["approval"]
-    person = str(approval["by"])
+    decided = read_own(DecisionBody, decision)
+    person = decided.approval.by
     role = policy.undo_authority
     if role is None:
         return Refusal("undoAuthority", "the policy names no undoAuthority now: nobody may approve an undo")
@@ -58,13 +60,16 @@ def approver_refusal(ask: PlanAsk, directory: Directory, policy: Policy) -> Refu
         return Refusal("listed", f"{person} is no longer in the directory")
     if person not in directory.holders(role):
         return Refusal("role", f"{person} no longer holds {role}")
-    receipt = Receipt.model_validate(decision.body["receipt"])
     try:
+        receipt = Receipt.model_validate(decided.receipt)
         key = listed.verify_key()
+    except ValidationError:
+        return Refusal("key", f"the approval's receipt ({decision.id}) is not a receipt")
     except DirectoryError as error:
         return Refusal("key", str(error))
-    # The listed key must verify the approval itself, not merely carry the same key id.
-    if not verify(receipt, {"approval": approval}, {key.kid: key}):
+    # The listed key must verify the approval itself, as recorded, not merely carry the same key id.
+    signed = {"approval": decided.approval.model_dump(by_alias=True, exclude_unset=True)}
+    if not verify(receipt, signed, {key.kid: key}):
         why = f"the key that signed the approval ({receipt.kid}) is no longer {person}'s key in the directory"
         return Refusal("key", why)
     return None
@@ -72,7 +77,11 @@ def approver_refusal(ask: PlanAsk, directory: Directory, policy: Policy) -> Refu
 
 def halt_of(entries: Sequence[Entry], plan: str) -> Entry | None:
     """The ``undo-halted`` entry of ``plan`` (its id in the run), if its undo was halted."""
-    return next((e for e in entries if e.kind == HALTED and e.body.get("plan") == plan), None)
+    for entry in entries:
+        halt = read_as(HaltedBody, entry) if entry.kind == HALTED else None
+        if isinstance(halt, HaltedBody) and halt.plan == plan:
+            return entry
+    return None
 
 
 def halt_unless_authorized(
@@ -104,10 +113,12 @@ def halt_unless_authorized(
 
 def halted(ask: PlanAsk, halt: Entry) -> UndoError:
     """The error an undo halted by ``halt`` reports, now and on every later try."""
-    where = f" before {halt.body['before']}" if halt.body.get("before") else ""
+    body = read_as(HaltedBody, halt)
+    said = body if isinstance(body, HaltedBody) else HaltedBody(plan=ask.entry.id, reason=body.text())
+    where = f" before {said.before}" if said.before else ""
     return UndoError(
         UndoCode.APPROVER_NO_LONGER_AUTHORIZED,
-        f"{ask.ref} was halted{where} ({ask.run}/{halt.id}): {halt.body.get('reason')}. Nothing more is "
+        f"{ask.ref} was halted{where} ({ask.run}/{halt.id}): {said.reason}. Nothing more is "
         "compensated; what already ran stays in the Run Record. To undo the rest, plan again and have "
         "the new plan approved by someone who holds undo authority now",
     )

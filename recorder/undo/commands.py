@@ -24,7 +24,7 @@ from hatp_journal.recorder.downstream_errors import DownstreamCode
 from hatp_journal.recorder.not_counted import said_not_counted
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import ReversalBody, read_own
+from hatp_journal.recorder.record.entry_bodies import AskBody, CallBody, ReversalBody, read_own
 from hatp_journal.recorder.record.written_bodies import LinkRecord
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
@@ -256,8 +256,9 @@ async def _decide_remedy(
     print(shown(outcome.message))
     if decision == "approve":
         entry = await perform_remedy(store, asks.find(args.ask), servers)
-        status = entry.body["outcome"]["status"]
-        print(f"remedy {entry.run}/{entry.id} for {entry.body['remedies']}: {status}")
+        call = read_own(CallBody, entry)
+        status = call.outcome.status if call.outcome is not None else "failed"
+        print(shown(f"remedy {entry.run}/{entry.id} for {call.remedies}: {status}"))
         return 0 if status == "ok" else 1
     return 0
 
@@ -322,7 +323,6 @@ def _remedy(args: argparse.Namespace, store: RunStore, policy: Policy, directory
         now=utc_now(),
     )
     run = args.entry.rpartition("/")[0]
-    print(
-        f"remedy ask {run}/{entry.id} waits for {entry.body['approver']} (decide by {entry.body['decideBy']})"
-    )
+    asked = read_own(AskBody, entry)
+    print(shown(f"remedy ask {run}/{entry.id} waits for {asked.approver} (decide by {asked.decide_by})"))
     return 0

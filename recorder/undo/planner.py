@@ -15,8 +15,14 @@ from typing import Any, Literal
 
 import anyio
 
-from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import Unreadable, read_check_answer, reversed_entries
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import (
+    CallBody,
+    Unreadable,
+    read_as,
+    read_check_answer,
+    reversed_entries,
+)
 from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.links import dependents
@@ -403,11 +409,12 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
         if other.id == run_id:
             continue
         for entry in store.entries(other.id):
-            if entry.kind != "call":
+            call = read_as(CallBody, entry) if entry.kind == "call" else None
+            if not isinstance(call, CallBody):  # an unreadable call names nothing it read
                 continue
             touched = [
                 (order[resource], resource, through)
-                for resource, through in _reads(entry, by_name)
+                for resource, through in _reads(call, by_name)
                 if entry.time >= since[resource]
             ]
             if touched:
@@ -417,8 +424,8 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
                         run=other.id,
                         entry=entry.id,
                         agent=other.agent,
-                        server=str(entry.body.get("server", "")),
-                        tool=str(entry.body.get("tool", "")),
+                        server=call.server,
+                        tool=call.tool,
                         time=entry.time,
                         resource=resource,
                         through=through,
@@ -427,11 +434,11 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
     return found
 
 
-def _reads(entry: Entry, by_name: Mapping[str, set[str]]) -> list[tuple[str, ReadThrough]]:
+def _reads(call: CallBody, by_name: Mapping[str, set[str]]) -> list[tuple[str, ReadThrough]]:
     """The changed resources ``entry`` touched and how: declared ``uses`` (or its own resource),
     else an argument naming one (its URI or its last segment)."""
     found: dict[str, ReadThrough] = {}
-    journal = entry.body.get("journal")
+    journal = call.journal
     effect = journal.get("effect") if isinstance(journal, dict) else None
     if isinstance(effect, dict):
         declared = effect.get("uses")  # the server's, verified or not: read only where it is a list
@@ -440,7 +447,7 @@ def _reads(entry: Entry, by_name: Mapping[str, set[str]]) -> list[tuple[str, Rea
         for resource in [*uses, effect.get("resource")]:
             if isinstance(resource, str) and resource in by_name.get(resource, ()):
                 found[resource] = "uses"
-    stack: list[Any] = [entry.body.get("arguments")]
+    stack: list[Any] = [call.arguments]
     while stack:
         item = stack.pop()
         if isinstance(item, str):

@@ -15,6 +15,7 @@ from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.tokens import Kept, misplaced, redact, refused_journal
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -69,7 +70,7 @@ def ask_remedy(
 
 def is_remedy(ask: Ask) -> bool:
     """Whether an ask is for a remedy (rather than an agent's call)."""
-    return isinstance(ask.entry.body.get("remedies"), str)
+    return ask.state != "unreadable" and ask.terms.remedies is not None
 
 
 async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Entry:
@@ -81,7 +82,7 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
         key: asked[key]
         for key in ("agent", "principal", "server", "tool", "arguments", "argumentsDigest", "remedies")
     }
-    body["decision"] = {"action": "approved", "by": ask.decision.body["approval"]["by"]}
+    body["decision"] = {"action": "approved", "by": read_own(DecisionBody, ask.decision).approval.by}
     try:
         downstream, result = await servers.call(body["server"], body["tool"], body["arguments"])
     except DownstreamError as error:

@@ -6,14 +6,13 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
 from hatp_journal.recorder.host_undo import (
-    HOST_MEMBER,
     NOTHING_CHANGED,
     changed_nothing,
     host_journal,
@@ -74,16 +73,27 @@ class Step:
         return self.entry.id
 
     @_once
+    def call(self) -> CallBody:
+        """The call as recorded (an unreadable one reads as a call to nothing)."""
+        body = read_as(CallBody, self.entry)
+        return body if isinstance(body, CallBody) else CallBody()
+
+    @_once
     def server(self) -> str:
-        return str(self.entry.body.get("server", ""))
+        return self.call.server
 
     @_once
     def tool(self) -> str:
-        return str(self.entry.body.get("tool", ""))
+        return self.call.tool
+
+    @_once
+    def host_undo(self) -> Any:
+        """What the host keeps to undo the call itself (``host_undo.py``), as recorded."""
+        return self.call.host_undo
 
     @_once
     def arguments(self) -> dict[str, Any]:
-        arguments = self.entry.body.get("arguments")
+        arguments = self.call.arguments
         return arguments if isinstance(arguments, dict) else {}
 
     @_once
@@ -143,7 +153,7 @@ class Step:
     @_once
     def by_host(self) -> bool:
         """Whether the Recorder itself undoes the call (host-declared compensation, host_undo.py)."""
-        return self.kind == "compensate" and undoable(self.entry.body.get(HOST_MEMBER))
+        return self.kind == "compensate" and undoable(self.host_undo)
 
     @_once
     def undo_by(self) -> str | None:
@@ -227,6 +237,15 @@ def _classify(number: int, entry: Entry) -> Step:
     body = read_as(CallBody, entry)
     if isinstance(body, Unreadable):
         return Step(number, entry, "unresolved", body.text(), code=body.code)
+    step = _classified(number, entry, body)
+    # What the properties would read again, kept as read: the members themselves, not the model
+    # (a run of 10k steps keeping 10k models makes every garbage collection walk them).
+    step.__dict__.update(server=body.server, tool=body.tool, host_undo=body.host_undo)
+    step.__dict__["arguments"] = body.arguments if isinstance(body.arguments, dict) else {}
+    return step
+
+
+def _classified(number: int, entry: Entry, body: CallBody) -> Step:
     journal = _object(body.journal)
     status = body.intake.status if body.intake is not None else None
     outcome = body.outcome.status if body.outcome is not None else None
@@ -234,7 +253,7 @@ def _classify(number: int, entry: Entry) -> Step:
         # A call that hung or crashed its server may or may not have had an effect.
         why = (body.outcome.error if body.outcome else None) or "the call failed"
         return Step(number, entry, "unresolved", f"the call failed, its effect is unknown: {why}")
-    host = entry.body.get(HOST_MEMBER)
+    host = body.host_undo
     if isinstance(host, dict) and outcome == "ok":  # the host, not the server, undoes it (or says why not)
         if undoable(host):
             if changed_nothing(host):
@@ -243,7 +262,7 @@ def _classify(number: int, entry: Entry) -> Step:
         return Step(number, entry, "unknown", str(host.get("failed", "the host can't undo it")))
     if (
         outcome == "ok"
-        and host_class(entry.body) == "R0"
+        and host_class(body) == "R0"
         and (body.intake is None or body.intake.kind != "compensate")
     ):
         # The host classed it a read (registry, trusted declaration or hint): nothing to undo, and
@@ -280,10 +299,10 @@ def _classify(number: int, entry: Entry) -> Step:
     return Step(number, entry, "unknown", "the server does not say how to undo it", verified)
 
 
-def host_class(body: Mapping[str, Any]) -> str | None:
+def host_class(body: CallBody) -> str | None:
     """The reversibility class the host gave the call when it decided on it (``decision.reversibility``)."""
-    decision = _object(body.get("decision"))
-    return _object(decision.get("reversibility")).get("class")
+    verdict = body.decision.reversibility if body.decision is not None else None
+    return verdict.rclass if verdict is not None else None
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import CallBody, OwnBodyUnreadable, read_own
 from hatp_journal.recorder.reminders import record_seen, tick
 from hatp_journal.recorder.run_walk import each_run
 from hatp_journal.recorder.runs import stalled_approvals
@@ -45,7 +46,7 @@ from hatp_journal.recorder.undo.approval import (
     decide_plan,
     find_plan,
     last_refusal,
-    pending_plans,
+    listed_plans,
     refusal,
 )
 from hatp_journal.recorder.undo.authority import halt_of, halted
@@ -72,6 +73,7 @@ from hatp_journal.recorder.web.views import (
     time_left,
     timeline,
     undo_steps,
+    unreadable_line,
 )
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
@@ -198,6 +200,8 @@ class WebApprover:
                 # NOTHING_TO_UNDO: no plan was filed, nobody is asked; each step kept is listed with why.
                 kept = error.details if error.code is UndoCode.NOTHING_TO_UNDO else None
                 return self._message(request, str(error.code), error.message, status=409, kept=kept)
+            except OwnBodyUnreadable as unreadable:  # an edited or hostile store: named, never guessed at
+                return self._message(request, str(unreadable.code), str(unreadable), status=409)
             except (KeyError, UnknownRun):
                 return self._message(request, WebCode.NOT_FOUND, "there is no such page", status=404)
 
@@ -294,16 +298,25 @@ class WebApprover:
         directory = self._directory()
         self._withdraw_overdue(directory)
         now = self.clock()
-        asks = []
-        for ask in Asks(self.store).pending():  # each with what became of earlier approvals of its call
-            earlier = in_doubt(self.store, ask.run).get(str(ask.entry.body.get("callDigest")), [])
-            asks.append(ask_view(ask, directory, now, earlier))
+        asks = Asks(self.store).listed()
+        plans = listed_plans(self.store)
+        views = []
+        for ask in (a for a in asks if a.state != "unreadable"):  # with what became of earlier approvals
+            earlier = in_doubt(self.store, ask.run).get(ask.terms.call_digest, [])
+            views.append(ask_view(ask, directory, now, earlier))
         doubts = [
-            DoubtLine(ask.ref, f"{ask.entry.body.get('server')}.{ask.entry.body.get('tool')}", what)
+            DoubtLine(ask.ref, f"{ask.terms.server}.{ask.terms.tool}", what)
             for ask, what in stalled_approvals(self.store, now)
         ]
-        plans = [plan_line(plan, now) for plan in pending_plans(self.store)]
-        return self._render(request, "asks.html", asks=asks, plans=plans, doubts=doubts)
+        return self._render(
+            request,
+            "asks.html",
+            asks=views,
+            plans=[plan_line(plan, now) for plan in plans if plan.state != "unreadable"],
+            doubts=doubts,
+            unreadable_asks=[unreadable_line(ask) for ask in asks if ask.state == "unreadable"],
+            unreadable_plans=[unreadable_line(plan) for plan in plans if plan.state == "unreadable"],
+        )
 
     async def _ask(self, request: Request) -> Response:
         session = self._session(request)
@@ -312,6 +325,8 @@ class WebApprover:
         ask = Asks(self.store).find(ref)
         self._withdraw_overdue(directory)
         ask = Asks(self.store).find(ref)
+        if ask.state == "unreadable":
+            raise OwnBodyUnreadable(ask.entry, ask.marker())
         view = ask_view(ask, directory, self.clock())
         may = directory.person(session.person) is not None and session.person in directory.holders(
             view.approver
@@ -324,7 +339,7 @@ class WebApprover:
             may_decide=may,
             csrf=session.csrf,
             form=session.new_form(),
-            digest=ask.entry.body["callDigest"],
+            digest=ask.terms.call_digest,
         )
 
     async def _decide_ask(self, request: Request) -> Response:
@@ -332,7 +347,9 @@ class WebApprover:
         ref = _ref(request)
         asks = Asks(self.store)
         ask = asks.find(ref)
-        if _one(fields, "digest") != ask.entry.body["callDigest"]:
+        if ask.state == "unreadable":
+            raise OwnBodyUnreadable(ask.entry, ask.marker())
+        if _one(fields, "digest") != ask.terms.call_digest:
             raise WebRefusal(WebCode.FORM_STALE, "this form names another call: reload the page")
         decision = _decision(fields)
         key = self._key(session.person)
@@ -358,7 +375,8 @@ class WebApprover:
             async with AsyncExitStack() as stack:
                 servers = UndoServers(self.config, self.store, stack)
                 entry = await perform_remedy(self.store, asks.find(ref), servers)
-            told += f" The remedy ran: {entry.body['outcome']['status']}."
+            ran = read_own(CallBody, entry).outcome
+            told += f" The remedy ran: {ran.status if ran is not None else 'failed'}."
         elif decision == "approve":
             told += " The agent's call goes through when it asks again."
         return self._render(request, "decided.html", message=told, ref=ref)

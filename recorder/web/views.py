@@ -15,6 +15,7 @@ from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.previews import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
+    AskDecision,
     CallBody,
     OutcomeAsSent,
     ReversalBody,
@@ -92,31 +93,44 @@ class DoubtLine:
 def ask_view(
     ask: Ask, directory: Directory, now: datetime, in_doubt: Sequence[tuple[str, str]] = ()
 ) -> AskView:
-    """``in_doubt``: earlier approvals of the same call that a dead Recorder left in doubt."""
-    body = ask.entry.body
-    decision = body.get("decision") or {}
-    approver = str(body.get("approver", ""))
+    """A readable ask as the pages show it (an unreadable one is named by :func:`unreadable_line`);
+    ``in_doubt``: earlier approvals of the same call that a dead Recorder left in doubt."""
+    terms = ask.terms
+    decision = terms.decision or AskDecision()
     return AskView(
         ref=ask.ref,
-        call=f"{body.get('server')}.{body.get('tool')}",
-        arguments=json.dumps(body.get("arguments"), indent=2, ensure_ascii=False),
-        declared=str(body.get("declared", "unknown")),
-        rclass=class_words(decision),
-        reaches=list(dict.fromkeys(addresses(body.get("arguments")))),
-        reasons=[f"{r.get('code')}: {r.get('detail')}" for r in decision.get("reasons") or []],
-        totals=[_total(cap, values) for cap, values in (decision.get("totals") or {}).items()],
-        approver=approver,
-        holders=[_name(directory, p) for p in directory.holders(approver)],
+        call=f"{terms.server}.{terms.tool}",
+        arguments=json.dumps(terms.arguments, indent=2, ensure_ascii=False),
+        declared=terms.declared or "unknown",
+        rclass=class_words(decision.rclass),
+        reaches=list(dict.fromkeys(addresses(terms.arguments))),
+        reasons=[f"{r.code}: {r.detail}" for r in decision.reasons],
+        totals=[_total(cap, values) for cap, values in decision.totals.items()],
+        approver=terms.approver,
+        holders=[_name(directory, p) for p in directory.holders(terms.approver)],
         decide_by=ask.decide_by,
         left=time_left(ask.decide_by, now),
         in_doubt=tuple(in_doubt),
-        preview=preview_words(body.get("preview")),
+        preview=preview_words(terms.preview),
     )
 
 
 def _total(cap: str, values: dict[str, Any]) -> str:
     shown = ", ".join(f"{k} {v}" for k, v in values.items())
     return f"{cap}: {shown}"
+
+
+@dataclass(frozen=True)
+class UnreadableLine:
+    """An ask or plan the pages cannot show: which, and what did not fit (never its contents)."""
+
+    ref: str
+    what: str
+
+
+def unreadable_line(ask: Ask | PlanAsk) -> UnreadableLine:
+    marker = ask.unreadable
+    return UnreadableLine(ask.ref, marker.text() if marker is not None else "unreadable")
 
 
 @dataclass(frozen=True)
@@ -266,10 +280,10 @@ def _last_reversal_status(entries: list[Entry]) -> dict[str, str]:
 
 def _class_of(entry: Entry) -> str:
     """The reversibility class recorded with a call's decision, or "" (older records, refusals)."""
-    decision = entry.body.get("decision")
-    verdict = decision.get("reversibility") if isinstance(decision, dict) else None
-    rclass = verdict.get("class") if isinstance(verdict, dict) else None
-    return rclass if isinstance(rclass, str) else ""
+    call = read_as(CallBody, entry)
+    decision = call.decision if isinstance(call, CallBody) else None
+    verdict = decision.reversibility if decision is not None else None
+    return verdict.rclass or "" if verdict is not None else ""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import pytest
 import uvicorn
 from fastmcp import Client
 from fastmcp.client.logging import LogMessage
+from support.waiting import poll
 from test_stdio_front import World, crm_and_chatty
 
 from hatp_journal.recorder import front_http
@@ -39,8 +40,7 @@ async def served_over_http(world: World) -> AsyncIterator[str]:
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(lambda: web.serve(sockets=[listener]))
-        while not web.started:  # the server's own word that it listens
-            await anyio.sleep(0.01)
+        await poll(lambda: web.started, "the HTTP server to listen")  # the server's own word
         try:
             yield f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
         finally:

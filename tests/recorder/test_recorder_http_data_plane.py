@@ -29,6 +29,7 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
+from support.waiting import poll
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
@@ -75,10 +76,8 @@ class Served:
         """The id of the ask held for ``plain_shout(text)``, once there is one."""
         run = self.recorder.run_id
         assert run is not None
-        while not (
-            found := [a for a in self.recorder.asks.all(run) if a.entry.body["arguments"] == {"text": text}]
-        ):
-            await anyio.sleep(0.01)
+        held = lambda: [a for a in self.recorder.asks.all(run) if a.terms.arguments == {"text": text}]  # noqa: E731
+        found = await poll(held, f"an ask for plain_shout({text!r})")
         return found[0].entry.id
 
     def approve(self, ask: str) -> None:
@@ -135,8 +134,7 @@ async def recorder_over_http(tmp_path: Path, **app_options: Any) -> AsyncIterato
         )
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(lambda: web.serve(sockets=[listener]))
-            while not web.started:  # the server's own word that it listens
-                await anyio.sleep(0.01)
+            await poll(lambda: web.started, "the HTTP server to listen")  # the server's own word
             try:
                 yield served
             finally:

@@ -27,6 +27,8 @@ from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit import SigningKey
 
 PLAIN = Path(__file__).parent / "plain_server.py"
+MAX_NOTIFICATIONS = 1_000
+"""How many notifications ``answer`` skips before it says no answer came (a call sends a few)."""
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "raw-agent", "version": "1"},
@@ -52,12 +54,13 @@ class RawAgent:
 
     def answer(self) -> dict[str, Any]:
         """The next answer the Recorder writes (notifications skipped)."""
-        while True:
+        for _ in range(MAX_NOTIFICATIONS + 1):  # each line read is progress; a call sends few notifications
             line = self.stdout.readline()
             assert line, "the Recorder closed its output"
             message: dict[str, Any] = json.loads(line)
             if "id" in message:
                 return message
+        raise AssertionError(f"no answer after {MAX_NOTIFICATIONS} notifications")
 
     def call(self, tool: str, arguments: str) -> dict[str, Any]:
         """Send one call and return its result."""

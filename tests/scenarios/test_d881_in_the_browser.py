@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # The README's screenshot, rewritten only when asked (`make screenshots`): test runs leave the tree clean.
 README_SCREENSHOT = Path(__file__).parents[2] / "docs" / "img" / "reversal-plan.png"
 WAIT_SECONDS = 120
+MAX_LINES = 10_000
+"""How many printed lines ``until`` reads looking for one before it says none matched."""
 
 
 def free_port() -> int:
@@ -48,11 +50,12 @@ class Lines:
         pass
 
     def until(self, pattern: str) -> str:
-        while True:
+        for _ in range(MAX_LINES):  # each line is progress; a story never prints this many
             line = self.lines.get(timeout=WAIT_SECONDS)
             found = re.search(pattern, line)
             if found:
                 return found.group(1)
+        raise AssertionError(f"no line matched {pattern!r} in {MAX_LINES} lines")
 
 
 def test_the_story_waits_for_lees_approval_on_the_page_and_then_undoes_the_run(

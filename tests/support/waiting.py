@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import anyio
+
 T = TypeVar("T")
 
 SAFETY_CAP_SECONDS = 300.0
@@ -40,3 +42,32 @@ def wait_until(
         if time.monotonic() - started > SAFETY_CAP_SECONDS:
             raise AssertionError(f"still waiting for {what} after {SAFETY_CAP_SECONDS:g} s")
         time.sleep(every)
+
+
+POLL_CAP = 30_000
+"""How many times :func:`poll` looks before it gives up (a few minutes at 10 ms apart): only a hung
+test ever reaches it."""
+
+
+async def poll(
+    condition: Callable[[], T | None],
+    what: str,
+    *,
+    alive: Callable[[], bool] | None = None,
+    every: float = 0.01,
+    cap: int = POLL_CAP,
+) -> T:
+    """:func:`wait_until` for async code: look at ``condition`` until it holds, at most ``cap`` times;
+    stop with an AssertionError naming ``what`` once ``alive`` says the thing that would bring it
+    about has ended, or at the cap. The event loop runs between looks."""
+    for _ in range(cap):
+        found = condition()
+        if found:
+            return found
+        if alive is not None and not alive():
+            found = condition()  # it may have happened just before the end
+            if found:
+                return found
+            raise AssertionError(f"it ended before {what}")
+        await anyio.sleep(every)
+    raise AssertionError(f"still waiting for {what} after looking {cap} times")

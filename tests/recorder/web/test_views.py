@@ -36,6 +36,7 @@ def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_de
             "receipt_to": "ap@globex.com",
         },
         "declared": "compensate",
+        "callDigest": "sha256:00",  # as every ask is recorded (asks.py): what an approval signs
         "approver": LEAD,
         "decideBy": "2026-11-07T22:00:00Z",
         "decision": {
