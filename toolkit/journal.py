@@ -38,6 +38,7 @@ from hatp_journal.toolkit.spec import (
 from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_engine, hash_token
 from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
 from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.undo_writes import also_info, checked_also, rows_for
 from hatp_journal.toolkit.wire import (
     CompensateRequest,
     Declaration,
@@ -233,6 +234,8 @@ class Journal:
                 if record is not None:
                     record.arguments_digest = sha256_digest(raw)
                     session.add(record)
+                    assert isinstance(returned, Effect)  # a record is made only for an Effect
+                    session.add_all(rows_for(record.token_hash, returned.also))
                     if recorder is not None:
                         binding = UndoBinding(
                             token_hash=record.token_hash, kid=recorder.kid, public_key=b64url(recorder.raw())
@@ -274,7 +277,7 @@ class Journal:
                 tx.run_after_rollback()  # a dry run: nothing it prepared may go out
         if not isinstance(effect, Effect):
             raise ToolFailed(f"preview of {tool} returned {type(effect).__name__}, not Effect")
-        return _effect_info(effect)
+        return _effect_info(tool, effect)
 
     def check(self, token: str) -> UndoAnswer:
         """Whether undo would work now; changes nothing (protocol.md §4)."""
@@ -292,7 +295,7 @@ class Journal:
         self, spec: OperationSpec, returned: Any, now: datetime
     ) -> tuple[JournalObject, UndoRecord | None]:
         effect = returned if isinstance(returned, Effect) else None
-        info = _effect_info(effect) if effect is not None else None
+        info = _effect_info(spec.name, effect) if effect is not None else None
         if spec.read and spec.kind is None:
             return JournalObject(server=self.server, read=True, undo=None, effect=info), None
         if spec.kind == "none":
@@ -311,10 +314,13 @@ class Journal:
                 f"{spec.name} is @undoable but returned {type(returned).__name__}; "
                 "return an Effect describing the change"
             )
-        if effect.version is None or effect.undo is None:
+        unversioned = [write.resource for write in effect.also if write.version is None]
+        if effect.version is None or effect.undo is None or unversioned:
             # Without a version (or a payload) nothing can be undone safely (protocol.md §3).
             undo = UndoInfo(kind="unknown", via=spec.via)
             reason = "the server reported no version for this effect"
+            if effect.version is not None and effect.undo is not None:
+                reason = f"the server reported no version for {', '.join(unversioned)}"
             journal = JournalObject(server=self.server, undo=undo, effect=info, reason=reason)
             return journal, None
         assert spec.window is not None
@@ -358,7 +364,8 @@ def _call(function: Callable[..., Any], tx_param: str | None, tx: Tx, *args: Any
     return function(*args, **kwargs)
 
 
-def _effect_info(effect: Effect) -> EffectInfo:
+def _effect_info(tool: str, effect: Effect) -> EffectInfo:
+    also = also_info(checked_also(tool, effect))
     return EffectInfo(
         summary=effect.summary,
         resource=effect.resource,
@@ -368,6 +375,7 @@ def _effect_info(effect: Effect) -> EffectInfo:
         amount=effect.amount,
         fields=None if effect.fields is None else dict(effect.fields),
         changes=effect.field_changes(),
+        also=also,
     )
 
 

@@ -30,7 +30,8 @@ from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
 from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
 from hatp_journal.toolkit.signing import VerifyKey, answer_payload, b64url_decode, compensate_payload, verify
 from hatp_journal.toolkit.store import UndoAttempt, UndoBinding, UndoRecord, hash_token
-from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
+from hatp_journal.toolkit.undo_writes import Kept, conflict_words, found, not_restored, others_of
+from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, ResourceFound, UndoAnswer, UndoStatus
 
 if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Journal
@@ -60,12 +61,19 @@ class UndoEngine:
             if _expired(record, now):
                 return self._sign(_expired_answer(self._answer(record, "check", "expired", now)))
             tx = Tx(session=session, now=now, server=self.journal.server, tool=record.tool)
+            others = others_of(session, record.token_hash)
             try:
                 state = self._state(record, tx)
+                other_states = [self._state(record, tx, kept.resource) for kept in others]
             except JournalError as error:
                 session.rollback()
                 return self._sign(_unreadable(self._answer(record, "check", "failed", now), error))
-            if not _matches(record, record.version, state):
+            if others:
+                expected = [kept.version for kept in others]
+                answer = _several(
+                    self._answer(record, "check", "ok", now), record, state, others, expected, other_states
+                )
+            elif not _matches(record, record.version, state):
                 answer = _conflict(self._answer(record, "check", "conflict", now), record, state)
             else:
                 answer = self._answer(record, "check", "ok", now, version_found=state.version)
@@ -144,12 +152,19 @@ class UndoEngine:
             tool=record.tool,
             override=request.override,
         )
+        others = others_of(session, record.token_hash)
+        expected = [(request.if_versions or {}).get(kept.resource, kept.version) for kept in others]
         try:
             state = self._state(record, tx)
+            other_states = [self._state(record, tx, kept.resource) for kept in others]
         except JournalError as error:
             return self._sign(_unreadable(base, error)), None
         base = base.model_copy(update={"version_found": state.version})
-        if not _matches(record, request.if_version, state) and not _overridden(request, state):
+        if others:
+            checked = _several(base, record, state, others, expected, other_states, request)
+            if checked.status == "conflict":
+                return self._sign(checked), None
+        elif not _matches(record, request.if_version, state) and not _overridden(request, state):
             return self._sign(_conflict(base.model_copy(update={"status": "conflict"}), record, state)), None
         compensation = self.journal.compensations[record.tool]
         payload: Any = json.loads(record.payload_json)
@@ -164,7 +179,7 @@ class UndoEngine:
                     f"compensation for {record.tool} returned {type(undone).__name__}, not Undone"
                 )
             session.flush()
-            problem = None if request.override else self._verify(record, tx)
+            problem, left = self._verify(record, others, tx, checked=not request.override)
         except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
             savepoint.rollback()
             tx.run_after_rollback()
@@ -195,9 +210,30 @@ class UndoEngine:
             )
             return self._sign(unverified), None
         savepoint.commit()
+        resources = None
+        if others:
+            resources = [
+                ResourceFound(
+                    resource=kept.resource,
+                    status="ok",
+                    version_expected=version,
+                    version_found=before.version,
+                    version_left=undone.version if place == 0 else after.version if after else None,
+                )
+                for place, (kept, version, before, after) in enumerate(
+                    zip(
+                        [_kept(record), *others],
+                        [request.if_version, *expected],
+                        [state, *other_states],
+                        left,
+                        strict=True,
+                    )
+                )
+            ]
         done = base.model_copy(
             update={
                 "status": "done",
+                "resources": resources,
                 "version_left": undone.version,
                 "side_effects": list(undone.side_effects),
                 "evidence": list(undone.evidence),
@@ -208,19 +244,41 @@ class UndoEngine:
 
     # -- helpers --------------------------------------------------------------------
 
-    def _verify(self, record: UndoRecord, tx: Tx) -> str | None:
-        """Why the resource does not read back as before the call; None if it does."""
-        try:
-            after = self._state(record, tx)
-        except JournalError as error:
-            # The undo ran but nobody can see its result: not reversed (protocol.md §6).
-            return f"the undo ran but {record.resource} could not be read back: {error.message}"
-        return _unverified(record, after)
+    def _verify(
+        self, record: UndoRecord, others: list[Kept], tx: Tx, *, checked: bool
+    ) -> tuple[str | None, list[ResourceState | None]]:
+        """Why a resource of the call does not read back as before it (None if each does), and how
+        each of them reads now (None where unread). Unchecked (an override), only the other
+        resources are read, for the versions the undo left them at."""
+        left: list[ResourceState | None] = [None]
+        if checked:
+            try:
+                after = self._state(record, tx)
+            except JournalError as error:
+                # The undo ran but nobody can see its result: not reversed (protocol.md §6).
+                return f"the undo ran but {record.resource} could not be read back: {error.message}", left
+            problem = _unverified(record, after)
+            if problem is not None:
+                return problem if not others else f"{record.resource}: {problem}", left
+        for kept in others:
+            try:
+                after = self._state(record, tx, kept.resource)
+            except JournalError as error:
+                if checked:
+                    return f"the undo ran but {kept.resource} could not be read back: {error.message}", left
+                left.append(None)
+                continue
+            problem = not_restored(kept, after) if checked else None
+            if problem is not None:
+                return problem, left
+            left.append(after)
+        return None, left
 
-    def _state(self, record: UndoRecord, tx: Tx) -> ResourceState:
+    def _state(self, record: UndoRecord, tx: Tx, resource: str | None = None) -> ResourceState:
+        """The state reader's answer for ``resource`` (the record's own one unless named)."""
         compensation = self.journal.compensations[record.tool]
         try:
-            state = compensation.state(record.resource, tx)
+            state = compensation.state(resource or record.resource, tx)
         except JournalError:
             raise
         except Exception as error:  # author code: a reader that crashes is UNDO_FAILED
@@ -326,6 +384,50 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
     )
 
 
+def _kept(record: UndoRecord) -> Kept:
+    """The record's own resource, as the others are kept."""
+    fields: Mapping[str, Any] = json.loads(record.fields_json) if record.fields_json else {}
+    return Kept(
+        resource=record.resource,
+        version=record.version,
+        before=record.before,
+        etag=record.etag,
+        before_etag=record.before_etag,
+        fields=fields,
+    )
+
+
+def _several(
+    answer: UndoAnswer,
+    record: UndoRecord,
+    state: ResourceState,
+    others: list[Kept],
+    expected: list[str],
+    other_states: list[ResourceState],
+    request: CompensateRequest | None = None,
+) -> UndoAnswer:
+    """The answer for a call that wrote several resources: each one found, a conflict on any of them
+    named in the message. An override covers the call's own resource as for one (``versionFound``);
+    another resource, only at the version the request expects of it (``ifVersions``)."""
+    own = found(_kept(record), request.if_version if request else record.version, state)
+    if own.status == "conflict" and request is not None and _overridden(request, state):
+        own = own.model_copy(update={"status": "ok"})
+    each = [own, *(found(k, v, s) for k, v, s in zip(others, expected, other_states, strict=True))]
+    answer = answer.model_copy(update={"version_found": state.version, "resources": each})
+    conflicts = [one for one in each if one.status == "conflict"]
+    if not conflicts:
+        return answer
+    return answer.model_copy(
+        update={
+            "status": "conflict",
+            "code": ErrorCode.UNDO_CONFLICT,
+            "message": conflict_words(conflicts),
+            "changed_by": conflicts[0].changed_by,
+            "changes": conflicts[0].changes,
+        }
+    )
+
+
 def _unverified(record: UndoRecord, after: ResourceState) -> str | None:
     """Why the state after the undo is not the state before the call, or None if it is."""
     if record.before is None:
@@ -348,7 +450,9 @@ def _refusal(
             )
         return None
     override = request.override.wire() if request.override else None
-    payload = compensate_payload(token_hash, request.if_version, request.request_id, override)
+    payload = compensate_payload(
+        token_hash, request.if_version, request.request_id, override, request.if_versions
+    )
     try:
         key = VerifyKey.from_raw(b64url_decode(binding.public_key))
     except ValueError:
