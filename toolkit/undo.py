@@ -26,11 +26,12 @@ from sqlmodel import Session, col
 
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.conflicts import conflict_words
 from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
 from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
 from hatp_journal.toolkit.signing import VerifyKey, answer_payload, b64url_decode, compensate_payload, verify
 from hatp_journal.toolkit.store import UndoAttempt, UndoBinding, UndoRecord, hash_token
-from hatp_journal.toolkit.undo_writes import Kept, conflict_words, found, not_restored, others_of
+from hatp_journal.toolkit.undo_writes import Kept, found, not_restored, others_of
 from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, ResourceFound, UndoAnswer, UndoStatus
 
 if TYPE_CHECKING:

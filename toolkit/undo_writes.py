@@ -161,19 +161,6 @@ def found(kept: Kept, expected: str, state: ResourceState) -> ResourceFound:
     )
 
 
-def conflict_words(conflicts: Sequence[ResourceFound]) -> str:
-    """``crm://…/D-2: amount is now 9.00 (v4), changed by eve@acme.com; …``: each conflict named."""
-    said = []
-    for one in conflicts:
-        if one.version_found is None:
-            said.append(f"{one.resource}: it no longer exists")
-            continue
-        what = ", ".join(f"{c.field} is now {c.now}" for c in one.changes) or "it changed"
-        by = f", changed by {one.changed_by}" if one.changed_by else ""
-        said.append(f"{one.resource}: {what} ({one.version_found}){by}")
-    return "; ".join(said)
-
-
 def not_restored(kept: Kept, after: ResourceState) -> str | None:
     """Why ``kept`` does not read back as before the call after the undo, or None if it does."""
     if kept.before is None:
