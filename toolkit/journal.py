@@ -37,6 +37,7 @@ from hatp_journal.toolkit.spec import (
 )
 from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_engine, hash_token
 from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
+from hatp_journal.toolkit.undeclared import VersionedWrites
 from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.undo_writes import also_info, checked_also, rows_for
 from hatp_journal.toolkit.wire import (
@@ -228,8 +229,11 @@ class Journal:
         now = self.now()
         with Session(self.engine) as session:
             tx = Tx(session=session, now=now, server=self.server, tool=tool)
+            watched = VersionedWrites(session) if spec.kind == "compensate" else None
             try:
                 returned = _call(spec.function, spec.tx_param, tx, **values)
+                if watched is not None and isinstance(returned, Effect):
+                    _all_named(tool, returned, watched)
                 journal, record = self._journal_for(spec, returned, now)
                 if record is not None:
                     record.arguments_digest = sha256_digest(raw)
@@ -246,6 +250,9 @@ class Journal:
                 session.rollback()
                 tx.run_after_rollback()
                 raise
+            finally:
+                if watched is not None:
+                    watched.close()
         self.after_commit(tx)
         receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))
         result = returned.result if isinstance(returned, Effect) else returned
@@ -362,6 +369,23 @@ def _call(function: Callable[..., Any], tx_param: str | None, tx: Tx, *args: Any
     if tx_param is not None:
         kwargs[tx_param] = tx
     return function(*args, **kwargs)
+
+
+def _all_named(tool: str, effect: Effect, watched: VersionedWrites) -> None:
+    """Refuse a call that versioned a row its effect does not name: its undo could not check it.
+
+    Only a call that will be undoable is held to it (every resource with a version, an undo payload)."""
+    writes = checked_also(tool, effect)
+    if effect.version is None or effect.undo is None or any(write.version is None for write in writes):
+        return
+    unnamed = watched.undeclared(effect)
+    if unnamed:
+        raise ToolFailed(
+            f"{tool} changed {', '.join(unnamed)}, which its effect does not name; "
+            "name every resource the call writes (Effect.resource, Effect.also) with its version",
+            tool=tool,
+            undeclared=unnamed,
+        )
 
 
 def _effect_info(tool: str, effect: Effect) -> EffectInfo:
