@@ -346,7 +346,7 @@ def _expired_answer(answer: UndoAnswer) -> UndoAnswer:
     )
 
 
-def _matches(record: UndoRecord, if_version: str, state: ResourceState) -> bool:
+def _matches(record: UndoRecord | Kept, if_version: str, state: ResourceState) -> bool:
     """Still at the expected version, or back at the same content (an ETag match)."""
     if state.version is not None and state.version == if_version:
         return True
@@ -410,10 +410,11 @@ def _several(
     """The answer for a call that wrote several resources: each one found, a conflict on any of them
     named in the message. An override covers the call's own resource as for one (``versionFound``);
     another resource, only at the version the request expects of it (``ifVersions``)."""
-    own = found(_kept(record), request.if_version if request else record.version, state)
-    if own.status == "conflict" and request is not None and _overridden(request, state):
-        own = own.model_copy(update={"status": "ok"})
-    each = [own, *(found(k, v, s) for k, v, s in zip(others, expected, other_states, strict=True))]
+    if_version = request.if_version if request else record.version
+    matched = _matches(record, if_version, state) or (request is not None and _overridden(request, state))
+    each = [found(_kept(record), if_version, state, matched=matched)]
+    for kept, version, now in zip(others, expected, other_states, strict=True):
+        each.append(found(kept, version, now, matched=_matches(kept, version, now)))
     answer = answer.model_copy(update={"version_found": state.version, "resources": each})
     conflicts = [one for one in each if one.status == "conflict"]
     if not conflicts:
@@ -477,6 +478,11 @@ def _overridden(request: CompensateRequest, state: ResourceState) -> bool:
 
 def _request_key(request: CompensateRequest) -> str:
     override = request.override.wire() if request.override else None
-    return sha256_digest(
-        {"ifVersion": request.if_version, "override": override, "requestId": request.request_id}
-    )
+    key: dict[str, Any] = {
+        "ifVersion": request.if_version,
+        "override": override,
+        "requestId": request.request_id,
+    }
+    if request.if_versions is not None:  # only when sent: a one-resource request keeps its key
+        key["ifVersions"] = request.if_versions
+    return sha256_digest(key)

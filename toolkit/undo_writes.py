@@ -127,13 +127,6 @@ def others_of(session: Session, token_hash: str) -> list[Kept]:
     ]
 
 
-def matches(kept: Kept, expected: str, state: ResourceState) -> bool:
-    """Still at the expected version, or back at the content the call left (an ETag match)."""
-    if state.version is not None and state.version == expected:
-        return True
-    return expected == kept.version and kept.etag is not None and state.etag == kept.etag
-
-
 def changes_since(kept: Kept, state: ResourceState) -> list[FieldChange]:
     """The fields that differ from what the call left, by name."""
     now = to_jsonable_python(dict(state.fields))
@@ -145,9 +138,10 @@ def changes_since(kept: Kept, state: ResourceState) -> list[FieldChange]:
     ]
 
 
-def found(kept: Kept, expected: str, state: ResourceState) -> ResourceFound:
-    """What a check found of one resource (who changed it only when it conflicts)."""
-    if matches(kept, expected, state):
+def found(kept: Kept, expected: str, state: ResourceState, *, matched: bool) -> ResourceFound:
+    """What a check found of one resource (who changed it only when it conflicts): ``matched`` says
+    whether it is still as expected (the engine's one comparison, shared with one-resource calls)."""
+    if matched:
         return ResourceFound(
             resource=kept.resource, status="ok", version_expected=expected, version_found=state.version
         )

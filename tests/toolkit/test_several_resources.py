@@ -130,6 +130,8 @@ LIARS = [
     (names_none_with_an_empty_list, _undo_all),
     (moves_and_forgets_one_on_undo, _undo_first_only),
 ]
+
+
 def _compensation(tool: Any, undo: Any) -> Any:
     def compensation(payload: Back, tx: Tx) -> Undone:
         return undo(payload, tx)  # type: ignore[no-any-return]
