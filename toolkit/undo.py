@@ -180,7 +180,12 @@ class UndoEngine:
                     f"compensation for {record.tool} returned {type(undone).__name__}, not Undone"
                 )
             session.flush()
-            problem, left = self._verify(record, others, tx, checked=not request.override)
+            problem = None if request.override else self._verify(record, tx)
+            if problem is not None and others:
+                problem = f"{record.resource}: {problem}"
+            left: list[ResourceState | None] = [None]
+            if problem is None and others:
+                problem, left = self._verify_others(record, others, tx, checked=not request.override)
         except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
             savepoint.rollback()
             tx.run_after_rollback()
@@ -245,22 +250,22 @@ class UndoEngine:
 
     # -- helpers --------------------------------------------------------------------
 
-    def _verify(
+    def _verify(self, record: UndoRecord, tx: Tx) -> str | None:
+        """Why the resource does not read back as before the call; None if it does."""
+        try:
+            after = self._state(record, tx)
+        except JournalError as error:
+            # The undo ran but nobody can see its result: not reversed (protocol.md §6).
+            return f"the undo ran but {record.resource} could not be read back: {error.message}"
+        return _unverified(record, after)
+
+    def _verify_others(
         self, record: UndoRecord, others: list[Kept], tx: Tx, *, checked: bool
     ) -> tuple[str | None, list[ResourceState | None]]:
-        """Why a resource of the call does not read back as before it (None if each does), and how
-        each of them reads now (None where unread). Unchecked (an override), only the other
-        resources are read, for the versions the undo left them at."""
+        """For a call that wrote several resources: why another one does not read back as before the
+        call (None if each does), and how each resource reads now (None: the record's own, or
+        unread). Unchecked (an override), they are only read, for the versions the undo left."""
         left: list[ResourceState | None] = [None]
-        if checked:
-            try:
-                after = self._state(record, tx)
-            except JournalError as error:
-                # The undo ran but nobody can see its result: not reversed (protocol.md §6).
-                return f"the undo ran but {record.resource} could not be read back: {error.message}", left
-            problem = _unverified(record, after)
-            if problem is not None:
-                return problem if not others else f"{record.resource}: {problem}", left
         for kept in others:
             try:
                 after = self._state(record, tx, kept.resource)
