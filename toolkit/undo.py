@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 Operation = Literal["check", "compensate"]
 
+_UNREAD = "unreadResource"
+"""Where a state reader's error carries which other resource of the call it could not read."""
+
 
 class UndoEngine:
     """Answers ``check`` and ``compensate`` for one :class:`Journal`."""
@@ -65,7 +68,7 @@ class UndoEngine:
             others = others_of(session, record.token_hash)
             try:
                 state = self._state(record, tx)
-                other_states = [self._state(record, tx, kept.resource) for kept in others]
+                other_states = self._states(record, tx, others)
             except JournalError as error:
                 session.rollback()
                 return self._sign(_unreadable(self._answer(record, "check", "failed", now), error))
@@ -157,7 +160,7 @@ class UndoEngine:
         expected = [(request.if_versions or {}).get(kept.resource, kept.version) for kept in others]
         try:
             state = self._state(record, tx)
-            other_states = [self._state(record, tx, kept.resource) for kept in others]
+            other_states = self._states(record, tx, others)
         except JournalError as error:
             return self._sign(_unreadable(base, error)), None
         base = base.model_copy(update={"version_found": state.version})
@@ -280,6 +283,17 @@ class UndoEngine:
             left.append(after)
         return None, left
 
+    def _states(self, record: UndoRecord, tx: Tx, others: list[Kept]) -> list[ResourceState]:
+        """The other resources of the call as stored now; a JournalError names the one unread."""
+        states = []
+        for kept in others:
+            try:
+                states.append(self._state(record, tx, kept.resource))
+            except JournalError as error:
+                error.data[_UNREAD] = kept.resource
+                raise
+        return states
+
     def _state(self, record: UndoRecord, tx: Tx, resource: str | None = None) -> ResourceState:
         """The state reader's answer for ``resource`` (the record's own one unless named)."""
         compensation = self.journal.compensations[record.tool]
@@ -334,7 +348,8 @@ def _unknown(server: str, operation: Operation, token: str, now: datetime) -> Un
 
 def _unreadable(answer: UndoAnswer, error: JournalError) -> UndoAnswer:
     """The state reader could not read the resource: nothing was run, nothing changed."""
-    message = f"could not read {answer.resource} to check it before undoing: {error.message}"
+    resource = error.data.get(_UNREAD, answer.resource)
+    message = f"could not read {resource} to check it before undoing: {error.message}"
     return answer.model_copy(update={"status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message})
 
 

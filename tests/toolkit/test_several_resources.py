@@ -20,7 +20,17 @@ from sqlmodel import Session, select
 
 from hatp_journal.servers.crm.server import TOOLS
 from hatp_journal.servers.crm.store import Deal, deal_state, deal_uri, load_deal, seed, write_deal
-from hatp_journal.toolkit import Effect, ToolFailed, Tx, Undone, Write, compensates, undoable
+from hatp_journal.toolkit import (
+    Effect,
+    ResourceState,
+    ToolFailed,
+    Tx,
+    UndoFailed,
+    Undone,
+    Write,
+    compensates,
+    undoable,
+)
 from hatp_journal.toolkit.signing import compensate_payload, prove_compensate
 from hatp_journal.toolkit.store import UndoRecord, create_store_engine
 from hatp_journal.toolkit.testing import JournalHarness
@@ -107,6 +117,18 @@ def moves_and_forgets_one_on_undo(tx: Tx) -> Effect:
     return _effect(tx, [_write("D-882", was, now)], old)
 
 
+@undoable(window="P1D")
+def moves_where_one_cannot_be_read(tx: Tx) -> Effect:
+    was, now, _ = _bump(tx, "D-882")
+    return _effect(tx, [_write("D-882", was, now)], {})
+
+
+def d882_unreadable(resource: str, tx: Tx) -> ResourceState:
+    if resource == D882:
+        raise UndoFailed("the deals screen is down")
+    return deal_state(resource, tx)
+
+
 def _undo_all(payload: Back, tx: Tx) -> Undone:
     versions = []
     for deal_id, amount in payload.amounts.items():
@@ -143,10 +165,21 @@ def _compensation(tool: Any, undo: Any) -> Any:
 COMPENSATIONS = [_compensation(tool, undo) for tool, undo in LIARS]
 
 
+@compensates(moves_where_one_cannot_be_read, state=d882_unreadable)
+def never_runs(payload: Back, tx: Tx) -> Undone:
+    raise AssertionError("the undo must not run when a resource can't be read")
+
+
 @pytest.fixture
 def crm(tmp_path: Path) -> JournalHarness:
     harness = JournalHarness(
-        *TOOLS, *(tool for tool, _ in LIARS), *COMPENSATIONS, store=tmp_path / "crm.db", server="crm://acme"
+        *TOOLS,
+        *(tool for tool, _ in LIARS),
+        *COMPENSATIONS,
+        moves_where_one_cannot_be_read,
+        never_runs,
+        store=tmp_path / "crm.db",
+        server="crm://acme",
     )
     seed(harness.journal.engine, harness.clock())
     return harness
@@ -216,6 +249,16 @@ def test_a_compensation_that_forgets_one_resource_is_unverified_naming_it_and_ro
 
     assert (answer.status, answer.code) == ("unverified", "UNDO_UNVERIFIED")
     assert answer.message == f"after the undo {D882} does not match its state before the call"
+    assert versions(crm) == moved
+
+
+def test_another_resource_that_cannot_be_read_fails_check_and_undo_naming_it(crm: JournalHarness) -> None:
+    call = crm.call("moves_where_one_cannot_be_read")
+    moved = versions(crm)
+
+    for answer in (crm.check(call), crm.undo(call)):
+        assert (answer.status, answer.code) == ("failed", "UNDO_FAILED")
+        assert answer.message == f"could not read {D882} to check it before undoing: the deals screen is down"
     assert versions(crm) == moved
 
 
