@@ -17,7 +17,7 @@ from mcp.types import Tool
 from pydantic import ValidationError
 
 # Importing the check modules registers their checks.
-from hatp_journal.conformance.checks import declarations, effects, undo  # noqa: F401
+from hatp_journal.conformance.checks import declarations, effects, several, undo  # noqa: F401
 from hatp_journal.conformance.checks import recorder as recorder_checks
 from hatp_journal.conformance.checks.context import CheckContext, Operation, ServerUnderTest
 from hatp_journal.conformance.checks.outcome import CheckFailed, NotTestable

@@ -186,5 +186,7 @@ def _kind(journal: JournalObject) -> Literal["compensate", "none", "unknown", "r
         # Without a version and a token nothing can be undone automatically (protocol.md §3).
         if effect is None or effect.version is None or journal.compensation_token is None:
             return "unknown"
+        if any(write.version is None for write in effect.also or ()):
+            return "unknown"  # one resource it wrote can't be checked: neither can the undo
         return "compensate"
     return journal.undo.kind

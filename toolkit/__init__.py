@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from hatp_journal.toolkit.canonical import canonical_bytes, content_etag, sha256_digest
     from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
     from hatp_journal.toolkit.durations import format_window, parse_window
-    from hatp_journal.toolkit.effects import Effect, ResourceState, Summary, Tx, Undone
+    from hatp_journal.toolkit.effects import Effect, ResourceState, Summary, Tx, Undone, Write
     from hatp_journal.toolkit.errors import (
         DeclarationError,
         ErrorCode,
@@ -62,7 +62,7 @@ else:  # imported on first use, so that a command's --help stays quick (toolkit/
             "hatp_journal.toolkit.canonical": ["canonical_bytes", "content_etag", "sha256_digest"],
             "hatp_journal.toolkit.clock": ["parse_wire_time", "utc_now", "wire_time"],
             "hatp_journal.toolkit.durations": ["format_window", "parse_window"],
-            "hatp_journal.toolkit.effects": ["Effect", "ResourceState", "Summary", "Tx", "Undone"],
+            "hatp_journal.toolkit.effects": ["Effect", "ResourceState", "Summary", "Tx", "Undone", "Write"],
             "hatp_journal.toolkit.errors": [
                 "DeclarationError",
                 "ErrorCode",
@@ -148,6 +148,7 @@ __all__ = [
     "Use",
     "VerifyKey",
     "Versioned",
+    "Write",
     "after_commit_action",
     "canonical_bytes",
     "compensates",

@@ -123,6 +123,24 @@ class Summary(str):
 
 
 @dataclass(frozen=True)
+class Write:
+    """Another resource a journaled call wrote, besides :attr:`Effect.resource` (``Effect.also``).
+
+    The same parts as the effect's own resource: the ``version`` it left (required for an undo),
+    the version ``before`` the call (None: the call created it), the content tags and the field
+    values it left. The compensation's state reader is asked for it by this ``resource``; the undo
+    runs only if every resource of the call is still as the call left it.
+    """
+
+    resource: str
+    version: str | None
+    before: str | None = None
+    fields: Mapping[str, Any] | None = None
+    etag: str | None = None
+    before_etag: str | None = None
+
+
+@dataclass(frozen=True)
 class Effect:
     """What a journaled call did, read from the server's own store (protocol.md §3).
 
@@ -134,6 +152,9 @@ class Effect:
     call changed (see :func:`field_changes`) when the summary is not a :class:`Summary` that
     knows them already; leave it out when the undo does not put those values back (a refund
     leaves an order "refunded", not as it was): the Recorder shows the undo as them reversed.
+    ``also`` lists every other resource the call wrote (a :class:`Write` each, with its version),
+    so that the undo is checked against all of them and a later write of any of them by the same
+    run is a dependency, not a conflict.
     """
 
     result: Any
@@ -148,6 +169,7 @@ class Effect:
     before_etag: str | None = None
     amount: Money | None = None
     changes: Sequence[EffectChange] | None = None
+    also: Sequence[Write] = ()
 
     def field_changes(self) -> list[EffectChange] | None:
         """``effect.changes`` as sent: those given, else those the summary shows, else none."""

@@ -37,7 +37,9 @@ from hatp_journal.toolkit.spec import (
 )
 from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_engine, hash_token
 from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
+from hatp_journal.toolkit.undeclared import VersionedWrites
 from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.undo_writes import also_info, checked_also, rows_for
 from hatp_journal.toolkit.wire import (
     CompensateRequest,
     Declaration,
@@ -227,12 +229,17 @@ class Journal:
         now = self.now()
         with Session(self.engine) as session:
             tx = Tx(session=session, now=now, server=self.server, tool=tool)
+            watched = VersionedWrites(session) if spec.kind == "compensate" else None
             try:
                 returned = _call(spec.function, spec.tx_param, tx, **values)
+                if watched is not None and isinstance(returned, Effect):
+                    _all_named(tool, returned, watched)
                 journal, record = self._journal_for(spec, returned, now)
                 if record is not None:
                     record.arguments_digest = sha256_digest(raw)
                     session.add(record)
+                    assert isinstance(returned, Effect)  # a record is made only for an Effect
+                    session.add_all(rows_for(record.token_hash, returned.also))
                     if recorder is not None:
                         binding = UndoBinding(
                             token_hash=record.token_hash, kid=recorder.kid, public_key=b64url(recorder.raw())
@@ -243,6 +250,9 @@ class Journal:
                 session.rollback()
                 tx.run_after_rollback()
                 raise
+            finally:
+                if watched is not None:
+                    watched.close()
         self.after_commit(tx)
         receipt = self.key.sign(call_payload(journal.wire(), tool, raw), wire_time(now))
         result = returned.result if isinstance(returned, Effect) else returned
@@ -274,7 +284,7 @@ class Journal:
                 tx.run_after_rollback()  # a dry run: nothing it prepared may go out
         if not isinstance(effect, Effect):
             raise ToolFailed(f"preview of {tool} returned {type(effect).__name__}, not Effect")
-        return _effect_info(effect)
+        return _effect_info(tool, effect)
 
     def check(self, token: str) -> UndoAnswer:
         """Whether undo would work now; changes nothing (protocol.md §4)."""
@@ -292,7 +302,7 @@ class Journal:
         self, spec: OperationSpec, returned: Any, now: datetime
     ) -> tuple[JournalObject, UndoRecord | None]:
         effect = returned if isinstance(returned, Effect) else None
-        info = _effect_info(effect) if effect is not None else None
+        info = _effect_info(spec.name, effect) if effect is not None else None
         if spec.read and spec.kind is None:
             return JournalObject(server=self.server, read=True, undo=None, effect=info), None
         if spec.kind == "none":
@@ -311,10 +321,13 @@ class Journal:
                 f"{spec.name} is @undoable but returned {type(returned).__name__}; "
                 "return an Effect describing the change"
             )
-        if effect.version is None or effect.undo is None:
+        unversioned = [write.resource for write in effect.also if write.version is None]
+        if effect.version is None or effect.undo is None or unversioned:
             # Without a version (or a payload) nothing can be undone safely (protocol.md §3).
             undo = UndoInfo(kind="unknown", via=spec.via)
             reason = "the server reported no version for this effect"
+            if effect.version is not None and effect.undo is not None:
+                reason = f"the server reported no version for {', '.join(unversioned)}"
             journal = JournalObject(server=self.server, undo=undo, effect=info, reason=reason)
             return journal, None
         assert spec.window is not None
@@ -358,7 +371,25 @@ def _call(function: Callable[..., Any], tx_param: str | None, tx: Tx, *args: Any
     return function(*args, **kwargs)
 
 
-def _effect_info(effect: Effect) -> EffectInfo:
+def _all_named(tool: str, effect: Effect, watched: VersionedWrites) -> None:
+    """Refuse a call that versioned a row its effect does not name: its undo could not check it.
+
+    Only a call that will be undoable is held to it (every resource with a version, an undo payload)."""
+    writes = checked_also(tool, effect)
+    if effect.version is None or effect.undo is None or any(write.version is None for write in writes):
+        return
+    unnamed = watched.undeclared(effect)
+    if unnamed:
+        raise ToolFailed(
+            f"{tool} changed {', '.join(unnamed)}, which its effect does not name; "
+            "name every resource the call writes (Effect.resource, Effect.also) with its version",
+            tool=tool,
+            undeclared=unnamed,
+        )
+
+
+def _effect_info(tool: str, effect: Effect) -> EffectInfo:
+    also = also_info(checked_also(tool, effect))
     return EffectInfo(
         summary=effect.summary,
         resource=effect.resource,
@@ -368,6 +399,7 @@ def _effect_info(effect: Effect) -> EffectInfo:
         amount=effect.amount,
         fields=None if effect.fields is None else dict(effect.fields),
         changes=effect.field_changes(),
+        also=also,
     )
 
 

@@ -197,10 +197,17 @@ def _publish_binding_tools(journal: Journal, mcp: FastMCP) -> None:
         override: Override | None = None,
         requestId: str | None = None,
         proof: Receipt | None = None,
+        ifVersions: dict[str, str] | None = None,
     ) -> ToolResult:
-        """Run the stored undo of a token if the resource is still at ifVersion."""
+        """Run the stored undo of a token if the resource is still at ifVersion (and each other
+        resource the call wrote at its version in ifVersions, or as the call left it)."""
         request = CompensateRequest(
-            token=token, if_version=ifVersion, override=override, request_id=requestId, proof=proof
+            token=token,
+            if_version=ifVersion,
+            override=override,
+            request_id=requestId,
+            proof=proof,
+            if_versions=ifVersions,
         )
         return answer_result(await anyio.to_thread.run_sync(journal.compensate, request))
 

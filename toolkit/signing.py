@@ -207,10 +207,12 @@ def prove_compensate(
     *,
     request_id: str | None = None,
     override: Mapping[str, Any] | None = None,
+    if_versions: Mapping[str, str] | None = None,
     issued_at: str,
 ) -> Receipt:
     """A Recorder's proof for ``hatp_journal_compensate``: its signature over the request."""
-    return key.sign(compensate_payload(token_digest(token), if_version, request_id, override), issued_at)
+    payload = compensate_payload(token_digest(token), if_version, request_id, override, if_versions)
+    return key.sign(payload, issued_at)
 
 
 def strict_receipt(raw: object) -> Receipt | None:
@@ -259,17 +261,25 @@ def digest_call_payload(journal: Mapping[str, Any], tool: str, arguments_digest:
 
 
 def compensate_payload(
-    digest: str, if_version: str, request_id: str | None, override: Mapping[str, Any] | None
+    digest: str,
+    if_version: str,
+    request_id: str | None,
+    override: Mapping[str, Any] | None,
+    if_versions: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """What a Recorder's proof on ``hatp_journal_compensate`` signs: the request, its token as a digest."""
-    return {
-        "compensate": {
-            "tokenDigest": digest,
-            "ifVersion": if_version,
-            "requestId": request_id,
-            "override": dict(override) if override is not None else None,
-        }
+    """What a Recorder's proof on ``hatp_journal_compensate`` signs: the request, its token as a digest.
+
+    ``ifVersions`` (a call that wrote several resources) is signed only when sent, so the proof of a
+    one-resource request is what it always was."""
+    request: dict[str, Any] = {
+        "tokenDigest": digest,
+        "ifVersion": if_version,
+        "requestId": request_id,
+        "override": dict(override) if override is not None else None,
     }
+    if if_versions is not None:
+        request["ifVersions"] = dict(if_versions)
+    return {"compensate": request}
 
 
 def answer_payload(answer: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from hatp_journal.toolkit.extras import install_hint, missing_extra
 from hatp_journal.toolkit.signing import token_digest
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 from hatp_journal.toolkit.tombstones import Tombstone
+from hatp_journal.toolkit.undo_writes import UndoWrite
 
 
 class UndoRecord(SQLModel, table=True):
@@ -72,9 +73,10 @@ def hash_token(token: str) -> str:
     return token_digest(token)
 
 
-UNDO_SCHEMA = 2
+UNDO_SCHEMA = 3
 """The version of the undo store's tables (``hatp_schema`` part ``undo``); 2 added the recorded
-after-commit actions (``hatp_after_commit``) and the deleted rows' tombstones (``hatp_tombstone``)."""
+after-commit actions (``hatp_after_commit``) and the deleted rows' tombstones (``hatp_tombstone``);
+3 the other resources of a call that wrote several (``hatp_undo_write``)."""
 
 
 def _add_version_2_tables(connection: Connection) -> None:
@@ -82,7 +84,12 @@ def _add_version_2_tables(connection: Connection) -> None:
         model.__table__.create(connection, checkfirst=True)  # type: ignore[union-attr]
 
 
+def _add_version_3_tables(connection: Connection) -> None:
+    UndoWrite.__table__.create(connection, checkfirst=True)  # type: ignore[attr-defined]
+
+
 MIGRATIONS[("undo", 1)] = _add_version_2_tables
+MIGRATIONS[("undo", 2)] = _add_version_3_tables
 
 _POOL_OPTIONS = ("pool_size", "max_overflow")
 """Engine options a store URL may carry in its query string (taken out before the driver sees it)."""

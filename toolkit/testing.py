@@ -87,8 +87,10 @@ class JournalHarness:
         if_version: str | None = None,
         override: Override | None = None,
         request_id: str | None = None,
+        if_versions: dict[str, str] | None = None,
     ) -> UndoAnswer:
-        """``compensate`` the call, expecting the version it left unless told otherwise."""
+        """``compensate`` the call, expecting the version it left unless told otherwise (for a call
+        that wrote several resources, ``if_versions`` by resource for the others)."""
         effect = call.journal.effect
         expected = if_version or (effect.version if effect else None) or ""
         token = _token(call)
@@ -97,10 +99,21 @@ class JournalHarness:
             shown = override.wire() if override is not None else None
             stamp = wire_time(self.clock())
             proof = prove_compensate(
-                self.recorder, token, expected, request_id=request_id, override=shown, issued_at=stamp
+                self.recorder,
+                token,
+                expected,
+                request_id=request_id,
+                override=shown,
+                if_versions=if_versions,
+                issued_at=stamp,
             )
         request = CompensateRequest(
-            token=token, if_version=expected, override=override, request_id=request_id, proof=proof
+            token=token,
+            if_version=expected,
+            override=override,
+            request_id=request_id,
+            proof=proof,
+            if_versions=if_versions,
         )
         return self.journal.compensate(request)
 

@@ -26,16 +26,21 @@ from sqlmodel import Session, col
 
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit.conflicts import conflict_words
 from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
 from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
 from hatp_journal.toolkit.signing import VerifyKey, answer_payload, b64url_decode, compensate_payload, verify
 from hatp_journal.toolkit.store import UndoAttempt, UndoBinding, UndoRecord, hash_token
-from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, UndoAnswer, UndoStatus
+from hatp_journal.toolkit.undo_writes import Kept, found, not_restored, others_of
+from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, ResourceFound, UndoAnswer, UndoStatus
 
 if TYPE_CHECKING:
     from hatp_journal.toolkit.journal import Journal
 
 Operation = Literal["check", "compensate"]
+
+_UNREAD = "unreadResource"
+"""Where a state reader's error carries which other resource of the call it could not read."""
 
 
 class UndoEngine:
@@ -60,12 +65,19 @@ class UndoEngine:
             if _expired(record, now):
                 return self._sign(_expired_answer(self._answer(record, "check", "expired", now)))
             tx = Tx(session=session, now=now, server=self.journal.server, tool=record.tool)
+            others = others_of(session, record.token_hash)
             try:
                 state = self._state(record, tx)
+                other_states = self._states(record, tx, others)
             except JournalError as error:
                 session.rollback()
                 return self._sign(_unreadable(self._answer(record, "check", "failed", now), error))
-            if not _matches(record, record.version, state):
+            if others:
+                expected = [kept.version for kept in others]
+                answer = _several(
+                    self._answer(record, "check", "ok", now), record, state, others, expected, other_states
+                )
+            elif not _matches(record, record.version, state):
                 answer = _conflict(self._answer(record, "check", "conflict", now), record, state)
             else:
                 answer = self._answer(record, "check", "ok", now, version_found=state.version)
@@ -144,12 +156,19 @@ class UndoEngine:
             tool=record.tool,
             override=request.override,
         )
+        others = others_of(session, record.token_hash)
+        expected = [(request.if_versions or {}).get(kept.resource, kept.version) for kept in others]
         try:
             state = self._state(record, tx)
+            other_states = self._states(record, tx, others)
         except JournalError as error:
             return self._sign(_unreadable(base, error)), None
         base = base.model_copy(update={"version_found": state.version})
-        if not _matches(record, request.if_version, state) and not _overridden(request, state):
+        if others:
+            checked = _several(base, record, state, others, expected, other_states, request)
+            if checked.status == "conflict":
+                return self._sign(checked), None
+        elif not _matches(record, request.if_version, state) and not _overridden(request, state):
             return self._sign(_conflict(base.model_copy(update={"status": "conflict"}), record, state)), None
         compensation = self.journal.compensations[record.tool]
         payload: Any = json.loads(record.payload_json)
@@ -165,6 +184,11 @@ class UndoEngine:
                 )
             session.flush()
             problem = None if request.override else self._verify(record, tx)
+            if problem is not None and others:
+                problem = f"{record.resource}: {problem}"
+            left: list[ResourceState | None] = [None]
+            if problem is None and others:
+                problem, left = self._verify_others(record, others, tx, checked=not request.override)
         except Exception as error:  # noqa: BLE001 - author code: any failure is UNDO_FAILED
             savepoint.rollback()
             tx.run_after_rollback()
@@ -195,9 +219,30 @@ class UndoEngine:
             )
             return self._sign(unverified), None
         savepoint.commit()
+        resources = None
+        if others:
+            resources = [
+                ResourceFound(
+                    resource=kept.resource,
+                    status="ok",
+                    version_expected=version,
+                    version_found=before.version,
+                    version_left=undone.version if place == 0 else after.version if after else None,
+                )
+                for place, (kept, version, before, after) in enumerate(
+                    zip(
+                        [_kept(record), *others],
+                        [request.if_version, *expected],
+                        [state, *other_states],
+                        left,
+                        strict=True,
+                    )
+                )
+            ]
         done = base.model_copy(
             update={
                 "status": "done",
+                "resources": resources,
                 "version_left": undone.version,
                 "side_effects": list(undone.side_effects),
                 "evidence": list(undone.evidence),
@@ -217,10 +262,43 @@ class UndoEngine:
             return f"the undo ran but {record.resource} could not be read back: {error.message}"
         return _unverified(record, after)
 
-    def _state(self, record: UndoRecord, tx: Tx) -> ResourceState:
+    def _verify_others(
+        self, record: UndoRecord, others: list[Kept], tx: Tx, *, checked: bool
+    ) -> tuple[str | None, list[ResourceState | None]]:
+        """For a call that wrote several resources: why another one does not read back as before the
+        call (None if each does), and how each resource reads now (None: the record's own, or
+        unread). Unchecked (an override), they are only read, for the versions the undo left."""
+        left: list[ResourceState | None] = [None]
+        for kept in others:
+            try:
+                after = self._state(record, tx, kept.resource)
+            except JournalError as error:
+                if checked:
+                    return f"the undo ran but {kept.resource} could not be read back: {error.message}", left
+                left.append(None)
+                continue
+            problem = not_restored(kept, after) if checked else None
+            if problem is not None:
+                return problem, left
+            left.append(after)
+        return None, left
+
+    def _states(self, record: UndoRecord, tx: Tx, others: list[Kept]) -> list[ResourceState]:
+        """The other resources of the call as stored now; a JournalError names the one unread."""
+        states = []
+        for kept in others:
+            try:
+                states.append(self._state(record, tx, kept.resource))
+            except JournalError as error:
+                error.data[_UNREAD] = kept.resource
+                raise
+        return states
+
+    def _state(self, record: UndoRecord, tx: Tx, resource: str | None = None) -> ResourceState:
+        """The state reader's answer for ``resource`` (the record's own one unless named)."""
         compensation = self.journal.compensations[record.tool]
         try:
-            state = compensation.state(record.resource, tx)
+            state = compensation.state(resource or record.resource, tx)
         except JournalError:
             raise
         except Exception as error:  # author code: a reader that crashes is UNDO_FAILED
@@ -270,7 +348,8 @@ def _unknown(server: str, operation: Operation, token: str, now: datetime) -> Un
 
 def _unreadable(answer: UndoAnswer, error: JournalError) -> UndoAnswer:
     """The state reader could not read the resource: nothing was run, nothing changed."""
-    message = f"could not read {answer.resource} to check it before undoing: {error.message}"
+    resource = error.data.get(_UNREAD, answer.resource)
+    message = f"could not read {resource} to check it before undoing: {error.message}"
     return answer.model_copy(update={"status": "failed", "code": ErrorCode.UNDO_FAILED, "message": message})
 
 
@@ -287,7 +366,7 @@ def _expired_answer(answer: UndoAnswer) -> UndoAnswer:
     )
 
 
-def _matches(record: UndoRecord, if_version: str, state: ResourceState) -> bool:
+def _matches(record: UndoRecord | Kept, if_version: str, state: ResourceState) -> bool:
     """Still at the expected version, or back at the same content (an ETag match)."""
     if state.version is not None and state.version == if_version:
         return True
@@ -326,6 +405,51 @@ def _conflict(answer: UndoAnswer, record: UndoRecord, state: ResourceState) -> U
     )
 
 
+def _kept(record: UndoRecord) -> Kept:
+    """The record's own resource, as the others are kept."""
+    fields: Mapping[str, Any] = json.loads(record.fields_json) if record.fields_json else {}
+    return Kept(
+        resource=record.resource,
+        version=record.version,
+        before=record.before,
+        etag=record.etag,
+        before_etag=record.before_etag,
+        fields=fields,
+    )
+
+
+def _several(
+    answer: UndoAnswer,
+    record: UndoRecord,
+    state: ResourceState,
+    others: list[Kept],
+    expected: list[str],
+    other_states: list[ResourceState],
+    request: CompensateRequest | None = None,
+) -> UndoAnswer:
+    """The answer for a call that wrote several resources: each one found, a conflict on any of them
+    named in the message. An override covers the call's own resource as for one (``versionFound``);
+    another resource, only at the version the request expects of it (``ifVersions``)."""
+    if_version = request.if_version if request else record.version
+    matched = _matches(record, if_version, state) or (request is not None and _overridden(request, state))
+    each = [found(_kept(record), if_version, state, matched=matched)]
+    for kept, version, now in zip(others, expected, other_states, strict=True):
+        each.append(found(kept, version, now, matched=_matches(kept, version, now)))
+    answer = answer.model_copy(update={"version_found": state.version, "resources": each})
+    conflicts = [one for one in each if one.status == "conflict"]
+    if not conflicts:
+        return answer
+    return answer.model_copy(
+        update={
+            "status": "conflict",
+            "code": ErrorCode.UNDO_CONFLICT,
+            "message": conflict_words(conflicts),
+            "changed_by": conflicts[0].changed_by,
+            "changes": conflicts[0].changes,
+        }
+    )
+
+
 def _unverified(record: UndoRecord, after: ResourceState) -> str | None:
     """Why the state after the undo is not the state before the call, or None if it is."""
     if record.before is None:
@@ -348,7 +472,9 @@ def _refusal(
             )
         return None
     override = request.override.wire() if request.override else None
-    payload = compensate_payload(token_hash, request.if_version, request.request_id, override)
+    payload = compensate_payload(
+        token_hash, request.if_version, request.request_id, override, request.if_versions
+    )
     try:
         key = VerifyKey.from_raw(b64url_decode(binding.public_key))
     except ValueError:
@@ -372,6 +498,11 @@ def _overridden(request: CompensateRequest, state: ResourceState) -> bool:
 
 def _request_key(request: CompensateRequest) -> str:
     override = request.override.wire() if request.override else None
-    return sha256_digest(
-        {"ifVersion": request.if_version, "override": override, "requestId": request.request_id}
-    )
+    key: dict[str, Any] = {
+        "ifVersion": request.if_version,
+        "override": override,
+        "requestId": request.request_id,
+    }
+    if request.if_versions is not None:  # only when sent: a one-resource request keeps its key
+        key["ifVersions"] = request.if_versions
+    return sha256_digest(key)

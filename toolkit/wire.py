@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from hatp_journal.toolkit.canonical import sha256_digest
@@ -99,6 +99,18 @@ class EffectChange(WireModel):
     after: Any = None
 
 
+class AlsoWrite(WireModel):
+    """Another resource a call wrote besides ``effect.resource`` (``effect.also``), with its version
+    before and after the call: the undo checks it and puts it back too."""
+
+    resource: str = Field(min_length=1)
+    version: str | None = Field(default=None, min_length=1, description="The version the call left")
+    before: str | None = Field(
+        default=None, min_length=1, description="The version before the call (absent: the call created it)"
+    )
+    fields: dict[str, Any] | None = Field(default=None, description="Field values the call left")
+
+
 class EffectInfo(WireModel):
     """What a call changed, written by the server from its store (protocol.md §3)."""
 
@@ -116,6 +128,20 @@ class EffectInfo(WireModel):
         description="The fields the call changed, each with its stored value before and after, in the "
         "order the summary shows them; the Recorder shows the undo as these changes reversed",
     )
+    also: list[AlsoWrite] | None = Field(
+        default=None,
+        min_length=1,
+        description="Every other resource the call wrote, each with its own version; absent when the "
+        "call wrote only effect.resource. No resource may be named twice.",
+    )
+
+    @model_validator(mode="after")
+    def _each_resource_once(self) -> EffectInfo:
+        named = [self.resource, *(write.resource for write in self.also or ())]
+        twice = sorted({resource for resource in named if named.count(resource) > 1})
+        if twice:
+            raise ValueError(f"effect names {', '.join(twice)} more than once; list each resource once")
+        return self
 
 
 class UndoInfo(WireModel):
@@ -192,6 +218,11 @@ class CompensateRequest(WireModel):
     request_id: str | None = Field(
         default=None, description="Distinguishes a new attempt from a retry of an earlier one"
     )
+    if_versions: dict[str, str] | None = Field(
+        default=None,
+        description="For a call that wrote several resources: the version expected of each resource in "
+        "effect.also, by resource; one not named is expected at the version the call left it",
+    )
     proof: Receipt | None = Field(
         default=None,
         description="The Recorder's signature over the request (see signing.compensate_payload); "
@@ -205,6 +236,18 @@ class FieldChange(WireModel):
     field: str
     expected: Any = None
     now: Any = None
+
+
+class ResourceFound(WireModel):
+    """What ``check`` or ``compensate`` found of one resource of a call that wrote several."""
+
+    resource: str
+    status: Literal["ok", "conflict"]
+    version_expected: str | None = None
+    version_found: str | None = None
+    version_left: str | None = Field(default=None, description="After a compensate that was done")
+    changed_by: str | None = None
+    changes: list[FieldChange] = Field(default_factory=list)
 
 
 CheckStatus = Literal["ok", "conflict", "expired", "done", "unknown_token"]
@@ -232,6 +275,11 @@ class UndoAnswer(WireModel):
     side_effects: list[str] = Field(default_factory=list)
     evidence: list[str] = Field(default_factory=list)
     override: Override | None = None
+    resources: list[ResourceFound] | None = Field(
+        default=None,
+        description="For a call that wrote several resources (effect.also): each of them as found, "
+        "effect.resource first; absent for a call that wrote one",
+    )
     at: str
     receipt: Receipt | None = None
 
@@ -276,6 +324,9 @@ class Sample(WireModel):
     shows: list[str] = Field(default_factory=list)
     hides: list[str] = Field(default_factory=list)
     undo_may_differ: list[str] = Field(default_factory=list)
+    also: list[str] | None = Field(
+        default=None, description="The other existing resources the call will change (effect.also)"
+    )
 
 
 class OperationSamples(WireModel):

@@ -188,6 +188,7 @@ async def _run(
         if result.status == "reversed":
             if step.resource and result.answer and result.answer.get("versionLeft"):
                 left[step.resource] = str(result.answer["versionLeft"])
+            left.update(_left_on_each(result.answer))
         else:
             staying.add(entry_id)
     return results
@@ -284,11 +285,50 @@ def _request(
         }
         override = {k: v for k, v in override.items() if v is not None}
         request["override"] = override
+    if_versions = _if_versions(step, left, chains, ask, overrides)
+    if if_versions is not None:
+        request["ifVersions"] = if_versions
     payload = compensate_payload(
-        step.token_digest or "", request["ifVersion"], request["requestId"], override
+        step.token_digest or "", request["ifVersion"], request["requestId"], override, if_versions
     )
     request["proof"] = store.key.sign(payload, wire_time(store.clock())).wire()
     return request
+
+
+def _if_versions(
+    step: Step, left: dict[str, str], chains: Chains, ask: PlanAsk, overrides: set[str]
+) -> dict[str, str] | None:
+    """For a call that wrote several resources: the version each other resource is expected at,
+    chained as ``ifVersion`` is (what a later step's undo left it at), or the version an approver
+    chose to overwrite."""
+    others = [write for write in step.writes[1:] if write.version is not None]
+    if not others:
+        return None
+    expected: dict[str, str] = {}
+    for write in others:
+        after = chains.next(step, write.resource)
+        followed = after.written(write.resource) if after is not None else None
+        chained = followed is not None and followed.before == write.version
+        own = str(write.version)
+        expected[write.resource] = left.get(write.resource, own) if chained else own
+    if step.id in overrides:
+        conflict = next(c for c in ask.plan.conflicts if c.entry == step.id)
+        for found in conflict.resources or ():
+            seen = found.version_found
+            if found.status == "conflict" and found.resource in expected and seen is not None:
+                expected[found.resource] = seen
+    return expected
+
+
+def _left_on_each(answer: dict[str, Any] | None) -> dict[str, str]:
+    """The version a compensate left on each resource of a call that wrote several."""
+    found = (answer or {}).get("resources")
+    each = found if isinstance(found, list) else []
+    return {
+        str(one["resource"]): str(one["versionLeft"])
+        for one in each
+        if isinstance(one, dict) and isinstance(one.get("resource"), str) and one.get("versionLeft")
+    }
 
 
 def _items(plan: ReversalPlan) -> list[tuple[int, str, str]]:

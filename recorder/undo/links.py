@@ -81,10 +81,10 @@ class LinkIndex:
             effect = {"resource": host_resource(body)}
         if not isinstance(effect, dict) or not isinstance(effect.get("resource"), str):
             return
-        resource = effect["resource"]
-        self._writers[resource] = entry_id
-        for value in (resource, resource.rstrip("/").rsplit("/", 1)[-1], *_strings(effect.get("fields"))):
-            self._values[value] = entry_id
+        for resource, fields in _each_written(effect):
+            self._writers[resource] = entry_id
+            for value in (resource, resource.rstrip("/").rsplit("/", 1)[-1], *_strings(fields)):
+                self._values[value] = entry_id
 
 
 def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
@@ -92,8 +92,9 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
 
     Confirmed links (``link`` entries) are added; a default link means every earlier call,
     unless a host or confirmed link narrows it. A verified compensable write also depends on the
-    run's previous write of the same resource: the run's own writes to one resource (create, edit,
-    delete) are one chain, undone newest first, whether or not the server declared the use.
+    run's previous write of the same resource (of each, for a call that wrote several): the run's
+    own writes to one resource (create, edit, delete) are one chain, undone newest first, whether
+    or not the server declared the use.
     """
     index = LinkIndex()
     calls: list[str] = []
@@ -101,7 +102,7 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
     recorded: dict[str, list[dict[str, str]]] = {}
     confirmed: dict[str, set[str]] = {}
     writer: dict[str, str] = {}  # resource → the latest call of the run that wrote it
-    previous_write: dict[str, str] = {}  # call → the run's write of its resource just before it
+    previous_write: dict[str, set[str]] = {}  # call → the run's writes of its resources just before it
     for entry in entries:
         if entry.kind == "link" and entry.body.get("source") == "confirmed":
             confirmed.setdefault(str(entry.body.get("entry")), set()).add(str(entry.body.get("on")))
@@ -110,10 +111,9 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
         links = entry.body.get("links")
         recorded[entry.id] = links if isinstance(links, list) else index.links(entry.body)
         index.add(entry.id, entry.body)
-        written = _written(entry.body)
-        if written is not None:
+        for written in _written(entry.body):
             if written in writer:
-                previous_write[entry.id] = writer[written]
+                previous_write.setdefault(entry.id, set()).add(writer[written])
             writer[written] = entry.id
         position[entry.id] = len(calls)
         calls.append(entry.id)
@@ -122,8 +122,7 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
         links = [link for link in recorded[call] if isinstance(link, dict)]
         chosen = {str(link["on"]) for link in links if link.get("source") in ("declared", "host")}
         chosen |= confirmed.get(call, set())
-        if call in previous_write:
-            chosen.add(previous_write[call])
+        chosen |= previous_write.get(call, set())
         if any(link.get("source") == "default" for link in links) and not (
             confirmed.get(call) or any(link.get("source") == "host" for link in links)
         ):
@@ -153,24 +152,36 @@ def inferred(entries: Iterable[Entry]) -> list[Link]:
     ]
 
 
-def _written(body: Mapping[str, Any]) -> str | None:
-    """The resource a verified compensable call (or one the host undoes) wrote, if it names one."""
+def _written(body: Mapping[str, Any]) -> list[str]:
+    """The resources a verified compensable call (or one the host undoes) wrote: ``effect.resource``
+    and, for a call that wrote several, each of ``effect.also``."""
     if host_resource(body) is not None:
-        return host_resource(body)
+        return [str(host_resource(body))]
     intake = body.get("intake")
     if (
         not isinstance(intake, dict)
         or intake.get("status") != "verified"
         or intake.get("kind") != "compensate"
     ):
-        return None
+        return []
     outcome = body.get("outcome")
     if isinstance(outcome, dict) and outcome.get("status") in ("error", "failed"):
-        return None  # refused or failed: it wrote nothing a later write could follow on
+        return []  # refused or failed: it wrote nothing a later write could follow on
     journal = body.get("journal")
     effect = journal.get("effect") if isinstance(journal, dict) else None
-    resource = effect.get("resource") if isinstance(effect, dict) else None
-    return resource if isinstance(resource, str) else None
+    if not isinstance(effect, dict) or not isinstance(effect.get("resource"), str):
+        return []
+    return [resource for resource, _ in _each_written(effect)]
+
+
+def _each_written(effect: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Each resource an effect names as written, with the field values it left there."""
+    found = [(str(effect["resource"]), effect.get("fields"))]
+    also = effect.get("also")
+    for write in also if isinstance(also, list) else []:
+        if isinstance(write, dict) and isinstance(write.get("resource"), str):
+            found.append((write["resource"], write.get("fields")))
+    return found
 
 
 def _uses(journal: Mapping[str, Any]) -> list[str]:

@@ -14,7 +14,7 @@ from pydantic import Field
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.text import shown_lines
 from hatp_journal.toolkit.versions import changes_text
-from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, WireModel
+from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, ResourceFound, WireModel
 
 PLAN_FORMAT: Final = "hatp-reversal-plan/1"
 BY_HOST: Final = "undone by the host, not the server"
@@ -59,6 +59,11 @@ class Conflict(PlannedItem):
     changes: list[FieldChange] = Field(default_factory=list)
     message: str = ""
     undone_by: Literal["host"] | None = Field(default=None, description=HOST_WORDS)
+    resources: list[ResourceFound] | None = Field(
+        default=None,
+        description="For a call that wrote several resources: each as its server's check found it; "
+        "an override overwrites each conflict at the version found here",
+    )
 
 
 class NotReversible(PlannedItem):

@@ -37,6 +37,7 @@ from hatp_journal.recorder.undo.plan import (
     UndoStep,
     Unresolved,
 )
+from hatp_journal.recorder.undo.several import several_conflicts
 from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
@@ -264,17 +265,20 @@ def _place(
     undo = step.undo_text
     after = chains.next(step)
     gap = chains.gap(step)
-    ours = (
-        status == "conflict"
-        and after is not None
-        and gap is None
-        and _left_as_the_run_left_it(answer, chains.newest(step), answers)
-    )
     message, changes = read.message, list(read.changes)
-    if status == "conflict" and gap is not None:
-        message = f"changed outside the run before {gap.id} (expected {gap.before})"
-    elif status == "conflict" and after is not None and not ours:
-        message, changes = _attributed(read, after, answers.get(chains.newest(step).id))
+    if status == "conflict" and read.resources:  # a call that wrote several resources
+        ours, after, message, changes = several_conflicts(step, read, chains, answers)
+    else:
+        ours = (
+            status == "conflict"
+            and after is not None
+            and gap is None
+            and _left_as_the_run_left_it(answer, chains.newest(step), answers)
+        )
+        if status == "conflict" and gap is not None:
+            message = f"changed outside the run before {gap.id} (expected {gap.before})"
+        elif status == "conflict" and after is not None and not ours:
+            message, changes = _attributed(read, after, answers.get(chains.newest(step).id))
     if status == "ok" or ours:
         cost = step.undo.get("cost")
         plan.steps.append(
@@ -301,6 +305,7 @@ def _place(
                 changes=changes,
                 message=message,
                 undone_by="host" if step.by_host else None,
+                resources=read.resources,
             )
         )
     elif status == "expired":
@@ -395,9 +400,9 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
     since: dict[str, str] = {}
     order: dict[str, int] = {}
     for place, step in enumerate(planned):
-        if step.resource:
-            order.setdefault(step.resource, place)
-            since[step.resource] = min(since.get(step.resource, step.entry.time), step.entry.time)
+        for write in step.writes:
+            order.setdefault(write.resource, place)
+            since[write.resource] = min(since.get(write.resource, step.entry.time), step.entry.time)
     if not since:
         return []
     by_name: dict[str, set[str]] = {}

@@ -52,6 +52,15 @@ class _once(Generic[T]):
 
 
 @dataclass(frozen=True)
+class Written:
+    """One resource a call wrote: the version it left and the one before it (None: created)."""
+
+    resource: str
+    version: str | None
+    before: str | None
+
+
+@dataclass(frozen=True)
 class Step:
     """One forwarded call and what its journal object (if verified) says about undoing it.
 
@@ -144,6 +153,29 @@ class Step:
         return before if isinstance(before, str) else None
 
     @_once
+    def writes(self) -> list[Written]:
+        """Every resource the call wrote with its versions: ``effect.resource`` first, then each of
+        ``effect.also`` (a call that wrote several); empty when it names none."""
+        found = [Written(self.resource, self.version, self.before)] if self.resource else []
+        also = self.effect.get("also")
+        for write in also if isinstance(also, list) else []:
+            resource = write.get("resource") if isinstance(write, dict) else None
+            if isinstance(resource, str) and resource not in {w.resource for w in found}:
+                version, before = write.get("version"), write.get("before")
+                found.append(
+                    Written(
+                        resource,
+                        version if isinstance(version, str) else None,
+                        before if isinstance(before, str) else None,
+                    )
+                )
+        return found
+
+    def written(self, resource: str) -> Written | None:
+        """What the call wrote of ``resource``, if it wrote it."""
+        return next((write for write in self.writes if write.resource == resource), None)
+
+    @_once
     def token_digest(self) -> str | None:
         """The digest of the call's compensation token (the token itself stays in the Recorder's
         token store, never in the record)."""
@@ -189,48 +221,62 @@ def steps_of(entries: list[Entry]) -> list[Step]:
 class Chains:
     """The versioned writes of each resource among ``steps``, oldest first: a run's own writes to
     one resource (create, edit, delete) form a chain whose undo runs newest first, each undo
-    leaving the version the one before it expects.
+    leaving the version the one before it expects. A call that wrote several resources
+    (``effect.also``) is in the chain of each.
 
-    Built once in one pass; every question is then a lookup (no rescans of the steps).
+    Built once in one pass; every question is then a lookup (no rescans of the steps). Each takes
+    the resource to ask about, the step's own ``effect.resource`` unless named.
     """
 
     def __init__(self, steps: Iterable[Step]) -> None:
         self._chain: dict[str, list[Step]] = {}
-        self._position: dict[str, int] = {}
-        self._gap: dict[str, Step | None] = {}
+        self._position: dict[tuple[str, str], int] = {}
+        self._gap: dict[tuple[str, str], Step | None] = {}
         for step in sorted(steps, key=lambda s: s.number):
             # Only a write that says which version it started from or left changes the resource
             # in a way the next one follows on from (publishing a key names it, changes nothing).
-            if step.resource and (step.before is not None or step.version is not None):
-                chain = self._chain.setdefault(step.resource, [])
-                self._position[step.id] = len(chain)
-                chain.append(step)
-        for chain in self._chain.values():
+            for write in step.writes:
+                if write.before is not None or write.version is not None:
+                    chain = self._chain.setdefault(write.resource, [])
+                    self._position[(write.resource, step.id)] = len(chain)
+                    chain.append(step)
+        for resource, chain in self._chain.items():
             gap: Step | None = None  # the oldest later write that did not start where the one before left
             for position in reversed(range(len(chain))):
-                self._gap[chain[position].id] = gap
-                if position and chain[position].before != chain[position - 1].version:
+                self._gap[(resource, chain[position].id)] = gap
+                if position and _before(chain[position], resource) != _version(chain[position - 1], resource):
                     gap = chain[position]
 
-    def next(self, step: Step) -> Step | None:
-        """The next write of ``step``'s resource after it, if any."""
-        chain, position = self._place(step)
+    def next(self, step: Step, resource: str | None = None) -> Step | None:
+        """The next write of the resource after ``step``, if any."""
+        chain, position = self._place(step, resource)
         return chain[position + 1] if position + 1 < len(chain) else None
 
-    def newest(self, step: Step) -> Step:
-        """The latest write of ``step``'s resource (``step`` itself if nothing wrote it later)."""
-        chain, _ = self._place(step)
+    def newest(self, step: Step, resource: str | None = None) -> Step:
+        """The latest write of the resource (``step`` itself if nothing wrote it later)."""
+        chain, _ = self._place(step, resource)
         return chain[-1] if chain else step
 
-    def gap(self, step: Step) -> Step | None:
+    def gap(self, step: Step, resource: str | None = None) -> Step | None:
         """The first later write that did not start from the version the write before it left
         (someone else wrote in between), or None when every later write follows on."""
-        return self._gap.get(step.id)
+        return self._gap.get((resource or step.resource or "", step.id))
 
-    def _place(self, step: Step) -> tuple[list[Step], int]:
-        if step.id not in self._position or step.resource is None:
+    def _place(self, step: Step, resource: str | None) -> tuple[list[Step], int]:
+        key = (resource or step.resource or "", step.id)
+        if key not in self._position:
             return [], 0
-        return self._chain[step.resource], self._position[step.id]
+        return self._chain[key[0]], self._position[key]
+
+
+def _version(step: Step, resource: str) -> str | None:
+    written = step.written(resource)
+    return written.version if written else None
+
+
+def _before(step: Step, resource: str) -> str | None:
+    written = step.written(resource)
+    return written.before if written else None
 
 
 def _classify(number: int, entry: Entry) -> Step:

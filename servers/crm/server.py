@@ -39,6 +39,7 @@ from hatp_journal.toolkit import (
     wire_time,
 )
 
+from .moves import MOVE_TOOLS
 from .store import (
     SERVER,
     STAGES,
@@ -48,6 +49,7 @@ from .store import (
     Refund,
     check_stage,
     deal_fields,
+    deal_state,
     deal_uri,
     deal_view,
     load_deal,
@@ -105,14 +107,6 @@ def update_deal(deal_id: str, stage: str, tx: Tx) -> Effect:
         uses=[Use(resource=deal_uri(deal.id), version=before[0])],
         undo=StageUndo(deal_id=deal.id, stage=old),
     )
-
-
-def deal_state(resource: str, tx: Tx) -> ResourceState:
-    """The deal behind ``crm://acme/deal/<id>`` as stored now, with who changed it last."""
-    deal = tx.session.get(Deal, resource.rsplit("/", 1)[-1])
-    if deal is None:
-        return ResourceState(version=None)
-    return deal.state(deal_fields(deal))
 
 
 @compensates(update_deal, state=deal_state)
@@ -269,11 +263,21 @@ def _deals(tx: Tx, stage: str | None) -> list[Deal]:
     return list(tx.session.exec(query).all())
 
 
-TOOLS = (update_deal, restore_stage, charge_order, refund_charge, get_deal, list_deals, export_report)
+TOOLS = (
+    update_deal,
+    restore_stage,
+    *MOVE_TOOLS,
+    charge_order,
+    refund_charge,
+    get_deal,
+    list_deals,
+    export_report,
+)
 
 INSTRUCTIONS = (
-    "Acme's CRM. Deals move through the stages " + ", ".join(STAGES) + ". update_deal and charge_order "
-    "can be undone for a while (see each tool's hatp/journal declaration); export_report cannot."
+    "Acme's CRM. Deals move through the stages " + ", ".join(STAGES) + ". update_deal, charge_order "
+    "and move_amount can be undone for a while (see each tool's hatp/journal declaration); export_report "
+    "cannot."
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from hatp_journal.toolkit import Revision, ToolFailed, Versioned, utc_now, wire_time
+from hatp_journal.toolkit import ResourceState, Revision, ToolFailed, Tx, Versioned, utc_now, wire_time
 
 from .constants import STAGES as STAGES  # re-exported; kept apart so the command line reads it cheaply
 
@@ -102,6 +102,14 @@ def deal_fields(deal: Deal) -> dict[str, str]:
 def order_fields(order: Order) -> dict[str, str]:
     """The fields an order's content tag covers."""
     return {"status": order.status, "paid": order.paid, "total": order.total, "currency": order.currency}
+
+
+def deal_state(resource: str, tx: Tx) -> ResourceState:
+    """The deal behind ``crm://acme/deal/<id>`` as stored now, with who changed it last."""
+    deal = tx.session.get(Deal, resource.rsplit("/", 1)[-1])
+    if deal is None:
+        return ResourceState(version=None)
+    return deal.state(deal_fields(deal))
 
 
 def deal_view(deal: Deal) -> dict[str, str]:

@@ -51,6 +51,26 @@ def eve_moves_the_deal(resource: str, tx: Tx) -> None:
     write_deal(tx.session, deal, {"stage": other}, COLLEAGUE, tx.now)
 
 
+@sample_for("move_amount")
+def move_a_little(tx: Tx) -> Sample:
+    """Move ``" 1.5 "`` from D-882 to D-883; stored as 1.50 off one deal and onto the other."""
+    source, target = load_deal(tx.session, "D-882"), load_deal(tx.session, SAMPLE_DEAL)
+    left = money_text(Decimal(source.amount) - Decimal("1.50"))
+    return Sample(
+        arguments={"from_deal": source.id, "to_deal": target.id, "amount": " 1.5 "},
+        resource=deal_uri(source.id),
+        also=[deal_uri(target.id)],
+        shows=[f"{source.id}: {source.amount} → {left}"],
+        hides=[" 1.5 "],
+    )
+
+
+@outside_edit_for("move_amount")
+def eve_moves_a_deal_of_the_move(resource: str, tx: Tx) -> None:
+    """Eve moves either deal of the move to another stage."""
+    eve_moves_the_deal(resource, tx)
+
+
 @sample_for("charge_order")
 def small_charge(tx: Tx) -> Sample:
     """Charge O-1002 a small amount written ``" 1.5 "`` in ``" usd"``; stored as ``1.50 USD``."""
@@ -80,5 +100,13 @@ def whole_pipeline(tx: Tx) -> Sample:
     return Sample(arguments={}, shows=[f"{count} deal(s)"])
 
 
-TESTING_HOOKS = (next_stage, eve_moves_the_deal, small_charge, billing_raises_the_total, whole_pipeline)
+TESTING_HOOKS = (
+    next_stage,
+    eve_moves_the_deal,
+    move_a_little,
+    eve_moves_a_deal_of_the_move,
+    small_charge,
+    billing_raises_the_total,
+    whole_pipeline,
+)
 """Pass these to ``Journal.register`` with the tools."""

@@ -12,19 +12,20 @@ from hatp_journal.toolkit import undo
 
 
 @pytest.mark.parametrize(
-    ("variant", "requirement", "problem"),
+    ("variant", "requirement", "problem", "also"),
     [
-        ("no_version_check", "J-4.3", "check_missed_conflict"),
-        ("no_expiry", "J-4.4", "check_missed_expiry"),
-        ("compensate_not_idempotent", "J-4.5", "repeat_differs"),
+        ("no_version_check", "J-4.3", "check_missed_conflict", {("J-4.8", "move_amount", "missed_conflict")}),
+        ("no_expiry", "J-4.4", "check_missed_expiry", set()),
+        ("compensate_not_idempotent", "J-4.5", "repeat_differs", set()),
     ],
 )
 def test_a_server_whose_undo_is_broken_fails_exactly_that_requirement_for_each_undoable_operation(
-    tmp_path: Path, variant: str, requirement: str, problem: str
+    tmp_path: Path, variant: str, requirement: str, problem: str, also: set[tuple[str, str, str]]
 ) -> None:
     result = run_broken(variant, tmp_path)
 
-    assert failures(result) == {(requirement, "update_deal", problem), (requirement, "charge_order", problem)}
+    undoable = ("update_deal", "move_amount", "charge_order")
+    assert failures(result) == {(requirement, operation, problem) for operation in undoable} | also
     assert not result.passed
     assert result.verified_operations == ["export_report"]
 
@@ -35,7 +36,7 @@ def test_a_summary_taken_from_the_agents_arguments_fails_j_3_3_for_that_operatio
     result = run_broken("summary_from_arguments", tmp_path)
 
     assert failures(result) == {("J-3.3", "update_deal", "summary_misses_stored_change")}
-    assert result.verified_operations == ["charge_order", "export_report"]
+    assert result.verified_operations == ["move_amount", "charge_order", "export_report"]
 
 
 def test_sloppy_declarations_fail_the_declaration_hint_and_remedy_requirements(tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_results_that_disagree_with_their_declaration_fail_j_3_1_and_j_3_4_even_
         ("J-3.1", "charge_order", "undo_by_mismatch"),
         ("J-3.4", "export_report", "token_on_none"),
     }
-    assert result.verified_operations == []
+    assert result.verified_operations == ["move_amount"]  # its results are left as they are
 
 
 def test_each_declaration_that_contradicts_itself_fails_j_2_1_or_j_2_2_with_its_own_problem(
@@ -79,7 +80,7 @@ def test_each_declaration_that_contradicts_itself_fails_j_2_1_or_j_2_2_with_its_
         ("J-2.2", "undoable_but_destructive", "destructive_hint_mismatch"),
         ("J-2.2", "closed_world_disclosure", "open_world_hint_mismatch"),
     }
-    assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
+    assert result.verified_operations == ["update_deal", "move_amount", "charge_order", "export_report"]
 
 
 def test_a_result_naming_another_server_or_kind_or_no_reason_fails_for_that_part(tmp_path: Path) -> None:

@@ -23,10 +23,10 @@ def test_the_crm_passes_every_check_and_all_its_operations_are_verified(crm_by_c
     assert crm_by_cli.status == 0, crm_by_cli.stdout
     assert failures(result) == set()
     assert {outcome.outcome for outcome in result.outcomes} == {"passed"}
-    assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
+    assert result.verified_operations == ["update_deal", "move_amount", "charge_order", "export_report"]
     assert {outcome.requirement for outcome in result.outcomes} == {
         "J-2.1", "J-2.2", "J-3.1", "J-3.2", "J-3.3", "J-3.4",
-        "J-4.1", "J-4.2", "J-4.3", "J-4.4", "J-4.5", "J-4.6", "J-4.7",
+        "J-4.1", "J-4.2", "J-4.3", "J-4.4", "J-4.5", "J-4.6", "J-4.7", "J-4.8",
     }  # fmt: skip
 
 
@@ -84,7 +84,7 @@ def test_the_crm_reached_over_streamable_http_passes_too(crm_over_http: str) -> 
 
     assert failures(result) == set()
     assert result.target == crm_over_http
-    assert result.verified_operations == ["update_deal", "charge_order", "export_report"]
+    assert result.verified_operations == ["update_deal", "move_amount", "charge_order", "export_report"]
 
 
 def _listens(port: int) -> bool:

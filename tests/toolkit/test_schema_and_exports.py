@@ -56,6 +56,7 @@ def test_the_public_api_is_exactly_this() -> None:
             "Use",
             "VerifyKey",
             "Versioned",
+            "Write",
             "after_commit_action",
             "canonical_bytes",
             "compensates",

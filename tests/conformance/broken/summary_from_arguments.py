@@ -24,6 +24,7 @@ VARIANT = _crm.Variant(
     tools=(
         update_deal_echoing_the_agent,
         restore,
+        *crm.MOVE_TOOLS,
         crm.charge_order,
         crm.refund_charge,
         crm.export_report,
