@@ -39,6 +39,7 @@ from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_eng
 from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
 from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.wire import (
+    CallBinding,
     CompensateRequest,
     Declaration,
     EffectInfo,
@@ -213,13 +214,20 @@ class Journal:
         return self.clock().astimezone(UTC)
 
     def invoke(
-        self, tool: str, arguments: Mapping[str, Any] | None, *, recorder: VerifyKey | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        recorder: VerifyKey | None = None,
+        call: CallBinding | None = None,
     ) -> Invocation:
         """Run a journaled tool: its effect and its undo record commit together.
 
         ``recorder`` is the key of the Recorder the call came through (announced in the request's
         ``_meta["hatp/recorder"]``): the token is bound to it, and only requests that Recorder
-        signs may compensate it — a token copied from anywhere else is useless.
+        signs may compensate it — a token copied from anywhere else is useless. ``call`` is the
+        call that Recorder said this is (its run and id): echoed in the journal object, so the
+        receipt signs it and can't be moved to another call.
         """
         spec = self.operations[tool]
         raw = dict(arguments or {})
@@ -230,6 +238,8 @@ class Journal:
             try:
                 returned = _call(spec.function, spec.tx_param, tx, **values)
                 journal, record = self._journal_for(spec, returned, now)
+                if call is not None:
+                    journal = journal.model_copy(update={"call": call})
                 if record is not None:
                     record.arguments_digest = sha256_digest(raw)
                     session.add(record)

@@ -24,7 +24,7 @@ from hatp_journal.recorder.undo.execute import CompensateUnavailable
 from hatp_journal.recorder.undo.planner import CheckUnavailable
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit.signing import verify_answer
-from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY
+from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY, CallBinding
 
 
 class _Unavailable(Exception):
@@ -74,16 +74,17 @@ class UndoServers:
             raise CompensateUnavailable(str(error)) from None
 
     async def call(
-        self, server: str, tool: str, arguments: dict[str, Any]
+        self, server: str, tool: str, arguments: dict[str, Any], call: CallBinding | None = None
     ) -> tuple[Downstream, CallToolResult]:
-        """Call an ordinary tool (a remedy); DownstreamError if the server can't be reached."""
+        """Call an ordinary tool (a remedy), as the call ``call``; DownstreamError if the server
+        can't be reached."""
         try:
             downstream = await self._connected(server)
         except _Unavailable as error:
             raise DownstreamError(str(error)) from None
         if tool not in downstream.tools or tool in BINDING_TOOLS:
             raise DownstreamError(f"{server} has no tool {tool!r}")
-        return downstream, await downstream.call(tool, arguments)
+        return downstream, await downstream.call(tool, arguments, call)
 
     async def _host_call(self, step: Step) -> Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]:
         """Calls of ``step``'s server as the host makes them (its reads and the inverse)."""
