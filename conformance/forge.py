@@ -323,7 +323,9 @@ def _pinned_at_earlier(record: Record, signers: Signers) -> Record:
     server = entry(record, "call")["body"]["server"]
     pinned = record["serverKeys"][server][0]
     day = int(pinned["pinnedAt"][8:10])
-    pinned["pinnedAt"] = f"{pinned['pinnedAt'][:8]}{day - 1 if day > 1 else day + 1:02d}{pinned['pinnedAt'][10:]}"
+    pinned["pinnedAt"] = (
+        f"{pinned['pinnedAt'][:8]}{day - 1 if day > 1 else day + 1:02d}{pinned['pinnedAt'][10:]}"
+    )
     return record
 
 

@@ -27,7 +27,14 @@ from hatp_journal.recorder.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.passthrough import LogRelay, agent_log, progress_relay
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey
-from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, RECORDER_META_KEY, CallBinding, KeysAnswer
+from hatp_journal.toolkit.wire import (
+    BINDING_TOOLS,
+    KEYS_TOOL,
+    META_KEY,
+    RECORDER_META_KEY,
+    CallBinding,
+    KeysAnswer,
+)
 
 # What a dead or broken downstream raises through the client.
 _TRANSPORT_ERRORS = (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError)

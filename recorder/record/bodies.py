@@ -243,7 +243,11 @@ class BodyChecks:
         if token_digest is None:
             return
         if token_digest in self._signed_tokens:
-            report(Check.RECEIPT_REPLAYED, entry.id, "a call receipt for a token already signed in an earlier entry")
+            report(
+                Check.RECEIPT_REPLAYED,
+                entry.id,
+                "a call receipt for a token already signed in an earlier entry",
+            )
         self._signed_tokens.add(token_digest)
 
     def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:

@@ -659,7 +659,8 @@ def _around_entries(header: RunRecordFile) -> tuple[bytes, bytes]:
 def _shipped(server_keys: ServerKeys, recorder: SigningKey) -> dict[str, list[PinnedKey]]:
     """The keys as the file ships them: each pinned one with the Recorder's signature over its pin."""
     return {
-        server: [_signed_pin(server, _pinned(key), recorder) for key in keys] for server, keys in server_keys.items()
+        server: [_signed_pin(server, _pinned(key), recorder) for key in keys]
+        for server, keys in server_keys.items()
     }
 
 

@@ -20,6 +20,7 @@ from hatp_journal.recorder.host_undo import HostReadFailed, host_check, host_com
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import TokenStore, recorder_announcement
+from hatp_journal.recorder.undo.answer_intake import ANSWER_REFUSED, refused_answer
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
 from hatp_journal.recorder.undo.planner import CheckUnavailable
 from hatp_journal.recorder.undo.steps import Step
@@ -28,7 +29,11 @@ from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL
 
 
 class _Unavailable(Exception):
-    pass
+    """A step's server can't answer; ``code`` names why when it is one of ours (``ANSWER_REFUSED``)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UndoServers:
@@ -61,7 +66,7 @@ class UndoServers:
                 return await host_check(step, await self._host_call(step), self.key, self.clock())
             return await self._ask(step, CHECK_TOOL, {})
         except (_Unavailable, HostReadFailed) as error:
-            raise CheckUnavailable(str(error)) from None
+            raise CheckUnavailable(str(error), getattr(error, "code", None)) from None
 
     async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
         """The server's verified ``compensate`` answer for ``request`` (the token is added here); the
@@ -101,6 +106,11 @@ class UndoServers:
         except DownstreamError as error:
             raise _Unavailable(str(error)) from None
         answer = (result.meta or {}).get(META_KEY)
+        refused = refused_answer(answer, token, self.config.recorder.max_journal_bytes)
+        if refused is not None:  # before anything reads, keeps or shows it
+            raise _Unavailable(
+                f"{ANSWER_REFUSED}: {step.server}'s answer to {tool} {refused}", ANSWER_REFUSED
+            )
         if not isinstance(answer, dict) or "status" not in answer:
             raise _Unavailable(f"{step.server} answered {tool} without an undo answer")
         if not verify_answer(answer, downstream.keys):

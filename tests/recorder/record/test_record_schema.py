@@ -91,6 +91,8 @@ def test_the_check_codes_are_stable() -> None:
         "BAD_BODY",
         "BAD_TIME",
         "DUPLICATE_KEY",
+        "RECEIPT_MISPLACED",
+        "PIN_SIGNATURE_INVALID",
     }
 
 
