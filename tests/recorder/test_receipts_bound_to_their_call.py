@@ -9,10 +9,12 @@ found by the verifier; and a server that answers a call with the receipt of an e
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
@@ -28,6 +30,14 @@ from hatp_journal.toolkit.signing import SigningKey, call_payload
 from hatp_journal.toolkit.wire import KEYS_TOOL, META_KEY, RECORDER_META_KEY, KeysAnswer
 
 pytestmark = pytest.mark.anyio
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schema"
+
+
+def schema(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((SCHEMAS / f"{name}.schema.json").read_text("utf-8"))
+    return loaded
+
 
 POLICY = Policy.model_validate(
     {"autonomy": {"read": "allow", "unknown": "allow", "none": "allow", "compensate": "allow"}}
@@ -80,7 +90,14 @@ async def test_each_call_through_the_recorder_is_signed_for_its_run_with_an_id_o
         await world.agent.call_tool_mcp("crm_update_deal", {"deal_id": "D-881", "stage": "Won"})
         calls = [entry for entry in world.entries() if entry.kind == "call"]
         run, verifies = world.run, world.verifies()
+        exported = json.loads(export_run(world.store, world.run).to_bytes())
 
+    # The published schemas take the bound journal objects and the signed pins as an outside
+    # validator reads them.
+    jsonschema.validate(exported, schema("run-record"))
+    for call in calls:
+        jsonschema.validate(call.body["journal"], schema("journal-object"))
+    assert all("receipt" in key for keys in exported["serverKeys"].values() for key in keys)
     bindings = [call.body["journal"]["call"] for call in calls]
     assert [call.body["intake"]["status"] for call in calls] == ["verified"] * 3
     assert {binding["run"] for binding in bindings} == {run}
