@@ -94,6 +94,12 @@ def sign_checkpoint(checkpoint: Record, key: SigningKey) -> None:
     checkpoint["receipt"] = key.sign({"checkpoint": payload}, checkpoint["at"]).wire()
 
 
+def sign_pin(server: str, key: Record, recorder: SigningKey) -> None:
+    """The Recorder's receipt over a shipped key's pin, issued at its ``pinnedAt``."""
+    pin = {"server": server, **{k: key[k] for k in ("alg", "kid", "publicKey", "pinnedAt")}}
+    key["receipt"] = recorder.sign({"pin": pin}, key["pinnedAt"]).wire()
+
+
 def entry(record: Record, kind: str, nth: int = 1) -> Record:
     """The ``nth`` entry of ``kind``."""
     found: Record = [e for e in record["entries"] if e["kind"] == kind][nth - 1]
@@ -188,6 +194,7 @@ def _server_key_substituted(record: Record, signers: Signers) -> Record:
     mallory = SigningKey.generate()
     server = entry(record, "call")["body"]["server"]
     record["serverKeys"][server] = [{**mallory.public.wire().wire(), "pinnedAt": record["run"]["openedAt"]}]
+    sign_pin(server, record["serverKeys"][server][0], signers.recorder)
     steps = {e["id"] for e in record["entries"] if e["kind"] == "call" and e["body"].get("server") == server}
     for item in record["entries"]:
         body = item["body"]
@@ -280,6 +287,46 @@ def _receipt_replayed(record: Record, signers: Signers) -> Record:
     record["entries"].append(again)
     record["checkpoints"].append({**record["checkpoints"][-1], "size": seq, "reason": "export"})
     return rechain(record, signers.recorder)
+
+
+def _call_replayed_without_token(record: Record, signers: Signers) -> Record:
+    # The approved email (a call whose receipt signs no token) journaled again at the end, with its
+    # server's receipt: only the call binding the receipt signs tells it from a second email.
+    calls = [e for e in record["entries"] if e["kind"] == "call"]
+    [email] = [e for e in calls if "compensationTokenDigest" not in e["body"]["journal"]]
+    last = record["entries"][-1]
+    seq = last["seq"] + 1
+    again = {**copy.deepcopy(email), "seq": seq, "id": f"e{seq}", "time": last["time"]}
+    record["entries"].append(again)
+    record["checkpoints"].append({**record["checkpoints"][-1], "size": seq, "reason": "export"})
+    return rechain(record, signers.recorder)
+
+
+def _receipts_of_another_run(record: Record, signers: Signers) -> Record:
+    # A holder of the Recorder's key files a new run made of this run's first two calls, their
+    # servers' receipts and all: a record of calls that were never made in that run.
+    other = "run_" + "Y" * 16
+    calls = record["entries"][:2]
+    for item in calls:
+        item["run"] = other
+    record["run"] = {**record["run"], "id": other}
+    record["run"].pop("closedAt", None)
+    record["entries"] = calls
+    last = record["checkpoints"][0]
+    record["checkpoints"] = [{**last, "run": other, "size": 2, "at": calls[-1]["time"], "reason": "export"}]
+    record["directories"] = {}
+    return rechain(record, signers.recorder)
+
+
+def _pinned_at_earlier(record: Record, signers: Signers) -> Record:
+    # A server key's pinnedAt moved a day earlier, still a time: the Recorder's pin receipt kept.
+    server = entry(record, "call")["body"]["server"]
+    pinned = record["serverKeys"][server][0]
+    day = int(pinned["pinnedAt"][8:10])
+    pinned["pinnedAt"] = (
+        f"{pinned['pinnedAt'][:8]}{day - 1 if day > 1 else day + 1:02d}{pinned['pinnedAt'][10:]}"
+    )
+    return record
 
 
 def _counted_yes(record: Record, signers: Signers) -> Record:
@@ -493,9 +540,30 @@ FORGERIES = (
     Forgery(
         "pinned-at-moved",
         "a server key's pinnedAt made a month 13 (one flipped bit)",
-        ("BAD_TIME",),
+        ("BAD_TIME", "PIN_SIGNATURE_INVALID"),
         _pinned_at_moved,
         rewrites_history=False,
+    ),
+    Forgery(
+        "pinned-at-earlier",
+        "a server key's pinnedAt moved a day, still a time, the Recorder's pin receipt kept",
+        ("PIN_SIGNATURE_INVALID",),
+        _pinned_at_earlier,
+        rewrites_history=False,
+    ),
+    Forgery(
+        "call-replayed-without-token",
+        "the approved email, whose receipt signs no token, journaled again at the end with its receipt",
+        ("RECEIPT_REPLAYED",),
+        _call_replayed_without_token,
+        rewrites_history=False,  # appended after the latest head: nothing before it changed
+    ),
+    Forgery(
+        "receipts-of-another-run",
+        "a new run filed with the first two calls of this one, their servers' receipts and all",
+        ("RECEIPT_MISPLACED",),
+        _receipts_of_another_run,
+        rewrites_history=False,  # another run: its latest head is not this one's
     ),
     Forgery(
         "plan-digest-kept",

@@ -29,7 +29,14 @@ from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.relay import Flight, agent_peer, call_journal, callbacks, library_peer
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.signing import VerifyKey
-from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL, META_KEY, KeysAnswer
+from hatp_journal.toolkit.wire import (
+    BINDING_TOOLS,
+    KEYS_TOOL,
+    META_KEY,
+    RECORDER_META_KEY,
+    CallBinding,
+    KeysAnswer,
+)
 
 # What a dead or broken downstream raises through the client.
 _TRANSPORT_ERRORS = (MCPError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError)
@@ -145,17 +152,22 @@ class Downstream:
         return [tool for name, tool in self.tools.items() if name not in BINDING_TOOLS]
 
     @traced("hatp.downstream", lambda a: {"server": a["self"].name, "tool": a["tool"]})
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call a tool; a crash or a hang becomes :class:`DownstreamError`."""
-        return await self._call(tool, arguments)
+    async def call(
+        self, tool: str, arguments: dict[str, Any], call: CallBinding | None = None
+    ) -> CallToolResult:
+        """Call a tool; a crash or a hang becomes :class:`DownstreamError`. ``call``: the call this
+        is, for the server to echo in the journal object its receipt signs."""
+        return await self._call(tool, arguments, call)
 
-    async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def _call(
+        self, tool: str, arguments: dict[str, Any], call: CallBinding | None = None
+    ) -> CallToolResult:
         if self._client is None:
             raise DownstreamError(f"{self.name} is not connected")
         try:
             with anyio.fail_after(self.config.timeout_seconds), self._logs_to(agent_log()):
                 return await self._client.call_tool_mcp(
-                    tool, arguments, meta=self.request_meta, progress_handler=progress_relay.get()
+                    tool, arguments, meta=self._meta_for(call), progress_handler=progress_relay.get()
                 )
         except TimeoutError:
             raise DownstreamError(
@@ -164,17 +176,26 @@ class Downstream:
         except _TRANSPORT_ERRORS as error:
             raise DownstreamError(f"{self.name} failed on {tool}: {type(error).__name__}: {error}") from None
 
+    def _meta_for(self, call: CallBinding | None) -> dict[str, Any] | None:
+        """The request ``_meta`` of one call: the Recorder's announcement, with ``call`` in it."""
+        if call is None or self.request_meta is None or RECORDER_META_KEY not in self.request_meta:
+            return self.request_meta
+        announced = {**self.request_meta[RECORDER_META_KEY], "call": call.wire()}
+        return {**self.request_meta, RECORDER_META_KEY: announced}
+
     @traced("hatp.downstream", lambda a: {"server": a["self"].name, "tool": a["tool"]})
-    async def call_wire(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call_wire(
+        self, tool: str, arguments: dict[str, Any], call: CallBinding | None = None
+    ) -> dict[str, Any]:
         """Call a tool; its result as the server wrote it (plain JSON, the wire's camelCase).
 
         A stdio server of the 2026 era is called over the data plane, one JSON-RPC message each
         way; any other goes through the client and its result is dumped to the same form.
         """
         if self._link is None or self._wire_meta is None:
-            called = await self._call(tool, arguments)  # in this span, not a second one
+            called = await self._call(tool, arguments, call)  # in this span, not a second one
             return called.model_dump(mode="json", by_alias=True, exclude_none=True)
-        meta = {**self._wire_meta, **(self.request_meta or {})}
+        meta = {**self._wire_meta, **(self._meta_for(call) or {})}
         log = agent_log()
         if log is not None:  # the 2026 era sends log messages only when asked: all, the relay filters
             meta[LOG_LEVEL_META_KEY] = "debug"

@@ -71,6 +71,7 @@ from hatp_journal.recorder.tokens import (
     BAD_JOURNAL,
     Kept,
     misplaced,
+    new_call,
     recorder_announcement,
     redact,
     refused_journal,
@@ -613,8 +614,9 @@ class Recorder:
                 why = "another Recorder took this approved call over: it was not sent from here"
                 return _refusal("ASK_CLAIMED_ELSEWHERE", why, call["ask"])
             crash_point("gateway:sent")
+        bound = new_call(run)  # echoed in the receipt: it can't be moved to another call or run
         try:
-            result = await downstream.call_wire(tool, arguments)
+            result = await downstream.call_wire(tool, arguments, bound)
         except DownstreamError as error:
             self.ledger.settle(held, moved=False)  # a failed call does not count
             call = {**call, "outcome": outcome("failed", str(error))}
@@ -630,6 +632,7 @@ class Recorder:
                 server_keys=downstream.keys,
                 declared_kind=facts.kind,
                 arguments_digest=call["arguments_digest"],
+                call=bound,
             ),
             downstream.name,
             self.config.recorder.max_journal_bytes,

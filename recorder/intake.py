@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.signing import VerifyKey, verify_call, verify_digest_call
-from hatp_journal.toolkit.wire import META_KEY, ErrorBody, JournalObject
+from hatp_journal.toolkit.wire import META_KEY, CallBinding, ErrorBody, JournalObject
 
 MAX_NODES = 5_000
 MAX_DEPTH = 32
@@ -127,11 +127,14 @@ def take_in(
     server_keys: Mapping[str, VerifyKey],
     declared_kind: Literal["compensate", "none", "unknown", "read"],
     arguments_digest: str | None = None,
+    call: CallBinding | None = None,
 ) -> Intake:
     """Check the ``_meta["hatp/journal"]`` of one result against the call that made it.
 
     ``arguments_digest``: the arguments' ``sha256:`` digest if the caller has it already (the
-    gateway does), so the receipt is checked without canonicalizing them again.
+    gateway does), so the receipt is checked without canonicalizing them again. ``call``: the
+    binding sent with the request; an object bound to another call (a receipt replayed by the
+    server) is unresolved.
     """
     raw = (meta or {}).get(META_KEY) if isinstance(meta, Mapping) else None
     if raw is None:
@@ -175,6 +178,9 @@ def take_in(
         return Intake(
             "unresolved", "unknown", "receipt does not verify with the server's pinned key", raw=raw
         )
+    if journal.call is not None and journal.call != call:
+        # A receipt of another call (or of a call no binding was sent for): replayed by the server.
+        return Intake("unresolved", "unknown", "journal object bound to another call", raw=raw)
     return Intake("verified", _kind(journal), journal=journal, raw=raw)
 
 

@@ -9,6 +9,7 @@ minted through this Recorder compensates only with its signature (``docs/binding
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,12 +19,18 @@ from sqlmodel import Session
 from hatp_journal.recorder.intake import Intake
 from hatp_journal.recorder.record.tables import RecToken
 from hatp_journal.toolkit.signing import VerifyKey, token_digest, without_token
-from hatp_journal.toolkit.wire import META_KEY, RECORDER_META_KEY
+from hatp_journal.toolkit.wire import META_KEY, RECORDER_META_KEY, CallBinding
 
 TOKEN_KEY = "compensationToken"
 
 BAD_JOURNAL = "BAD_JOURNAL"
 """The code of a result whose journal object or token is anywhere but ``_meta["hatp/journal"]``."""
+
+
+def new_call(run: str) -> CallBinding:
+    """A call binding for one call of ``run``: an id never used twice (128 random bits), which the
+    server echoes in the journal object it signs (``docs/binding.md``)."""
+    return CallBinding(run=run, id=secrets.token_urlsafe(16))
 
 
 def recorder_announcement(key: VerifyKey) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from hatp_journal.toolkit.undeclared import VersionedWrites
 from hatp_journal.toolkit.undo import UndoEngine
 from hatp_journal.toolkit.undo_writes import also_info, checked_also, rows_for
 from hatp_journal.toolkit.wire import (
+    CallBinding,
     CompensateRequest,
     Declaration,
     EffectInfo,
@@ -215,13 +216,20 @@ class Journal:
         return self.clock().astimezone(UTC)
 
     def invoke(
-        self, tool: str, arguments: Mapping[str, Any] | None, *, recorder: VerifyKey | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        recorder: VerifyKey | None = None,
+        call: CallBinding | None = None,
     ) -> Invocation:
         """Run a journaled tool: its effect and its undo record commit together.
 
         ``recorder`` is the key of the Recorder the call came through (announced in the request's
         ``_meta["hatp/recorder"]``): the token is bound to it, and only requests that Recorder
-        signs may compensate it — a token copied from anywhere else is useless.
+        signs may compensate it — a token copied from anywhere else is useless. ``call`` is the
+        call that Recorder said this is (its run and id): echoed in the journal object, so the
+        receipt signs it and can't be moved to another call.
         """
         spec = self.operations[tool]
         raw = dict(arguments or {})
@@ -235,6 +243,8 @@ class Journal:
                 if watched is not None and isinstance(returned, Effect):
                     _all_named(tool, returned, watched)
                 journal, record = self._journal_for(spec, returned, now)
+                if call is not None:
+                    journal = journal.model_copy(update={"call": call})
                 if record is not None:
                     record.arguments_digest = sha256_digest(raw)
                     session.add(record)

@@ -40,6 +40,7 @@ from hatp_journal.toolkit.wire import (
     SAMPLES_TOOL,
     STATE_TOOL,
     TOUCH_TOOL,
+    CallBinding,
     CheckRequest,
     CompensateRequest,
     ErrorBody,
@@ -120,10 +121,10 @@ def _runner(journal: Journal, spec: OperationSpec) -> Callable[..., Any]:
         if raw is None:
             raw = to_jsonable_python(arguments)
         try:
-            recorder = _recorder_key()
+            recorder, call = _recorder_key(), _call_binding()
         except ValueError as error:
             return error_result(ErrorCode.INVALID_ARGUMENTS, str(error), {"tool": spec.name})
-        return await _in_thread(partial(_invoke, journal, spec.name, raw, recorder))
+        return await _in_thread(partial(_invoke, journal, spec.name, raw, recorder, call))
 
     signature = inspect.signature(spec.function)
     parameters = [p for p in signature.parameters.values() if p.name != spec.tx_param]
@@ -137,18 +138,38 @@ def _runner(journal: Journal, spec: OperationSpec) -> Callable[..., Any]:
     return run
 
 
+def _announcement() -> Any:
+    """The request's ``_meta["hatp/recorder"]``, if any."""
+    try:
+        request = get_context().request_context
+    except RuntimeError:
+        return None
+    meta = request.meta if request is not None else None
+    return meta.get(RECORDER_META_KEY) if isinstance(meta, Mapping) else None
+
+
+def _call_binding() -> CallBinding | None:
+    """The call a Recorder said this request is (``_meta["hatp/recorder"]["call"]``), if it said.
+
+    Raises ``ValueError`` for one that is not ``{run, id}``: a receipt signed without the binding
+    asked for could be moved to any call of any run.
+    """
+    announced = _announcement()
+    if not isinstance(announced, Mapping) or announced.get("call") is None:
+        return None
+    try:
+        return CallBinding.model_validate(announced["call"])
+    except ValueError as error:
+        raise ValueError(f"_meta[{RECORDER_META_KEY!r}].call is not {{run, id}}") from error
+
+
 def _recorder_key() -> VerifyKey | None:
     """The key a Recorder announced in the request's ``_meta["hatp/recorder"]``, if any.
 
     Raises ``ValueError`` for an announcement that is not a published key: minting an unbound
     token for a caller that meant to bind it would hand out a token anyone could use.
     """
-    try:
-        request = get_context().request_context
-    except RuntimeError:
-        return None
-    meta = request.meta if request is not None else None
-    announced = meta.get(RECORDER_META_KEY) if isinstance(meta, Mapping) else None
+    announced = _announcement()
     if announced is None:
         return None
     try:
@@ -158,10 +179,14 @@ def _recorder_key() -> VerifyKey | None:
 
 
 def _invoke(
-    journal: Journal, tool: str, arguments: Mapping[str, Any], recorder: VerifyKey | None = None
+    journal: Journal,
+    tool: str,
+    arguments: Mapping[str, Any],
+    recorder: VerifyKey | None = None,
+    call: CallBinding | None = None,
 ) -> ToolResult:
     try:
-        invocation = journal.invoke(tool, arguments, recorder=recorder)
+        invocation = journal.invoke(tool, arguments, recorder=recorder, call=call)
     except JournalError as error:
         return error_result(error.code, error.message, {**error.data, "tool": tool})
     except DeclarationError as error:

@@ -166,6 +166,17 @@ class Receipt(WireModel):
     issued_at: str
 
 
+class CallBinding(WireModel):
+    """The call a Recorder says a request is: its run and an id the Recorder never uses twice.
+
+    Sent in the request's ``_meta["hatp/recorder"]["call"]`` and echoed, unchanged, in the journal
+    object the server signs, so the call receipt can't be moved to another call or another run's
+    record (``docs/binding.md``)."""
+
+    run: str = Field(min_length=1, max_length=200)
+    id: str = Field(min_length=1, max_length=200)
+
+
 class JournalObject(WireModel):
     """``_meta["hatp/journal"]`` of a journal-aware tool result (protocol.md §3)."""
 
@@ -177,6 +188,7 @@ class JournalObject(WireModel):
     effect: EffectInfo | None = None
     reason: str | None = None
     remedy: str | None = None
+    call: CallBinding | None = None
     receipt: Receipt | None = None
 
 

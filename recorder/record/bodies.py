@@ -137,6 +137,7 @@ class BodyChecks:
     _plans: dict[str, _Plan] = field(default_factory=dict)
     _signed_tokens: set[str] = field(default_factory=set)
     _digested: tuple[Any, str | None] = (None, None)  # the last arguments digested, and their digest
+    _bound_calls: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.signatures = SignatureChecks(self.workers, self.pool_after, hold=self._held)
@@ -261,30 +262,46 @@ class BodyChecks:
         self.receipts_checked += 1
         receipt = journal.get("receipt")
         self._receipt_time(entry, "call receipt", receipt)
+        intake = body.get("intake")
+        unresolved = isinstance(intake, Mapping) and intake.get("status") == "unresolved"
+        # A failure in a call the Recorder kept as unresolved at intake was reported then: flagged.
+        report = self.found.flag if unresolved else self.found.add
 
         def then(valid: bool) -> None:
             if valid:
-                self._replayed(entry, digest if isinstance(digest, str) else None)
-                return
-            detail = f"call receipt of server {server!r} {_why(keys)}"
-            intake = body.get("intake")
-            if isinstance(intake, Mapping) and intake.get("status") == "unresolved":
-                # The Recorder kept it as unresolved at intake: already reported, not a new failure.
-                self.found.flag(Check.RECEIPT_INVALID, entry.id, detail)
+                self._in_its_place(entry, journal, digest if isinstance(digest, str) else None, report)
             else:
-                self.found.add(Check.RECEIPT_INVALID, entry.id, detail)
+                report(Check.RECEIPT_INVALID, entry.id, f"call receipt of server {server!r} {_why(keys)}")
 
         self.signatures.check(task, self._verdict(entry, then))
 
-    def _replayed(self, entry: Entry, token_digest: str | None) -> None:
-        """A call receipt that signs a compensation token is for one call only: tokens are minted
-        once per call, so the same one signed in two entries is a replayed call. (A receipt without
-        a token can repeat honestly: the same read made twice in one second is signed alike. Its
+    def _in_its_place(
+        self,
+        entry: Entry,
+        journal: Mapping[str, Any],
+        token_digest: str | None,
+        report: Callable[[Check, str | None, str], None],
+    ) -> None:
+        """A valid call receipt is for one call only. One that signs a call binding (the ``call``
+        the Recorder sent and the server echoed) is of this run (``RECEIPT_MISPLACED``) and its
+        id is in no earlier receipt; one that signs a compensation token signs a token no earlier
+        receipt signs (tokens are minted once per call) — ``RECEIPT_REPLAYED``. (A receipt with
+        neither can repeat honestly: the same read made twice in one second is signed alike. Its
         time is the server's clock, never compared with the Recorder's.)"""
+        bound = journal.get("call")
+        if bound is not None:
+            run = bound.get("run") if isinstance(bound, Mapping) else None
+            call_id = bound.get("id") if isinstance(bound, Mapping) else None
+            if run != self.run or not isinstance(call_id, str):
+                report(Check.RECEIPT_MISPLACED, entry.id, f"a call receipt bound to a call of run {run!r}")
+            elif call_id in self._bound_calls:
+                report(Check.RECEIPT_REPLAYED, entry.id, "a call receipt bound to a call already journaled")
+            else:
+                self._bound_calls.add(call_id)
         if token_digest is None:
             return
         if token_digest in self._signed_tokens:
-            self.found.add(
+            report(
                 Check.RECEIPT_REPLAYED,
                 entry.id,
                 "a call receipt for a token already signed in an earlier entry",

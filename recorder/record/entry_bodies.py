@@ -20,7 +20,7 @@ from pydantic.alias_generators import to_camel
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.text import shown
-from hatp_journal.toolkit.wire import EffectInfo, Money, Receipt, UndoAnswer, UndoKind, Via
+from hatp_journal.toolkit.wire import CallBinding, EffectInfo, Money, Receipt, UndoAnswer, UndoKind, Via
 
 
 class ReadCode(StrEnum):
@@ -105,6 +105,7 @@ class KeptJournal(BodyModel):
     effect: EffectInfo | None = None
     reason: str | None = None
     remedy: str | None = None
+    call: CallBinding | None = None
     receipt: Receipt | None = None
 
 

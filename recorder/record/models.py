@@ -107,10 +107,23 @@ class PinnedKey(WireModel):
     alg: Literal["Ed25519"] = "Ed25519"
     public_key: str = Field(description="Raw 32-byte Ed25519 public key, base64url, no padding")
     pinned_at: str | None = Field(default=None, description="When the Recorder first pinned it")
+    receipt: Receipt | None = Field(
+        default=None,
+        description="The Recorder's signature over the pin (server, key and pinnedAt), issued at pinnedAt",
+    )
 
     def public(self) -> PublicKey:
         """The key without its pinning time."""
         return PublicKey(kid=self.kid, alg=self.alg, public_key=self.public_key)
+
+    def signed(self, server: str) -> dict[str, Any]:
+        """What the Recorder's pin receipt signs."""
+        return pin_payload(server, self.public(), self.pinned_at)
+
+
+def pin_payload(server: str, key: PublicKey, pinned_at: str | None) -> dict[str, Any]:
+    """The payload of a pin receipt: ``{"pin": {server, kid, alg, publicKey, pinnedAt}}``."""
+    return {"pin": {"server": server, **key.wire(), "pinnedAt": pinned_at}}
 
 
 class RunRecordFile(WireModel):

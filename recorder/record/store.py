@@ -556,7 +556,7 @@ class RunStore:
                 entries=entries,
                 checkpoints=[_checkpoint_model(row) for row in rows],
                 recorder_key=self._public.wire(),
-                server_keys=_shipped(server_keys),
+                server_keys=_shipped(server_keys, self.key),
                 directories=directories,
                 cosignatures=kept_cosignatures(session.connection(), run_id, len(entries)) or None,
             )
@@ -602,7 +602,7 @@ class RunStore:
         if server_keys is None:
             with self._session() as session:
                 server_keys = _pinned_keys(session, servers)
-        _, after = _around_entries(header.model_copy(update={"server_keys": _shipped(server_keys)}))
+        _, after = _around_entries(header.model_copy(update={"server_keys": _shipped(server_keys, self.key)}))
         out.write(after)
         return header.checkpoints[-1]
 
@@ -685,8 +685,21 @@ def _around_entries(header: RunRecordFile) -> tuple[bytes, bytes]:
     )
 
 
-def _shipped(server_keys: ServerKeys) -> dict[str, list[PinnedKey]]:
-    return {server: [_pinned(key) for key in keys] for server, keys in server_keys.items()}
+def _shipped(server_keys: ServerKeys, recorder: SigningKey) -> dict[str, list[PinnedKey]]:
+    """The keys as the file ships them: each pinned one with the Recorder's signature over its pin."""
+    return {
+        server: [_signed_pin(server, _pinned(key), recorder) for key in keys]
+        for server, keys in server_keys.items()
+    }
+
+
+def _signed_pin(server: str, key: PinnedKey, recorder: SigningKey) -> PinnedKey:
+    """``key`` with the Recorder's receipt over its pin, issued at ``pinnedAt`` (so an export signs
+    the same bytes every time); a key handed to the export, with no ``pinnedAt``, has none."""
+    if key.pinned_at is None:
+        return key
+    receipt = recorder.sign(key.signed(server), key.pinned_at)
+    return key.model_copy(update={"receipt": receipt})
 
 
 def _pinned(key: PinnedKey | PublicKey | VerifyKey) -> PinnedKey:

@@ -489,13 +489,27 @@ class RecordVerifier:
         return signed or 0
 
     def _pinned_at(self) -> None:
-        """Each shipped server key's ``pinnedAt`` is a time. Nothing signs it, and it is written by
-        another clock than the entries' (pins outlive runs): only its form can be checked."""
+        """Each shipped server key's ``pinnedAt`` is a time, and the Recorder's word: its receipt
+        signs the server, the key and that time (``PIN_SIGNATURE_INVALID``). It is compared with
+        no other time: pins outlive runs and are written by the Recorder's wall clock."""
         for server, shipped in self.header.server_keys.items():
             for key in shipped:
                 at = key.pinned_at
-                if at is not None and not is_wire_time(at):  # absent: keys handed to the export
+                if at is None and key.receipt is None:  # keys handed to the export: no pin to sign
+                    continue
+                if at is not None and not is_wire_time(at):
                     self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pinnedAt {at!r}")
+                receipt = key.receipt
+                if receipt is not None and not is_wire_time(receipt.issued_at):
+                    self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pin receipt issuedAt")
+                if (
+                    at is None
+                    or receipt is None
+                    or receipt.issued_at != at
+                    or not verify(receipt, key.signed(server), self.recorder_keys)
+                ):
+                    detail = f"serverKeys.{server}: the pin of {key.kid} is not signed by the Recorder's key"
+                    self.found.add(Check.PIN_SIGNATURE_INVALID, None, detail)
 
     def _check_latest(self, head: Checkpoint) -> None:
         label = entry_id(head.size) if head.size else None

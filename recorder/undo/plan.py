@@ -80,8 +80,8 @@ class Unresolved(PlannedItem):
     reason: str
     code: str | None = Field(
         default=None,
-        description="Set when what was recorded or answered could not be read: JOURNAL_UNREADABLE, "
-        "CHECK_ANSWER_UNREADABLE or BODY_UNREADABLE (docs/recorder.md)",
+        description="Set when what was recorded or answered could not be read or kept: JOURNAL_UNREADABLE, "
+        "CHECK_ANSWER_UNREADABLE, BODY_UNREADABLE or ANSWER_REFUSED (docs/recorder.md)",
     )
 
 

@@ -44,7 +44,12 @@ from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
 
 
 class CheckUnavailable(Exception):
-    """The step's tool server could not answer ``check`` (unreachable, unverifiable answer)."""
+    """The step's tool server could not answer ``check`` (unreachable, unverifiable answer);
+    ``code`` when the Recorder refused the answer (``ANSWER_REFUSED``)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 ReadThrough = Literal["uses", "arguments"]
@@ -253,7 +258,7 @@ def _place(
         return
     answer = answers[step.id]
     if isinstance(answer, CheckUnavailable):
-        plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {answer}"))
+        plan.unresolved.append(Unresolved(**item, reason=f"check could not run: {answer}", code=answer.code))
         return
     checks[step.id] = answer
     read = read_check_answer(answer)

@@ -16,7 +16,7 @@ from hatp_journal.recorder.intake import take_in
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
-from hatp_journal.recorder.tokens import Kept, misplaced, redact, refused_journal
+from hatp_journal.recorder.tokens import Kept, misplaced, new_call, redact, refused_journal
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import steps_of
@@ -84,7 +84,8 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
     }
     body["decision"] = {"action": "approved", "by": read_own(DecisionBody, ask.decision).approval.by}
     try:
-        downstream, result = await servers.call(body["server"], body["tool"], body["arguments"])
+        bound = new_call(ask.run)
+        downstream, result = await servers.call(body["server"], body["tool"], body["arguments"], bound)
     except DownstreamError as error:
         body["outcome"] = {"status": "failed", "error": str(error)}
         return Asks(store).settle(ask.run, ask, "call", body)
@@ -99,6 +100,7 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
             arguments=body["arguments"],
             server_keys=downstream.keys,
             declared_kind="unknown",
+            call=bound,
         )
         body["intake"] = intake.wire()
         body["journal"], tokens = redact(downstream.name, intake.raw)

@@ -21,15 +21,20 @@ from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tokens import TokenStore, recorder_announcement
 from hatp_journal.recorder.tracing import traced
+from hatp_journal.recorder.undo.answer_intake import ANSWER_REFUSED, refused_answer
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
 from hatp_journal.recorder.undo.planner import CheckUnavailable
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit.signing import verify_answer
-from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY
+from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY, CallBinding
 
 
 class _Unavailable(Exception):
-    pass
+    """A step's server can't answer; ``code`` names why when it is one of ours (``ANSWER_REFUSED``)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UndoServers:
@@ -63,7 +68,7 @@ class UndoServers:
                 return await host_check(step, await self._host_call(step), self.key, self.clock())
             return await self._ask(step, CHECK_TOOL, {})
         except (_Unavailable, HostReadFailed) as error:
-            raise CheckUnavailable(str(error)) from None
+            raise CheckUnavailable(str(error), getattr(error, "code", None)) from None
 
     @traced("hatp.compensate", lambda a: _step_attributes(a["step"]))
     async def compensate(self, step: Step, request: dict[str, Any]) -> dict[str, Any]:
@@ -77,16 +82,17 @@ class UndoServers:
             raise CompensateUnavailable(str(error)) from None
 
     async def call(
-        self, server: str, tool: str, arguments: dict[str, Any]
+        self, server: str, tool: str, arguments: dict[str, Any], call: CallBinding | None = None
     ) -> tuple[Downstream, CallToolResult]:
-        """Call an ordinary tool (a remedy); DownstreamError if the server can't be reached."""
+        """Call an ordinary tool (a remedy), as the call ``call``; DownstreamError if the server
+        can't be reached."""
         try:
             downstream = await self._connected(server)
         except _Unavailable as error:
             raise DownstreamError(str(error)) from None
         if tool not in downstream.tools or tool in BINDING_TOOLS:
             raise DownstreamError(f"{server} has no tool {tool!r}")
-        return downstream, await downstream.call(tool, arguments)
+        return downstream, await downstream.call(tool, arguments, call)
 
     async def _host_call(self, step: Step) -> Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]:
         """Calls of ``step``'s server as the host makes them (its reads and the inverse)."""
@@ -103,6 +109,11 @@ class UndoServers:
         except DownstreamError as error:
             raise _Unavailable(str(error)) from None
         answer = (result.meta or {}).get(META_KEY)
+        refused = refused_answer(answer, token, self.config.recorder.max_journal_bytes)
+        if refused is not None:  # before anything reads, keeps or shows it
+            raise _Unavailable(
+                f"{ANSWER_REFUSED}: {step.server}'s answer to {tool} {refused}", ANSWER_REFUSED
+            )
         if not isinstance(answer, dict) or "status" not in answer:
             raise _Unavailable(f"{step.server} answered {tool} without an undo answer")
         if not verify_answer(answer, downstream.keys):

@@ -4,18 +4,21 @@ remedy wrongly or cannot journal at all, fails with the right requirement ids an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
+from unittest.mock import patch
 
 import anyio
 import pytest
 
 from hatp_journal.conformance import AgentCall, RecordedRun, RecordVerdict, SuiteResult, run_recorder_suite
 from hatp_journal.conformance.recorder_target import RecorderUnderTest
+from hatp_journal.recorder import gateway
 from hatp_journal.recorder.conformance_adapter import ReferenceRecorder, reference
-from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.intake import Intake, take_in
 from hatp_journal.toolkit.canonical import canonical_bytes
 
 
@@ -38,27 +41,27 @@ class RefusingVerifier(ReferenceRecorder):
 
 
 class Misjudges(ReferenceRecorder):
-    """The real Recorder, except that its intake takes ``tool``'s call as ``kind`` (a genuine,
-    signed record of the wrong verdict: the run is journaled again with that one body changed)."""
+    """The real Recorder, except that its intake takes ``tool``'s first call as ``kind``: a genuine,
+    signed record of the wrong verdict. (Journaling the run again with that body changed would not
+    do: each receipt is bound to the run it was issued in.)"""
 
     def __init__(self, tool: str, kind: str) -> None:
         super().__init__()
         self.tool, self.kind = tool, kind
 
     async def journal_calls(self, server: Sequence[str], calls: Sequence[AgentCall]) -> RecordedRun:
-        honest = await super().journal_calls(server, calls)
-        store, run_id = honest.handle
-        assert isinstance(store, RunStore)
-        run = store.run(run_id)
-        again = store.open_run(agent=run.agent, principal=run.principal).id
         changed = False
-        for entry in store.entries(run_id):
-            body: dict[str, Any] = json.loads(json.dumps(entry.body))
-            if entry.kind == "call" and body.get("tool") == self.tool and not changed:
-                body["intake"]["kind"], changed = self.kind, True
-            store.append(again, entry.kind, body)
-        store.close_run(again)
-        return RecordedRun(store.export(again).to_bytes(), (store, again))
+
+        def misjudged(meta: Any, **facts: Any) -> Intake:
+            nonlocal changed
+            intake = take_in(meta, **facts)
+            if facts["tool"] != self.tool or changed:
+                return intake
+            changed = True
+            return dataclasses.replace(intake, kind=self.kind)  # type: ignore[arg-type]
+
+        with patch.object(gateway, "take_in", misjudged):
+            return await super().journal_calls(server, calls)
 
 
 class DropsAPlantedCall(ReferenceRecorder):

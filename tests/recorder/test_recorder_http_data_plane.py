@@ -187,10 +187,13 @@ def without_entry(result: Any) -> dict[str, Any]:
 
 
 def without_entry_or_receipt(result: Any) -> tuple[dict[str, Any], str]:
-    """A result as the agent sees it, but for which entry recorded it and its receipt (signed at a
-    time to the second: two reads a second apart differ there); and which key signed the receipt."""
+    """A result as the agent sees it, but for which entry recorded it, the call the Recorder named
+    (an id of its own for each call) and its receipt (signed at a time to the second: two reads a
+    second apart differ there); and which key signed the receipt."""
     dumped = without_entry(result)
-    receipt = dumped["_meta"]["hatp/journal"].pop("receipt")
+    journal = dumped["_meta"]["hatp/journal"]
+    assert journal.pop("call")["run"] == dumped["_meta"]["hatp/recorder"]["run"]
+    receipt = journal.pop("receipt")
     return dumped, receipt["kid"]
 
 

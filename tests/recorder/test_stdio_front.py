@@ -93,10 +93,12 @@ async def crm_and_chatty(folder: Path) -> AsyncIterator[World]:
 
 def comparable(entry: Any) -> str:
     """An entry's body as canonical text, but for what differs between two runs of one call:
-    the server's receipt (signed at a time), its undo deadline and its token's digest."""
+    the server's receipt (signed at a time), the call the Recorder named (its run and an id of its
+    own), its undo deadline and its token's digest."""
     body = json.loads(json.dumps(entry.body))
     journal = body.get("journal") or {}
     journal.pop("receipt", None)
+    journal.pop("call", None)
     journal.pop("compensationTokenDigest", None)
     (journal.get("undo") or {}).pop("undoBy", None)
     return json.dumps({"kind": entry.kind, "body": body}, sort_keys=True)

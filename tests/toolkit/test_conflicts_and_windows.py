@@ -11,7 +11,7 @@ import pytest
 from fastmcp import Client
 
 from hatp_journal.toolkit import META_KEY, Journal, SigningKey
-from hatp_journal.toolkit.signing import prove_compensate
+from hatp_journal.toolkit.signing import prove_compensate, verify_call
 from hatp_journal.toolkit.testing import FakeClock
 from hatp_journal.toolkit.wire import RECORDER_META_KEY
 
@@ -173,6 +173,37 @@ async def test_a_recorder_key_announcement_that_is_not_a_key_is_refused_and_chan
     deals: Deals,
 ) -> None:
     meta = {RECORDER_META_KEY: {"key": {"kid": "ed25519-x", "publicKey": "not-a-key"}}}
+
+    failed, answer = await deals.call("set_stage", meta=meta, deal_id="D-881", stage="Won")
+
+    assert failed
+    assert answer["error"]["code"] == "INVALID_ARGUMENTS"
+    assert (await deals.stage())[0] == "Proposal"
+
+
+async def test_the_call_a_recorder_names_is_echoed_in_the_journal_object_its_receipt_signs(
+    deals: Deals,
+) -> None:
+    bound = {"run": "run_A", "id": "call-1"}
+    meta = {RECORDER_META_KEY: {"key": deals.recorder.public.wire().wire(), "call": bound}}
+
+    failed, journal = await deals.call("set_stage", meta=meta, deal_id="D-881", stage="Won")
+    moved = {**journal, "call": {**bound, "run": "run_B"}}
+    keys = {deals.journal.key.kid: deals.journal.key.public}
+
+    assert not failed
+    assert journal["call"] == bound
+    assert verify_call(journal, "set_stage", {"deal_id": "D-881", "stage": "Won"}, keys)
+    assert not verify_call(moved, "set_stage", {"deal_id": "D-881", "stage": "Won"}, keys)
+
+
+@pytest.mark.parametrize(
+    "bound", [{"run": 5, "id": "x"}, {"run": "run_A"}, "run_A/1", {"run": "", "id": "x"}]
+)
+async def test_a_call_announcement_that_is_not_a_run_and_an_id_is_refused_and_changes_nothing(
+    deals: Deals, bound: Any
+) -> None:
+    meta = {RECORDER_META_KEY: {"key": deals.recorder.public.wire().wire(), "call": bound}}
 
     failed, answer = await deals.call("set_stage", meta=meta, deal_id="D-881", stage="Won")
 

@@ -90,6 +90,8 @@ def test_the_check_codes_are_stable() -> None:
         "BAD_BODY",
         "BAD_TIME",
         "DUPLICATE_KEY",
+        "RECEIPT_MISPLACED",
+        "PIN_SIGNATURE_INVALID",
         # Witnessed heads
         "WITNESS_MISSING",
         "BAD_COSIGNATURE",
