@@ -23,6 +23,7 @@ from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.undo.actions import ask_for_plan, authority_now, decide_on_plan, run_plan
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
@@ -99,10 +100,18 @@ class HostOrg:
         self, servers: UndoServers, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], Entry | None]:
         """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
-        JSON and the Reversal Record (None when the approval did not count)."""
+        JSON and the Reversal Record (None when the approval did not count, or when nothing could be
+        undone: the plan is then the one shown to Dana and never filed, NOTHING_TO_UNDO)."""
         policy = load_policy(self.root / "policy.json", directory=self.root / "directory.json")
         directory = Directory.load(self.root / "directory.json")
-        ask = await ask_for_plan(self.store, policy, directory, servers, run, request, by=DANA, now=utc_now())
+        try:
+            ask = await ask_for_plan(
+                self.store, policy, directory, servers, run, request, by=DANA, now=utc_now()
+            )
+        except UndoError as error:
+            if error.code != UndoCode.NOTHING_TO_UNDO or error.unfiled is None:
+                raise
+            return error.unfiled.wire(), None
         decided = await decide_on_plan(
             self.store, policy, directory, servers, ask.ref, "approve",
             person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),
