@@ -124,7 +124,10 @@ def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Pat
         (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "sql-single-select"}), RULE),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None}), RULE),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"absent": True}), RULE),
-        (lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None, "absent": False}), '"absent": false'),
+        (
+            lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None, "absent": False}),
+            '"absent": false',
+        ),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "regex"}), '"is": "regex"'),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"argument": "hrad"}), '"archive_deal"'),
         (lambda tools: tools["archive_deal"].update({"disclosure": True}), '"archive_deal"'),
