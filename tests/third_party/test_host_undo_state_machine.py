@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from third_party_servers import NODE_BIN, require
 
+pytestmark = pytest.mark.slow
+
 CI = settings(
     max_examples=5,
     stateful_step_count=10,

@@ -18,6 +18,8 @@ from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.policy.registry import shipped
 from hatp_journal.recorder.record import Entry
 
+pytestmark = pytest.mark.browser
+
 PLAYWRIGHT = "@playwright/mcp"
 FORM = """<html><head><title>Order</title></head><body>
 <h1>Order form</h1>
