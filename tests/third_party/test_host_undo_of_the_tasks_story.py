@@ -108,10 +108,10 @@ def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflic
     assert "undone by the host, not the server" in text
     # The add's conflict is the run's own completion (a dependency) and the colleague's rename, told apart.
     assert plan["conflicts"][1]["message"] == (
-        "this run's step 3 (e3) changed it later (task.status): a dependency, undone first; "
-        "then changed outside the run: task.title is now Write the README (Sam)"
-    )
-    assert [change["field"] for change in plan["conflicts"][1]["changes"]] == ["task.title"]
+        "this run's step 3 (e3) changed it later (/task/status): a dependency, undone first; "
+        "then changed outside the run: /task/title is now Write the README (Sam)"
+    )  # paths as RFC 6901 JSON Pointers, like every conflict's
+    assert [change["field"] for change in plan["conflicts"][1]["changes"]] == ["/task/title"]
 
 
 def test_the_undo_restores_the_deleted_task_removes_the_added_one_and_leaves_the_edited_one(
