@@ -5,6 +5,7 @@ approvals and overrides, every invariant checked after every undo.
 
     .venv/bin/python bench/host_undo_machine.py --examples 2000 --steps 12
     .venv/bin/python bench/host_undo_machine.py --server files --examples 2000 --steps 12
+    timeout -s INT 1800 .venv/bin/python bench/host_undo_machine.py --server files   # what 30 min do
 
 Prints how many examples ran, in how long, and what they exercised (undos, overrides, colleague
 changes removed under an override, no-op calls seen). Needs the third-party servers (make setup).
@@ -13,6 +14,7 @@ changes removed under an override, no-op calls seen). Needs the third-party serv
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -63,21 +65,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, start_blocking_portal() as portal:
         machine = machine_for(options.server, Path(folder), portal)
         started = time.perf_counter()
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                max_examples=options.examples,
-                stateful_step_count=options.steps,
-                deadline=None,
-                database=None,
-                derandomize=options.seed is not None,
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-        took = time.perf_counter() - started
-    print(f"{options.server}: {options.examples} examples of at most {options.steps} rules in {took:.0f} s")
-    for what, count in sorted(machine.stats.items()):
+        try:
+            run_state_machine_as_test(
+                machine,
+                settings=settings(
+                    max_examples=options.examples,
+                    stateful_step_count=options.steps,
+                    deadline=None,
+                    database=None,
+                    derandomize=options.seed is not None,
+                    suppress_health_check=list(HealthCheck),
+                ),
+            )
+            ended = "all ran"
+        except KeyboardInterrupt:  # Ctrl-C or `timeout -s INT`: say what ran so far
+            ended = "interrupted"
+        report(options, machine.stats, time.perf_counter() - started, ended)
+        if ended == "interrupted":  # the example cut short still holds its session: leave at once
+            os._exit(130)
+
+
+def report(options: argparse.Namespace, stats: dict[str, int], took: float, ended: str) -> None:
+    examples = stats.get("examples started", 0)
+    print(f"{options.server}: {examples} examples of at most {options.steps} rules in {took:.0f} s ({ended})")
+    for what, count in sorted(stats.items()):
         print(f"  {what}: {count}")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

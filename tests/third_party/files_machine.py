@@ -78,6 +78,7 @@ class FilesMachine(RuleBasedStateMachine):
         self.session = self.portal.wrap_async_context_manager(self._session())
         self.agent = self.session.__enter__()
         self.steps = 0
+        self._count("examples started")
         self.new_files = 0
 
     @asynccontextmanager
