@@ -33,8 +33,9 @@ lock: $(STAMP)
 		--extra serve --extra servers --extra web --extra browser --extra postgresql --extra tracing --extra dev \
 		$(LOCK_ARGS) --output-file requirements.lock pyproject.toml
 
-# MCP servers written by others, run behind the Recorder in tests (Node.js ones and a Python one).
-$(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock scripts/third_party.sh
+# MCP servers written by others, run behind the Recorder in tests (Node.js ones and two Python ones).
+$(THIRD): third_party/package-lock.json third_party/sqlite/requirements.lock third_party/fetch/requirements.lock \
+		scripts/third_party.sh
 	PYTHON=$(PYTHON) sh scripts/third_party.sh
 
 # PostgreSQL's server programs for the store tests (they run a throwaway cluster of their own).

@@ -1,8 +1,11 @@
-"""The host-undo state machine (tests/third_party/graph_machine.py) for many examples: the real
-knowledge-graph server behind the Recorder, agent calls, a colleague's direct edits, no-op calls,
-reads, undo plans, approvals and overrides, every invariant checked after every undo.
+"""The host-undo state machines (tests/third_party/graph_machine.py, files_machine.py) for many
+examples: a real server that knows nothing of undo behind the Recorder (the knowledge-graph server,
+or the filesystem server), agent calls, a colleague's direct edits, no-op calls, reads, undo plans,
+approvals and overrides, every invariant checked after every undo.
 
     .venv/bin/python bench/host_undo_machine.py --examples 2000 --steps 12
+    .venv/bin/python bench/host_undo_machine.py --server files --examples 2000 --steps 12
+    timeout -s INT 1800 .venv/bin/python bench/host_undo_machine.py --server files   # what 30 min do
 
 Prints how many examples ran, in how long, and what they exercised (undos, overrides, colleague
 changes removed under an override, no-op calls seen). Needs the third-party servers (make setup).
@@ -11,52 +14,83 @@ changes removed under an override, no-op calls seen). Needs the third-party serv
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "third_party"))
 
+import files_machine  # noqa: E402 - beside the tests
+import graph_machine  # noqa: E402
 from anyio.from_thread import start_blocking_portal  # noqa: E402
-from graph_machine import GraphMachine, configure, memory_policy, memory_servers  # noqa: E402 - beside the tests
 from host_undo_org import HostOrg  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
-COMMAND = ROOT / "third_party" / "node_modules" / ".bin" / "mcp-server-memory"
+BIN = ROOT / "third_party" / "node_modules" / ".bin"
+COMMANDS = {"graph": BIN / "mcp-server-memory", "files": BIN / "mcp-server-filesystem"}
+
+
+def machine_for(server: str, root: Path, portal: Any) -> Any:
+    """The state machine for ``server``, pointed at a fresh org in ``root``."""
+    if server == "graph":
+        memory = root / "memory.jsonl"
+        org = HostOrg.make(
+            root, graph_machine.memory_servers(COMMANDS[server], memory), graph_machine.memory_policy()
+        )
+        graph_machine.configure(org, memory, portal)
+        return graph_machine.GraphMachine
+    folder = root / "files"
+    folder.mkdir()
+    org = HostOrg.make(
+        root, files_machine.files_servers(COMMANDS[server], folder), files_machine.files_policy()
+    )
+    files_machine.configure(org, folder, portal)
+    return files_machine.FilesMachine
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=sorted(COMMANDS), default="graph")
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=12, help="rules per example")
     parser.add_argument("--seed", type=int, default=None, help="derandomize with this seed")
     options = parser.parse_args()
-    if not COMMAND.exists():
-        sys.exit(f"{COMMAND} is missing: run make setup")
+    if not COMMANDS[options.server].exists():
+        sys.exit(f"{COMMANDS[options.server]} is missing: run make setup")
     with tempfile.TemporaryDirectory() as folder, start_blocking_portal() as portal:
-        root = Path(folder)
-        memory = root / "memory.jsonl"
-        org = HostOrg.make(root, memory_servers(COMMAND, memory), memory_policy())
-        configure(org, memory, portal)
+        machine = machine_for(options.server, Path(folder), portal)
         started = time.perf_counter()
-        run_state_machine_as_test(
-            GraphMachine,
-            settings=settings(
-                max_examples=options.examples,
-                stateful_step_count=options.steps,
-                deadline=None,
-                database=None,
-                derandomize=options.seed is not None,
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-        took = time.perf_counter() - started
-    print(f"{options.examples} examples of at most {options.steps} rules in {took:.0f} s")
-    for what, count in sorted(GraphMachine.stats.items()):
+        try:
+            run_state_machine_as_test(
+                machine,
+                settings=settings(
+                    max_examples=options.examples,
+                    stateful_step_count=options.steps,
+                    deadline=None,
+                    database=None,
+                    derandomize=options.seed is not None,
+                    suppress_health_check=list(HealthCheck),
+                ),
+            )
+            ended = "all ran"
+        except KeyboardInterrupt:  # Ctrl-C or `timeout -s INT`: say what ran so far
+            ended = "interrupted"
+        report(options, machine.stats, time.perf_counter() - started, ended)
+        if ended == "interrupted":  # the example cut short still holds its session: leave at once
+            os._exit(130)
+
+
+def report(options: argparse.Namespace, stats: dict[str, int], took: float, ended: str) -> None:
+    examples = stats.get("examples started", 0)
+    print(f"{options.server}: {examples} examples of at most {options.steps} rules in {took:.0f} s ({ended})")
+    for what, count in sorted(stats.items()):
         print(f"  {what}: {count}")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

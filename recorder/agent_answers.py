@@ -78,6 +78,7 @@ OUTPUT_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
         expired=_STEPS,
         unresolved=_STEPS,
         alreadyReversed=_STEPS,
+        changedNothing=_STEPS,
         message=_STR,
         entry=_STR,
     ),

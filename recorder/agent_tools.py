@@ -407,6 +407,7 @@ _KEPT = {
     "expired": "too late",
     "unresolved": "unresolved",
     "alreadyReversed": "already undone",
+    "changedNothing": "changed nothing, never run",
 }
 
 

@@ -46,17 +46,23 @@ class ArgumentRule(WireModel):
     argument: str = Field(min_length=1)
     equals: str | int | StrictBool | None = None
     is_: Predicate | None = Field(default=None, alias="is")
+    absent: Literal[True] | None = Field(
+        default=None, description="passes when the call does not give the argument at all"
+    )
     rclass: RClass = Field(alias="class")
     rationale: str = Field(min_length=1)
 
     @model_validator(mode="after")
     def _one_test(self) -> ArgumentRule:
-        if (self.equals is None) == (self.is_ is None):
-            raise ValueError("give exactly one test: equals or is")
+        if [self.equals, self.is_, self.absent].count(None) != 2:
+            raise ValueError("give exactly one test: equals, is or absent")
         return self
 
     def matches(self, arguments: Mapping[str, Any]) -> bool:
-        """Whether the call's ``arguments`` pass this rule's test (a missing argument never does)."""
+        """Whether the call's ``arguments`` pass this rule's test (a missing argument passes only
+        ``absent``; a given one, even null, never does)."""
+        if self.absent:
+            return self.argument not in arguments
         if self.argument not in arguments:
             return False
         value = arguments[self.argument]

@@ -103,6 +103,7 @@ def kept_steps(plan: ReversalPlan) -> dict[str, list[dict[str, Any]]]:
         "expired": [{"step": e.step, "reason": f"undo window closed {e.undo_by}"} for e in plan.expired],
         "unresolved": [{"step": u.step, "reason": u.reason} for u in plan.unresolved],
         "alreadyReversed": [{"step": a.step, "reason": "already undone"} for a in plan.already_reversed],
+        "changedNothing": [{"step": c.step, "reason": c.reason} for c in plan.changed_nothing or []],
     }
 
 
@@ -112,6 +113,7 @@ _KEPT_WORDS = {
     "expired": "too late",
     "unresolved": "unresolved",
     "alreadyReversed": "already undone",
+    "changedNothing": "changed nothing",
 }
 
 

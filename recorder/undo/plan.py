@@ -102,6 +102,13 @@ class AlreadyReversed(PlannedItem):
     """A step an earlier reversal already compensated."""
 
 
+class ChangedNothing(PlannedItem):
+    """A step whose call changed nothing (the state after it is what undoing it would restore, or
+    the tool refused it): shown so the person sees it was looked at, never executed."""
+
+    reason: str
+
+
 class ReadSince(WireModel):
     """An entry of another run that read a changed resource after the change."""
 
@@ -135,6 +142,11 @@ class ReversalPlan(WireModel):
     expired: list[Expired] = Field(default_factory=list)
     blocked: list[Blocked] = Field(default_factory=list)
     already_reversed: list[AlreadyReversed] = Field(default_factory=list)
+    changed_nothing: list[ChangedNothing] | None = Field(
+        default=None,
+        description="Steps whose call changed nothing: shown, never executed. Absent when there is "
+        "none, so a plan made before this section existed keeps its digest",
+    )
     read_since: list[ReadSince] = Field(default_factory=list)
     unrecorded_memory: str = Field(description="Whose memory the readSince list can't see")
 
@@ -152,6 +164,7 @@ class ReversalPlan(WireModel):
             self.expired,
             self.blocked,
             self.already_reversed,
+            self.changed_nothing or [],
         ]
         return [item.entry for section in sections for item in section]
 
@@ -260,6 +273,9 @@ def plan_text(
     if plan.already_reversed:
         lines.append("Already undone:")
         lines += [_item(a.step, a.summary, "") for a in plan.already_reversed]
+    if plan.changed_nothing:
+        lines.append("Changed nothing (nothing to undo, never run):")
+        lines += [_item(c.step, c.summary, c.reason) for c in plan.changed_nothing]
     if plan.read_since:
         lines.append("Read since the change by other runs (tell them):")
         lines += [

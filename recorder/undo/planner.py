@@ -7,7 +7,7 @@ is caught (:func:`build_plan` is run again before approval and before execution)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -29,6 +29,7 @@ from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import (
     AlreadyReversed,
     Blocked,
+    ChangedNothing,
     Conflict,
     Expired,
     NotReversible,
@@ -149,6 +150,7 @@ async def build_plan(
                 through=steps[-1].id if steps else None,
                 undo_authority=undo_authority,
                 **vars(found),
+                changed_nothing=_changed_nothing(by_id[e] for e in closure),
                 read_since=reads,
                 unrecorded_memory=memory,
             )
@@ -218,6 +220,14 @@ def _needs_check(step: Step, now: datetime) -> bool:
 
 _undo_by = lru_cache(maxsize=256)(parse_wire_time)
 """A run's steps share a few ``undoBy`` times; parsing each once is most of what checking them costs."""
+
+
+def _changed_nothing(steps: Iterable[Step]) -> list[ChangedNothing] | None:
+    """The steps asked for whose call changed nothing, newest first: the plan shows them and never
+    runs them; None when there is none (the section is then absent)."""
+    nothing = sorted((s for s in steps if s.kind == "no-effect"), key=lambda s: s.number, reverse=True)
+    shown = [ChangedNothing(**_step_item(s), reason=s.reason or "changed nothing") for s in nothing]
+    return shown or None
 
 
 def _step_item(step: Step) -> dict[str, Any]:

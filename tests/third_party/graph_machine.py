@@ -89,6 +89,7 @@ class GraphMachine(RuleBasedStateMachine):
         self.session = self.portal.wrap_async_context_manager(self._session())
         self.agent = self.session.__enter__()
         self.steps = 0
+        self._count("examples started")
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[Any]:

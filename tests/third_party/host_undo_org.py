@@ -100,17 +100,18 @@ class HostOrg:
         self, servers: UndoServers, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
     ) -> tuple[dict[str, Any], Entry | None]:
         """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
-        JSON and the Reversal Record (None when the approval did not count)."""
+        JSON and the Reversal Record (None when the approval did not count, or when nothing could be
+        undone: the plan is then the one shown to Dana and never filed, NOTHING_TO_UNDO)."""
         policy = load_policy(self.root / "policy.json", directory=self.root / "directory.json")
         directory = Directory.load(self.root / "directory.json")
         try:
             ask = await ask_for_plan(
                 self.store, policy, directory, servers, run, request, by=DANA, now=utc_now()
             )
-        except UndoError as refused:  # a plan with nothing to undo is shown, never filed
-            if refused.code is not UndoCode.NOTHING_TO_UNDO:
+        except UndoError as error:
+            if error.code != UndoCode.NOTHING_TO_UNDO or error.unfiled is None:
                 raise
-            return refused.unfiled.wire(), None
+            return error.unfiled.wire(), None
         decided = await decide_on_plan(
             self.store, policy, directory, servers, ask.ref, "approve",
             person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),

@@ -18,7 +18,8 @@ from host_undo_org import HostOrg, statuses
 from third_party_servers import NODE_BIN, ROOT, require
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.host_undo import HOST_MEMBER
+from hatp_journal.recorder.host_undo import HOST_MEMBER, NOTHING_CHANGED
+from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
 
 
@@ -148,6 +149,11 @@ def test_a_create_that_changed_nothing_is_never_planned_nor_run_and_the_colleagu
     assert noop.id not in [s["entry"] for s in plan["steps"]]
     assert noop.id not in [c["entry"] for c in plan["conflicts"]]
     assert noop.id not in [n["entry"] for n in plan["notReversible"]]
+    [shown] = plan["changedNothing"]  # shown to the person, as changing nothing
+    assert (shown["entry"], shown["reason"]) == (noop.id, NOTHING_CHANGED)
+    assert f"step 4  {shown['summary']}   ({NOTHING_CHANGED})" in plan_text(
+        ReversalPlan.model_validate(plan), agent="ops-bot", principal="Dana"
+    )
     assert reversal is None or noop.id not in statuses(reversal)
     assert {"from": "Ada", "to": "Hopper", "relationType": "met"} in world["after_override"]["relations"]
 

@@ -110,7 +110,7 @@ def test_the_plan_says_the_host_undoes_it_and_names_the_edited_task_as_a_conflic
     assert plan["conflicts"][1]["message"] == (
         "this run's step 3 (e3) changed it later (/task/status): a dependency, undone first; "
         "then changed outside the run: /task/title is now Write the README (Sam)"
-    )
+    )  # paths as RFC 6901 JSON Pointers, like every conflict's
     assert [change["field"] for change in plan["conflicts"][1]["changes"]] == ["/task/title"]
 
 

@@ -74,6 +74,19 @@ def test_a_good_registry_file_classifies_its_server_with_its_argument_rules(tmp_
     assert record.judge("archive_deal", {"hard": 1}).rclass == "R1"  # type: ignore[union-attr]
 
 
+def test_an_absent_rule_passes_only_when_the_call_does_not_give_the_argument(tmp_path: Path) -> None:
+    soft = json.loads(json.dumps(CRM))
+    soft["tools"]["archive_deal"]["rules"] = [
+        {"argument": "hard", "absent": True, "class": "R0", "rationale": "Without it nothing is deleted."}
+    ]
+    record = load_policy(written(tmp_path, soft)).host_registry().record_for("crm")
+
+    assert record is not None
+    assert record.judge("archive_deal", {"deal_id": "D-1"}).rclass == "R0"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": False}).rclass == "R1"  # type: ignore[union-attr]
+    assert record.judge("archive_deal", {"hard": None}).rclass == "R1"  # type: ignore[union-attr]
+
+
 def test_a_policy_that_lowers_a_disclosure_is_refused_naming_the_line(tmp_path: Path) -> None:
     lowering = {
         "server": "crm",
@@ -110,6 +123,11 @@ def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Pat
         (lambda tools: tools["archive_deal"].update({"class": "R5"}), '"class": "R5"'),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "sql-single-select"}), RULE),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None}), RULE),
+        (lambda tools: tools["archive_deal"]["rules"][0].update({"absent": True}), RULE),
+        (
+            lambda tools: tools["archive_deal"]["rules"][0].update({"equals": None, "absent": False}),
+            '"absent": false',
+        ),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"is": "regex"}), '"is": "regex"'),
         (lambda tools: tools["archive_deal"]["rules"][0].update({"argument": "hrad"}), '"archive_deal"'),
         (lambda tools: tools["archive_deal"].update({"disclosure": True}), '"archive_deal"'),
@@ -119,6 +137,8 @@ def test_raising_a_disclosure_or_lowering_another_tool_is_accepted(tmp_path: Pat
         "unknown class",
         "two tests",
         "no test",
+        "equals and absent",
+        "absent false",
         "unknown test",
         "unknown argument",
         "disclosure not R4",
@@ -189,8 +209,11 @@ def test_the_shipped_registry_files_are_reviewed_and_name_a_source_for_every_too
     records = shipped()
 
     assert set(records) == {
+        "@modelcontextprotocol/server-everything",
         "@modelcontextprotocol/server-filesystem",
         "@modelcontextprotocol/server-memory",
+        "@playwright/mcp",
+        "mcp-server-fetch",
         "mcp-server-sqlite",
     }
     for record in records.values():
@@ -203,7 +226,7 @@ def test_the_committed_registry_schema_equals_the_code_and_the_shipped_files_fol
     schema = json.loads(committed)
 
     assert committed == render(registry_schema()), "run `make schema` and commit docs/schema/"
-    for name in ("server-filesystem.json", "server-memory.json", "mcp-server-sqlite.json"):
-        jsonschema.validate(json.loads((SHIPPED / name).read_text(encoding="utf-8")), schema)
+    for path in sorted(SHIPPED.glob("*.json")):
+        jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**CRM, "status": "approved"}, schema)

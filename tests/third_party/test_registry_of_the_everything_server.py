@@ -1,0 +1,116 @@
+"""The reference "everything" server behind the Recorder with the shipped registry entry: its reads go
+through, a toggle goes through with a notice, and the two tools that say they only read but disclose
+(the server's environment; a URL fetched) wait for a person. The entry covers every tool, those the
+server offers only to a client that can answer sampling, elicitation or roots too."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from fastmcp import Client
+from host_undo_org import HostOrg
+from third_party_servers import NODE_BIN, everything_server, require, served
+
+from hatp_journal.recorder.config import ServerConfig
+from hatp_journal.recorder.policy.registry import shipped
+
+EVERYTHING = "@modelcontextprotocol/server-everything"
+TOOLS = NODE_BIN.parent / "@modelcontextprotocol" / "server-everything" / "dist" / "tools"
+SECRET = "hatp-test-secret-7f3a"
+
+
+async def answer(*args: Any) -> str:
+    """A client that can answer the server's requests (sampling, elicitation), so it offers all."""
+    return "fine"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("everything")
+    command = str(require(NODE_BIN / "mcp-server-everything"))
+    env = {**os.environ, "EVERYTHING_TEST_TOKEN": SECRET}
+    servers = {"every": ServerConfig(command=command, args=["stdio"], env=env)}
+    org = HostOrg.make(root, servers, {"registry": {"servers": {"every": EVERYTHING}}})
+    told: dict[str, Any] = {"org": org}
+
+    async def story() -> None:
+        able = Client(
+            everything_server(), sampling_handler=answer, elicitation_handler=answer, roots=["file:///tmp"]
+        )
+        async with able as direct:
+            told["direct"] = {tool.name: tool for tool in await direct.list_tools()}
+        async with AsyncExitStack() as stack:
+            recorder, agent = await org.session(stack)
+            call = agent.call_tool_mcp
+            told["listed"] = {tool.name: tool for tool in await agent.list_tools()}
+            told["echo"] = await call("every_echo", {"message": "hello"})
+            told["env"] = await call("every_get-env", {})
+            told["gzip"] = await call("every_gzip-file-as-resource", {"data": "http://127.0.0.1:9/x"})
+            told["toggle"] = await call("every_toggle-simulated-logging", {})
+            await call("every_toggle-simulated-logging", {})  # and off again
+            told["run"] = recorder.run_id
+
+    anyio.run(story)
+    return told
+
+
+def decision(world: dict[str, Any], tool: str) -> dict[str, Any]:
+    org: HostOrg = world["org"]
+    found = [e.body["decision"] for e in org.store.entries(world["run"]) if e.body.get("tool") == tool]
+    return dict(found[0])
+
+
+def test_the_shipped_entry_classifies_every_tool_the_server_offers_with_its_arguments(
+    world: dict[str, Any],
+) -> None:
+    entries = shipped()[EVERYTHING].file.tools
+    offered: dict[str, Any] = world["direct"]
+
+    assert set(offered) <= set(entries)
+    for name, tool in offered.items():
+        assert set(entries[name].arguments) == set(tool.input_schema.get("properties", {})), name
+    # The rest are offered only to a client that runs requests as tasks: the source has each.
+    for name in set(entries) - set(offered):
+        assert (TOOLS / f"{name}.js").exists(), name
+    assert set(served(world["listed"], "every")) <= set(entries)
+
+
+def test_a_read_goes_through_as_r0_from_the_registry(world: dict[str, Any]) -> None:
+    echo = decision(world, "echo")
+
+    assert "hello" in world["echo"].content[0].text
+    said = echo["reversibility"]
+    assert (echo["action"], said["class"], said["rule"]) == ("allow", "R0", "registry")
+
+
+@pytest.mark.parametrize(("tool", "key"), [("get-env", "env"), ("gzip-file-as-resource", "gzip")])
+def test_a_tool_that_says_it_only_reads_but_discloses_waits_for_a_person(
+    world: dict[str, Any], tool: str, key: str
+) -> None:
+    decided = decision(world, tool)
+
+    assert world[key].structured_content["status"] == "pending_approval"
+    assert SECRET not in str(world[key].content)
+    assert (decided["reversibility"]["class"], decided["reversibility"]["disclosure"]) == ("R4", True)
+    assert world["listed"][f"every_{tool}"].annotations.destructive_hint is True
+
+
+def test_a_toggle_of_the_sessions_own_logging_goes_through_with_a_notice(world: dict[str, Any]) -> None:
+    toggle = decision(world, "toggle-simulated-logging")
+
+    assert not world["toggle"].is_error
+    assert (toggle["action"], toggle["reversibility"]["class"]) == ("allow", "R1")
+    assert [reason["code"] for reason in toggle["reasons"]] == ["NOTIFY"]
+
+
+def test_the_registry_names_a_source_line_that_registers_each_tool() -> None:
+    for name, entry in shipped()[EVERYTHING].file.tools.items():
+        file, line = entry.evidence.source.rsplit(":", 1)
+        source = Path(require(NODE_BIN)).parent / "@modelcontextprotocol" / "server-everything" / file
+        lines = source.read_text().splitlines()
+        assert "registerTool" in lines[int(line) - 1], name
