@@ -3,7 +3,7 @@
     hatp-email serve [--db email.db] [--key KEY] [--transport stdio|http] [--host H] [--port N]
                      [--smtp-host 127.0.0.1] [--smtp-port 25] [--from sales-bot@acme.com]
                      [--courier process|inline]
-    hatp-email sent  --db email.db
+    hatp-email sent  --db email.db|URL
 
 Bad input (a missing store, a bad sender address, an unusable key file) prints a message on stderr
 and exits 2.
@@ -50,14 +50,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bad_input(str(error))
         run_server(mcp, args)
         return 0
-    if not Path(args.db).is_file():
+    if "://" not in args.db and not Path(args.db).is_file():
         return _bad_input(f"no email store at {args.db}")
-    engine = create_store_engine(args.db)
     try:
-        for sent in list_sent(engine):
-            print(json.dumps(sent, ensure_ascii=False))
-    finally:
-        engine.dispose()
+        engine = create_store_engine(args.db)
+        try:
+            for sent in list_sent(engine):
+                print(json.dumps(sent, ensure_ascii=False))
+        finally:
+            engine.dispose()
+    except StoreError as error:  # a bad URL, a database that can't be reached (password masked)
+        return _bad_input(str(error))
     return 0
 
 
@@ -76,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--from", dest="sender", default="sales-bot@acme.com", help="sender address")
     add_courier_argument(serve)
     sent = commands.add_parser("sent", help="print every sent email as one JSON line")
-    sent.add_argument("--db", type=Path, required=True, help="SQLite file of the store")
+    sent.add_argument("--db", required=True, help="the store: a SQLite file or a database URL")
     return parser
 
 
