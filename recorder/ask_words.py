@@ -14,7 +14,7 @@ from typing import Any
 
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.class_words import class_words
-from hatp_journal.recorder.previews import preview_words
+from hatp_journal.recorder.preview_words import preview_words
 from hatp_journal.recorder.web.views import addresses
 
 

@@ -59,24 +59,3 @@ async def effect_preview(
     if size > PREVIEW_BYTES:
         return {"failed": f"not kept: {size} bytes, more than {PREVIEW_BYTES}"}
     return {"effect": effect}
-
-
-def preview_words(preview: Any) -> str:
-    """One line a person reads of an ask's preview: what the server says the call would do."""
-    if not isinstance(preview, dict):
-        return ""
-    if "failed" in preview:
-        return f"no preview: {preview['failed']}"
-    effect = preview.get("effect")
-    if not isinstance(effect, dict):
-        return ""
-    words = f"would: {effect.get('summary', '')}"
-    changes = effect.get("changes")
-    if isinstance(changes, list) and changes:
-        shown = [
-            f"{c.get('field')} {c.get('before')!r} -> {c.get('after')!r}"
-            for c in changes
-            if isinstance(c, dict)
-        ]
-        words += " (" + ", ".join(shown) + ")"
-    return words

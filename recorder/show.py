@@ -13,7 +13,7 @@ from typing import Any
 from hatp_journal.recorder.ask_words import arguments_text, reaches
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.columns import aligned
-from hatp_journal.recorder.previews import preview_words
+from hatp_journal.recorder.preview_words import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     AskBody,
@@ -120,7 +120,7 @@ def _call(body: CallBody) -> Line:
         effect = _member(body.journal, "effect")
         undo = _member(body.journal, "undo")
         summary = _text(_member(effect, "summary"))
-        host = (body.model_extra or {}).get("hostUndo")
+        host = body.host_undo
         if not summary and _text(_member(host, "summary")):
             summary = f"{_member(host, 'summary')} (undone by the host, not the server)"
         return what, action, summary, _text(_member(undo, "undoBy"))

@@ -19,11 +19,11 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from opentelemetry import propagate, trace
-from opentelemetry.context import Context
-from opentelemetry.trace import Span
+if TYPE_CHECKING:  # OpenTelemetry's API comes with the serve extra: imported where it is used
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span
 
 TRACER_NAME = "hatp_journal.recorder"
 EXPORTER_UNKNOWN = "TRACING_EXPORTER_UNKNOWN"
@@ -60,6 +60,7 @@ def configure(on: bool) -> None:
     if not on:
         return
     try:
+        from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -114,12 +115,16 @@ def _otlp() -> Any:
 def continued(meta: Any) -> Context | None:
     """The agent's trace context from a request's ``_meta`` (W3C ``traceparent``), if it sent one."""
     if isinstance(meta, Mapping) and isinstance(meta.get("traceparent"), str):
+        from opentelemetry import propagate
+
         return propagate.extract({k: v for k, v in meta.items() if isinstance(v, str)})
     return None
 
 
 @contextmanager
 def span(name: str, attributes: Attributes, parent: Context | None = None) -> Iterator[Span]:
+    from opentelemetry import trace
+
     with trace.get_tracer(TRACER_NAME).start_as_current_span(
         name, context=parent, attributes={f"hatp.{k}": v for k, v in attributes.items()}
     ) as current:

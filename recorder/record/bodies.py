@@ -264,10 +264,11 @@ class BodyChecks:
         self._receipt_time(entry, "call receipt", receipt)
         intake = body.get("intake")
         unresolved = isinstance(intake, Mapping) and intake.get("status") == "unresolved"
-        # A failure in a call the Recorder kept as unresolved at intake was reported then: flagged.
-        report = self.found.flag if unresolved else self.found.add
 
         def then(valid: bool) -> None:
+            # A failure in a call the Recorder kept as unresolved at intake was reported then:
+            # flagged. (self.found is read now: a late verdict's findings go to their held place.)
+            report = self.found.flag if unresolved else self.found.add
             if valid:
                 self._in_its_place(entry, journal, digest if isinstance(digest, str) else None, report)
             else:

@@ -12,7 +12,7 @@ from typing import Any
 from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.previews import preview_words
+from hatp_journal.recorder.preview_words import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     AskDecision,

@@ -21,37 +21,61 @@ def run_lying(lie: str, tmp_path: Path) -> SuiteResult:
 
 
 BOTH = ("update_deal", "charge_order")
+ALL = (*BOTH, "move_amount")
+
+UNDO_FAILS = {
+    ("J-4.1", "token_unusable_after_check"),
+    ("J-4.2", "compensate_not_done"),
+    ("J-4.5", "compensate_not_done"),
+}
 
 
 @pytest.mark.parametrize(
-    ("lie", "failed"),
-    [
-        ("version_found", {("J-4.1", "wrong_version_found")}),
-        ("check_says_conflict", {("J-4.1", "check_not_ok")}),
-        ("check_is_error", {("J-4.1", "check_is_error")}),
-        ("check_compensates", {("J-4.1", "check_changed_state")}),
-        ("undo_fails", {
-            ("J-4.1", "token_unusable_after_check"),
-            ("J-4.2", "compensate_not_done"),
-            ("J-4.5", "compensate_not_done"),
+    ("lie", "failed", "moved"),
+    [  # moved: what move_amount (two deals in one call, J-4.8 besides) fails; None: as the others
+        ("version_found", {("J-4.1", "wrong_version_found")}, None),
+        ("check_says_conflict", {("J-4.1", "check_not_ok")}, None),
+        ("check_is_error", {("J-4.1", "check_is_error")}, None),
+        ("check_compensates", {("J-4.1", "check_changed_state")}, None),
+        ("undo_fails", UNDO_FAILS, {*UNDO_FAILS, ("J-4.8", "compensate_not_done")}),
+        # An undo that changes nothing: the toolkit reads each of the two deals back and says failed.
+        ("undo_does_nothing", {("J-4.2", "not_restored")}, {*UNDO_FAILS, ("J-4.8", "compensate_not_done")}),
+        ("version_left", {("J-4.2", "wrong_version_left")}, None),
+        ("override_conflicts", {("J-4.3", "compensated_over_change")}, {
+            ("J-4.3", "wrong_code"),
+            ("J-4.8", "missed_conflict"),
         }),
-        ("undo_does_nothing", {("J-4.2", "not_restored")}),
-        ("version_left", {("J-4.2", "wrong_version_left")}),
-        ("override_conflicts", {("J-4.3", "compensated_over_change")}),
-        ("edit_keeps_version", {("J-4.3", "edit_not_versioned")}),
-        ("compensate_ignores_window", {("J-4.4", "compensated_after_window")}),
-        ("refusal_code", {("J-4.3", "wrong_code"), ("J-4.4", "wrong_code")}),
-        ("edit_on_refusal", {("J-4.3", "conflict_changed_state"), ("J-4.4", "expired_undo_changed_state")}),
-        ("edit_on_repeat", {("J-4.5", "repeat_changed_state")}),
-        ("check_forgets_done", {("J-4.5", "check_not_done")}),
+        ("edit_keeps_version", {("J-4.3", "edit_not_versioned")}, {
+            ("J-4.3", "edit_not_versioned"),
+            ("J-4.8", "missed_conflict"),
+        }),
+        ("compensate_ignores_window", {("J-4.4", "compensated_after_window")}, None),
+        ("refusal_code", {("J-4.3", "wrong_code"), ("J-4.4", "wrong_code")}, {
+            ("J-4.3", "wrong_code"),
+            ("J-4.4", "wrong_code"),
+            ("J-4.8", "missed_conflict"),
+        }),
+        ("edit_on_refusal", {
+            ("J-4.3", "conflict_changed_state"),
+            ("J-4.4", "expired_undo_changed_state"),
+        }, {
+            ("J-4.3", "conflict_changed_state"),
+            ("J-4.4", "expired_undo_changed_state"),
+            ("J-4.8", "conflict_changed_state"),
+        }),
+        ("edit_on_repeat", {("J-4.5", "repeat_changed_state")}, None),
+        ("check_forgets_done", {("J-4.5", "check_not_done")}, None),
     ],
 )  # fmt: skip
 def test_an_undo_that_lies_in_one_way_fails_the_requirement_it_breaks_for_each_undoable_operation(
-    tmp_path: Path, lie: str, failed: set[tuple[str, str]]
+    tmp_path: Path, lie: str, failed: set[tuple[str, str]], moved: set[tuple[str, str]] | None
 ) -> None:
     result = run_lying(lie, tmp_path)
 
-    assert failures(result) == {(req, op, problem) for req, problem in failed for op in BOTH}
+    assert failures(result) == {
+        *((req, op, problem) for req, problem in failed for op in BOTH),
+        *((req, "move_amount", problem) for req, problem in (failed if moved is None else moved)),
+    }
     assert result.verified_operations == ["export_report"]
 
 
@@ -71,8 +95,9 @@ def test_a_server_that_does_not_refuse_an_unknown_token_fails_j_4_6(
 def test_undo_answers_signed_by_an_unpublished_key_fail_every_check_that_reads_one(tmp_path: Path) -> None:
     result = run_lying("stranger_signs", tmp_path)
 
-    undo_checks = {(f"J-4.{n}", op, "answer_not_signed") for n in range(1, 6) for op in BOTH}
-    assert failures(result) == {*undo_checks, ("J-4.6", None, "answer_not_signed")}
+    undo_checks = {(f"J-4.{n}", op, "answer_not_signed") for n in range(1, 6) for op in ALL}
+    every_resource = ("J-4.8", "move_amount", "answer_not_signed")
+    assert failures(result) == {*undo_checks, every_resource, ("J-4.6", None, "answer_not_signed")}
 
 
 @pytest.mark.parametrize(
@@ -83,8 +108,9 @@ def test_a_check_that_answers_no_undo_answer_fails_every_check_that_reads_one(
 ) -> None:
     result = run_lying(lie, tmp_path)
 
-    reading_a_check = {(req, op, problem) for req in ("J-4.1", "J-4.3", "J-4.4", "J-4.5") for op in BOTH}
-    assert failures(result) == {*reading_a_check, ("J-4.6", None, problem)}
+    reading_a_check = {(req, op, problem) for req in ("J-4.1", "J-4.3", "J-4.4", "J-4.5") for op in ALL}
+    every_resource = ("J-4.8", "move_amount", problem)
+    assert failures(result) == {*reading_a_check, every_resource, ("J-4.6", None, problem)}
 
 
 def test_a_check_that_takes_longer_than_its_limit_fails_as_timed_out_and_the_suite_goes_on(

@@ -19,7 +19,7 @@ from hatp_journal.recorder.store_check import PART_TABLES  # every part's tables
 from hatp_journal.toolkit import SigningKey, StoreError
 from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.errors import StoreCode
-from hatp_journal.toolkit.store import create_store_engine
+from hatp_journal.toolkit.store import UNDO_SCHEMA, create_store_engine
 
 
 def configure(folder: Path, store: str) -> Path:
@@ -65,7 +65,7 @@ def test_a_started_store_checks_out_part_by_part(
         "fleet-lease": ["-", "1", unused],
         "runs": ["-", "2", unused],
         "web": ["-", "1", unused],
-        "undo": ["2", "2", "ok"],
+        "undo": [str(UNDO_SCHEMA), str(UNDO_SCHEMA), "ok"],
         "witnessed": ["1", "1", "ok"],  # a RunStore makes it: exports read it
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.run_walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.approval import pending_plans
+from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 DANA = "human://acme.com/dana"
@@ -20,7 +22,8 @@ DANA = "human://acme.com/dana"
 
 def run_with_an_ask(store: RunStore) -> str:
     run = store.open_run(agent="bot", principal=DANA).id
-    store.append(run, "ask", {"server": "crm", "tool": "put", "decideBy": "2999-01-01T00:00:00Z"})
+    call = {"server": "crm", "tool": "put", "arguments": {"key": "a"}}
+    Asks(store).open(run, call, now=utc_now(), approver="role://acme/lead", within=timedelta(days=365))
     return run
 
 
