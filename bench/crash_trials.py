@@ -71,6 +71,8 @@ PRELOAD = [
     "hatp_journal.servers.calendar.server",
     "hatp_journal.servers.crm.cli",
     "hatp_journal.servers.crm.server",
+    "hatp_journal.servers.mailsink.cli",
+    "hatp_journal.servers.mailsink._server",
     "fastmcp",
 ]
 DANA = "human://acme.com/dana"
@@ -715,8 +717,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="crash-trials-"))
     print(f"crash trials: {args.trials} trials, seed {args.seed}, load {os.getloadavg()[0]:.1f}, in {root}")
-    from hatp_journal.servers.mailsink import MailSink
-
     launcher = Launcher(root)
     totals: Counter[str] = Counter()
     kills: Counter[str] = Counter()
@@ -727,8 +727,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures: list[str] = []
     started = time.monotonic()
     spans: dict[str, float] = {}
-    with MailSink(root / "mail") as sink:
-        world = build_world(root, launcher, sink.port)
+    # The sink is a process of its own, as a real SMTP server is: in this one its replies would
+    # wait for the harness's polling (the GIL), which widens the courier's window.
+    sink_port = _free_port()
+    sink = launcher.start(
+        "hatp_journal.servers.mailsink.cli", ["serve", "--dir", str(root / "mail"), "--port", str(sink_port)]
+    )
+    while not _accepts(sink_port):
+        if not sink.alive():
+            raise SystemExit(f"the mail sink did not start; see {launcher.log}")
+        time.sleep(0.01)
+    try:
+        world = build_world(root, launcher, sink_port)
         try:
             for number in range(1, args.trials + 1):
                 if number % 25 == 1:
@@ -766,6 +776,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if server.child is not None:
                     server.child.kill()
             _kill_courier(world)  # it would stop by itself once idle; don't leave it behind
+    finally:
+        sink.kill()
     print(f"\nkills: {dict(kills)}  load {os.getloadavg()[0]:.1f}  {time.monotonic() - started:.0f} s")
     print(f"steps: {dict(statuses)}  undo notices owed: {notices}  planned again after PLAN_STALE: {replans}")
     labels = {
