@@ -32,7 +32,10 @@ Witnesses, none of them the Recorder's own account:
   Reversal Record must leave no step failed or waiting (else the undo is stuck).
 
 Commands and servers run as child processes of a forkserver that has imported the project once,
-so a start costs milliseconds and the trials test crashes rather than import time.
+so a start costs milliseconds and the trials test crashes rather than import time. The mail sink
+(``hatp-mailsink serve``) is one of them, a process of its own as a real SMTP server is. At the end
+the sink's own view is printed too: every Message-ID a recipient got twice, and how many of those
+copies came with the courier's envelope identifier (ENVID), which tells a resend by its envelope.
 
 Run: ``.venv/bin/python bench/crash_trials.py [--trials 200] [--seed N]`` (``make bench-crash``).
 """
@@ -793,6 +796,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"  and, on their own line: notices mailed twice in the {courier_trials} trials where the calendar's"
         f" courier was killed: {totals['courier_twice']} (each a second copy with the same Message-ID)"
+    )
+    from hatp_journal.servers.mailsink import read_maildir, resent
+
+    resends = resent(read_maildir(root / "mail"))
+    with_envid = sum(len(set(r.envelope_ids)) == 1 and r.envelope_ids[0] is not None for r in resends)
+    print(
+        f"  the sink's own count (hatp-mailsink resent): {len(resends)} Message-IDs a recipient got more"
+        f" than once, {with_envid} of them with one ENVID on every copy"
     )
     for line in failures:
         print("  " + line)
