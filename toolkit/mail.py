@@ -299,7 +299,11 @@ class SmtpSession:
     """Whether the last :meth:`send` committed its mark (False if it was dropped for a slow reply)."""
 
     def _send_marked(self, client: smtplib.SMTP, wire: bytes, mark: DeliveryMark) -> tuple[int, bytes]:
-        mark.prepare()
+        try:
+            mark.prepare()
+        except BaseException:
+            self._drop()  # mid-DATA: closing without the "." makes the server discard the message
+            raise
         staged = True
         try:
             client.send(wire)
