@@ -365,6 +365,8 @@ def _replied_within(client: smtplib.SMTP, seconds: float) -> bool:
 
     Nothing is buffered unread before it: the server sends nothing between the 354 and this reply.
     """
+    if client.sock is None:
+        return True  # not connected: reading the reply raises at once
     readable, _, _ = select.select([client.sock], [], [], seconds)
     return bool(readable)
 
