@@ -4,9 +4,14 @@ a server offering DSN and only there, checked before anything is sent."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from email.message import EmailMessage
 
 import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP, Session
+from aiosmtpd.smtp import Envelope as AiosmtpdEnvelope
 from support.flaky_smtp import flaky_smtp
 
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
@@ -123,3 +128,42 @@ def test_a_mark_that_cannot_be_staged_sends_nothing_and_the_next_message_still_g
     assert failing.calls == ["prepare"]
     assert nothing_yet == []  # the half-sent DATA was cut off, never ended with its "."
     assert [str(m["Message-ID"]) for m in server.accepted] == ["<ntc_1@acme.com>"]
+
+
+class _HangsUpAtTheEnd:
+    """Takes the whole message, then drops the connection instead of answering the final "."."""
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: AiosmtpdEnvelope) -> str:
+        assert server.transport is not None
+        server.transport.close()
+        return "250 OK"  # never reaches the sender
+
+
+class _AnyPort(Controller):
+    # aiosmtpd 1.4.6 can't bind port 0 by itself (see hatp_journal.servers.mailsink._server).
+    def _create_server(self) -> Awaitable[asyncio.AbstractServer]:
+        return self._bind()
+
+    async def _bind(self) -> asyncio.AbstractServer:
+        server = await self.loop.create_server(self._factory_invoker, host=self.hostname, port=0)
+        self.port = server.sockets[0].getsockname()[1]
+        return server
+
+
+def test_a_connection_lost_before_the_final_reply_abandons_the_mark_and_may_be_tried_again() -> None:
+    controller = _AnyPort(_HangsUpAtTheEnd(), hostname="127.0.0.1", port=0)
+    controller.start()
+    try:
+        envelope, _ = probe(_message(), "127.0.0.1", int(controller.port))
+        mark = _RecordingMark()
+        session = SmtpSession("127.0.0.1", int(controller.port))
+        try:
+            with pytest.raises(MailDeliveryError) as lost:
+                session.send(envelope, mark)
+        finally:
+            session.close()
+    finally:
+        controller.stop()
+
+    assert mark.calls == ["prepare", "abandon"]
+    assert (lost.value.temporary, session.marked) == (True, False)
