@@ -32,7 +32,10 @@ Witnesses, none of them the Recorder's own account:
   Reversal Record must leave no step failed or waiting (else the undo is stuck).
 
 Commands and servers run as child processes of a forkserver that has imported the project once,
-so a start costs milliseconds and the trials test crashes rather than import time.
+so a start costs milliseconds and the trials test crashes rather than import time. The mail sink
+(``hatp-mailsink serve``) is one of them, a process of its own as a real SMTP server is. At the end
+the sink's own view is printed too: every Message-ID a recipient got twice, and how many of those
+copies came with the courier's envelope identifier (ENVID), which tells a resend by its envelope.
 
 Run: ``.venv/bin/python bench/crash_trials.py [--trials 200] [--seed N]`` (``make bench-crash``).
 """
@@ -71,6 +74,8 @@ PRELOAD = [
     "hatp_journal.servers.calendar.server",
     "hatp_journal.servers.crm.cli",
     "hatp_journal.servers.crm.server",
+    "hatp_journal.servers.mailsink.cli",
+    "hatp_journal.servers.mailsink._server",
     "fastmcp",
 ]
 DANA = "human://acme.com/dana"
@@ -715,8 +720,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="crash-trials-"))
     print(f"crash trials: {args.trials} trials, seed {args.seed}, load {os.getloadavg()[0]:.1f}, in {root}")
-    from hatp_journal.servers.mailsink import MailSink
-
     launcher = Launcher(root)
     totals: Counter[str] = Counter()
     kills: Counter[str] = Counter()
@@ -727,8 +730,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures: list[str] = []
     started = time.monotonic()
     spans: dict[str, float] = {}
-    with MailSink(root / "mail") as sink:
-        world = build_world(root, launcher, sink.port)
+    # The sink is a process of its own, as a real SMTP server is: in this one its replies would
+    # wait for the harness's polling (the GIL), which widens the courier's window.
+    sink_port = _free_port()
+    sink = launcher.start(
+        "hatp_journal.servers.mailsink.cli", ["serve", "--dir", str(root / "mail"), "--port", str(sink_port)]
+    )
+    while not _accepts(sink_port):
+        if not sink.alive():
+            raise SystemExit(f"the mail sink did not start; see {launcher.log}")
+        time.sleep(0.01)
+    try:
+        world = build_world(root, launcher, sink_port)
         try:
             for number in range(1, args.trials + 1):
                 if number % 25 == 1:
@@ -766,6 +779,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if server.child is not None:
                     server.child.kill()
             _kill_courier(world)  # it would stop by itself once idle; don't leave it behind
+    finally:
+        sink.kill()
     print(f"\nkills: {dict(kills)}  load {os.getloadavg()[0]:.1f}  {time.monotonic() - started:.0f} s")
     print(f"steps: {dict(statuses)}  undo notices owed: {notices}  planned again after PLAN_STALE: {replans}")
     labels = {
@@ -781,6 +796,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"  and, on their own line: notices mailed twice in the {courier_trials} trials where the calendar's"
         f" courier was killed: {totals['courier_twice']} (each a second copy with the same Message-ID)"
+    )
+    from hatp_journal.servers.mailsink import read_maildir, resent
+
+    resends = resent(read_maildir(root / "mail"))
+    with_envid = sum(len(set(r.envelope_ids)) == 1 and r.envelope_ids[0] is not None for r in resends)
+    print(
+        f"  the sink's own count (hatp-mailsink resent): {len(resends)} Message-IDs a recipient got more"
+        f" than once, {with_envid} of them with one ENVID on every copy"
     )
     for line in failures:
         print("  " + line)

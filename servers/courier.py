@@ -8,9 +8,11 @@ delivered nothing for ``--idle-seconds`` (default 60), or as soon as the outbox 
 server that started it (``--starter PID``) is gone. One courier per outbox at a time: it holds
 the lease row ``outbox_courier`` in the store, and a lease whose holder died (``kill -9``) is taken
 over by the next courier started. See :mod:`hatp_journal.servers.outbox` for what survives which
-crash; the courier's own window runs from its final ``.`` (the server stores the message and
-answers ``250``) to the ``sent`` mark that follows straight away (crash points
-``courier:delivered`` and ``courier:marked``).
+crash. The courier's own window runs from its final ``.`` (the server stores the message and
+answers ``250``) to its ``sent`` mark, which is staged in an open transaction before the content
+goes out and committed as the first thing after the ``250`` (crash points ``courier:delivered``,
+the 250 read and the mark not committed, and ``courier:marked``). Every attempt at a notice sends
+the same bytes (the same Message-ID) and, to a server that offers DSN, the notice id as ``ENVID``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Connection, Engine, RootTransaction, create_engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -40,6 +42,7 @@ from hatp_journal.toolkit.store import configure_sqlite
 __all__ = [
     "Deliverer",
     "Dispatcher",
+    "SentMark",
     "lease_holder",
     "main",
     "pending",
@@ -137,8 +140,57 @@ def stop_courier(engine: Engine, *, wait_seconds: float = 30.0) -> int | None:
 # -- delivering ----------------------------------------------------------------------------------
 
 
+class SentMark:
+    """A notice's ``sent`` mark (a :class:`~hatp_journal.toolkit.mail.DeliveryMark`): staged in an
+    open transaction before the message goes out, committed the moment its ``250`` is read.
+
+    On SQLite the staged mark holds the store's write lock while the server stores the message, so
+    the commit after the ``250`` waits for nobody; :data:`~hatp_journal.toolkit.mail.
+    MARK_HOLD_SECONDS` bounds that hold.
+    """
+
+    def __init__(self, engine: Engine, notice_id: str) -> None:
+        self.engine = engine
+        self.notice_id = notice_id
+        self._connection: Connection | None = None
+        self._transaction: RootTransaction | None = None
+
+    def prepare(self) -> None:
+        connection = self.engine.connect()
+        try:
+            transaction = connection.begin()  # BEGIN IMMEDIATE on SQLite: the lock taken now
+            mark = update(OutboxNotice).where(col(OutboxNotice.id) == self.notice_id)
+            connection.execute(mark.values(state=SENT, code=None, reason=None, sent_at=wire_time(utc_now())))
+        except BaseException:
+            connection.close()
+            raise
+        self._connection, self._transaction = connection, transaction
+
+    def commit(self) -> None:
+        # The window where a kill resends (same Message-ID, same ENVID): the 250 read, not marked.
+        crash_point("courier:delivered")
+        assert self._transaction is not None, "prepare() first"
+        try:
+            self._transaction.commit()
+        finally:
+            self._close()
+
+    def abandon(self) -> None:
+        if self._transaction is not None:
+            try:
+                self._transaction.rollback()
+            finally:
+                self._close()
+
+    def _close(self) -> None:
+        connection, self._connection, self._transaction = self._connection, None, None
+        if connection is not None:
+            connection.close()
+
+
 class Deliverer:
-    """Sends the outbox's ``prepared`` notices, oldest first, marking each right after its ``250``."""
+    """Sends the outbox's ``prepared`` notices, oldest first, marking each in the step that reads
+    its ``250`` (see :class:`SentMark`)."""
 
     def __init__(self, engine: Engine, host: str, port: int, timeout: float = 10.0) -> None:
         self.engine = engine
@@ -159,21 +211,25 @@ class Deliverer:
         sent: list[str] = []
         for row in self.pending():
             envelope = Envelope(
-                row.sender, tuple(row.recipients()), row.data, tuple(json.loads(row.options_json))
+                row.sender,
+                tuple(row.recipients()),
+                row.data,
+                tuple(json.loads(row.options_json)),
+                envelope_id=row.id,  # the same on every attempt: a DSN server can tell a resend
             )
             # Counted before the send: a courier killed after the 250 and before its mark leaves
             # the attempt counted, so a notice sent twice shows two attempts, not one.
             self._count_attempt(row.id)
             try:
-                smtp.send(envelope)
+                smtp.send(envelope, SentMark(self._marks, row.id))
             except MailDeliveryError as error:
                 self._mark(row.id, error)
                 if error.temporary:
                     return sent, True
                 continue
-            # The window where a kill resends (same Message-ID): from the 250 to this one mark.
-            crash_point("courier:delivered")
-            self._mark(row.id, None)
+            if not smtp.marked:  # the server took longer than the mark may hold the lock
+                crash_point("courier:delivered")
+                self._mark(row.id, None)
             crash_point("courier:marked")
             sent.append(row.id)
         return sent, False

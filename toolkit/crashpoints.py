@@ -25,7 +25,7 @@ CRASH_POINTS = (
     "outbox:committed",  # each batch (a call's notices): committed, no courier told yet
     "outbox:courier-started",  # each batch, courier "process": a live courier holds the lease
     # servers/courier.py, in the courier (or the server, courier "inline"), for each notice:
-    "courier:delivered",  # the SMTP server answered 250; not marked sent yet
+    "courier:delivered",  # the SMTP server answered 250; the staged sent mark not committed yet
     "courier:marked",  # marked sent
     # recorder/notice_mail.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its mail-delivered entry not yet appended

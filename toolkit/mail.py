@@ -17,6 +17,12 @@ What goes on the wire depends on the server's EHLO answer:
 Sending can be split in two: :func:`probe` goes through EHLO, MAIL and RCPT and then resets, so a
 refused recipient or a missing extension shows up while the caller can still roll back, and gives
 the exact envelope (bytes and options) to send later with :meth:`SmtpSession.send`.
+
+A message sent again after a lost ``250`` (RFC 1047: SMTP can't ask whether it arrived) is
+recognisable: the same bytes, so the same Message-ID, and, to a server that offers DSN (RFC 3461),
+the same envelope identifier (``MAIL FROM:<…> ENVID=…``) when the envelope carries one. A caller that
+records deliveries passes a :class:`DeliveryMark` to :meth:`SmtpSession.send`, staged before the
+final ``.`` and committed as the first thing after the ``250``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import copy
 import quopri
 import re
+import select
 import smtplib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,15 +40,18 @@ from email.message import EmailMessage
 from email.policy import EmailPolicy, default
 from email.utils import getaddresses, quote
 from io import BytesIO
-from typing import NoReturn
+from typing import NoReturn, Protocol
 
 __all__ = [
+    "MARK_HOLD_SECONDS",
+    "DeliveryMark",
     "Envelope",
     "MailAddressError",
     "MailDeliveryError",
     "SmtpSession",
     "SmtpUtf8NotOfferedError",
     "compose",
+    "envelope_id_allowed",
     "header_text",
     "mail_addresses",
     "probe",
@@ -138,12 +148,56 @@ def compose(sender: str, to: Iterable[str], subject: str, text: str) -> EmailMes
 
 @dataclass(frozen=True)
 class Envelope:
-    """A message exactly as it goes on the wire: sender, recipients, bytes and MAIL FROM options."""
+    """A message exactly as it goes on the wire: sender, recipients, bytes and MAIL FROM options.
+
+    ``envelope_id``, if set, goes with MAIL FROM as ``ENVID`` (RFC 3461) to a server that offers DSN,
+    and is left out for one that does not: the same on every attempt, it lets the receiver tell a
+    resend. It must be :func:`envelope_id_allowed` (a notice id such as ``ntc_3f…`` is).
+    """
 
     sender: str
     recipients: tuple[str, ...]
     data: bytes
     options: tuple[str, ...]
+    envelope_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.envelope_id is not None and not envelope_id_allowed(self.envelope_id):
+            raise ValueError(f"not an envelope identifier (RFC 3461 ENVID): {self.envelope_id!r}")
+
+
+_ENVELOPE_ID = re.compile(r"[!-*,-<>-~]{1,100}")
+"""Printable ASCII but ``+`` and ``=`` (the xtext that needs no encoding), at most 100 characters."""
+
+
+def envelope_id_allowed(text: str) -> bool:
+    """Whether ``text`` can go on the wire as it is as an ``ENVID`` (RFC 3461 xtext, 100 characters
+    at most, without ``+`` and ``=``, which xtext would have to encode)."""
+    return _ENVELOPE_ID.fullmatch(text) is not None
+
+
+MARK_HOLD_SECONDS = 2.0
+"""How long a staged :class:`DeliveryMark` waits for the server's final reply. A mark staged in a
+SQLite store holds its write lock, so a server slower than this gets the mark dropped and made
+after its reply instead (the window as wide as the wait)."""
+
+
+class DeliveryMark(Protocol):
+    """Records one message as delivered, in the step that reads the server's final reply.
+
+    :meth:`SmtpSession.send` calls :meth:`prepare` just before the content and its final ``.`` go
+    out, then :meth:`commit` as the first thing after a ``250``, or :meth:`abandon` for anything
+    else (a refusal, a lost connection, or no reply within :data:`MARK_HOLD_SECONDS`).
+    """
+
+    def prepare(self) -> None:
+        """Stage the mark, not yet durable."""
+
+    def commit(self) -> None:
+        """Make the staged mark durable."""
+
+    def abandon(self) -> None:
+        """Drop the staged mark; nothing recorded."""
 
 
 def probe(
@@ -187,8 +241,9 @@ def probe(
 class SmtpSession:
     """One SMTP connection that sends envelopes one after another (reconnecting after a failure).
 
-    :meth:`send` returns as soon as the server has answered ``250`` to a message, so the caller
-    can record the delivery before anything else happens on the wire.
+    :meth:`send` returns as soon as the server has answered ``250`` to a message, and commits a
+    caller's :class:`DeliveryMark` before even that, so a delivery is recorded before anything else
+    happens on the wire or in the caller.
     """
 
     def __init__(self, host: str, port: int, timeout: float = 10) -> None:
@@ -200,13 +255,17 @@ class SmtpSession:
         """The server, as ``host:port``."""
         return f"{self.host}:{self.port}"
 
-    def send(self, envelope: Envelope) -> dict[str, tuple[int, bytes]]:
+    def send(self, envelope: Envelope, mark: DeliveryMark | None = None) -> dict[str, tuple[int, bytes]]:
         """Send ``envelope`` exactly as it is (same bytes, same Message-ID); returns who was refused.
+
+        With a ``mark``: it is prepared just before the content goes out and committed the moment
+        the ``250`` is read (see :class:`DeliveryMark`); returns True in :attr:`marked` then.
 
         Raises :class:`MailDeliveryError` if none accepted it, the server refused it or cannot take
         it any more (e.g. it stopped offering SMTPUTF8), or could not be reached; the connection is
-        then dropped and the next call opens a new one.
+        then dropped and the next call opens a new one. A prepared mark is abandoned then.
         """
+        self.marked = False
         try:
             client = self._connected()
             for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
@@ -222,14 +281,44 @@ class SmtpSession:
                 raise smtplib.SMTPDataError(code, reply)
             # Dot-stuffing as in RFC 5321 4.5.2; the content ends with CRLF so that ".\r\n" ends it.
             content = re.sub(rb"(?m)^\.", b"..", envelope.data)
-            client.send((content if content.endswith(b"\r\n") else content + b"\r\n") + b".\r\n")
-            code, reply = client.getreply()
+            # One write, content and ".": a "." of its own would wait for the content's ACK (Nagle).
+            wire = (content if content.endswith(b"\r\n") else content + b"\r\n") + b".\r\n"
+            if mark is None:
+                client.send(wire)
+                code, reply = client.getreply()
+            else:
+                code, reply = self._send_marked(client, wire, mark)
             if code != 250:
                 raise smtplib.SMTPDataError(code, reply)
         except (MailDeliveryError, smtplib.SMTPException, OSError) as exc:
             self._drop()
             _raise_delivery_error(exc, self.where)
         return refused
+
+    marked = False
+    """Whether the last :meth:`send` committed its mark (False if it was dropped for a slow reply)."""
+
+    def _send_marked(self, client: smtplib.SMTP, wire: bytes, mark: DeliveryMark) -> tuple[int, bytes]:
+        try:
+            mark.prepare()
+        except BaseException:
+            self._drop()  # mid-DATA: closing without the "." makes the server discard the message
+            raise
+        staged = True
+        try:
+            client.send(wire)
+            if not _replied_within(client, MARK_HOLD_SECONDS):
+                staged = False  # don't hold the store's lock for a slow server: the caller marks
+                mark.abandon()
+            code, reply = client.getreply()
+            if staged and code == 250:
+                staged = False
+                mark.commit()  # the first thing after the 250: the resend window ends here
+                self.marked = True
+        finally:
+            if staged:
+                mark.abandon()
+        return code, reply
 
     def close(self) -> None:
         """Say QUIT (or just close, if the server went away)."""
@@ -271,6 +360,17 @@ def send_message(msg: EmailMessage, host: str, port: int, timeout: float = 10) -
         raise MailDeliveryError(f"recipients refused: {', '.join(sorted(refused))}", refused)
 
 
+def _replied_within(client: smtplib.SMTP, seconds: float) -> bool:
+    """Whether the server's reply is there to read within ``seconds`` (False if it is not yet).
+
+    Nothing is buffered unread before it: the server sends nothing between the 354 and this reply.
+    """
+    if client.sock is None:
+        return True  # not connected: reading the reply raises at once
+    readable, _, _ = select.select([client.sock], [], [], seconds)
+    return bool(readable)
+
+
 def _refusal(exc: smtplib.SMTPResponseException) -> MailDeliveryError:
     error = exc.smtp_error
     reply = error.decode("utf-8", "replace") if isinstance(error, bytes) else error
@@ -301,7 +401,10 @@ def _offer(client: smtplib.SMTP, envelope: Envelope) -> tuple[tuple[str, ...], d
 
     Raises ``SMTPRecipientsRefused`` if nobody was accepted.
     """
-    code, reply = client.mail(envelope.sender, list(envelope.options))
+    options = list(envelope.options)
+    if envelope.envelope_id is not None and client.has_extn("dsn"):
+        options.append(f"ENVID={envelope.envelope_id}")
+    code, reply = client.mail(envelope.sender, options)
     if code != 250:
         raise smtplib.SMTPSenderRefused(code, reply, envelope.sender)
     refused: dict[str, tuple[int, bytes]] = {}

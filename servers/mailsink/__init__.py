@@ -9,15 +9,20 @@ from typing import TYPE_CHECKING
 from hatp_journal.toolkit.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._maildir import DeliveredMessage, read_maildir
+    from ._maildir import DeliveredMessage, Resend, read_maildir, resent
     from ._server import MailSink
 else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {
-            "hatp_journal.servers.mailsink._maildir": ["DeliveredMessage", "read_maildir"],
+            "hatp_journal.servers.mailsink._maildir": [
+                "DeliveredMessage",
+                "Resend",
+                "read_maildir",
+                "resent",
+            ],
             "hatp_journal.servers.mailsink._server": ["MailSink"],
         },
     )
 
-__all__ = ["DeliveredMessage", "MailSink", "read_maildir"]
+__all__ = ["DeliveredMessage", "MailSink", "Resend", "read_maildir", "resent"]

@@ -8,7 +8,13 @@ The envelope travels as two trace headers that the sink *prepends* on receipt, t
      <eve@acme.com>
 
 Only the topmost occurrence of each is the sink's; any further down came inside the message and is
-ignored, so a sender cannot forge its own envelope.
+ignored, so a sender cannot forge its own envelope. A sender's DSN envelope identifier (``MAIL
+FROM:<…> ENVID=…``, RFC 3461) is kept as a third, first of all, and only there::
+
+    X-Envelope-Id: ntc_3f9a…
+
+Two copies of one Message-ID delivered to one recipient are a resend (:func:`resent`): the sender
+lost the ``250`` of the first (RFC 1047) and sent it again.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 
 ENVELOPE_FROM = "X-Envelope-From"
 ENVELOPE_TO = "X-Envelope-To"
+ENVELOPE_ID = "X-Envelope-Id"
 
 _ADDRESS = re.compile(r"<([^<>]*)>")
 # Zero-padded so that sorting keys as strings sorts deliveries by time, then by order within one
@@ -46,6 +53,14 @@ class DeliveredMessage:
     subject: str
     message: EmailMessage = field(compare=False)
     raw: bytes = field(repr=False, compare=False)
+    envelope_id: str | None = None
+    """The sender's ``ENVID`` (xtext, as it came), if it gave one."""
+
+    @property
+    def message_id(self) -> str | None:
+        """The message's own Message-ID header, if it has one."""
+        found = self.message.get("Message-ID")
+        return str(found).strip() if found is not None else None
 
     def calendar_parts(self) -> list[str]:
         """The iCalendar text of every ``text/calendar`` part, in message order."""
@@ -75,8 +90,42 @@ def ensure_maildir(directory: Path) -> None:
         (directory / part).mkdir(exist_ok=True)
 
 
-def deliver(directory: Path, envelope_from: str, envelope_to: Sequence[str], data: bytes) -> str:
-    """Store one message durably in the Maildir and return its key.
+@dataclass(frozen=True)
+class Resend:
+    """One Message-ID delivered to one recipient more than once: which stored messages (numbered
+    from 1 in delivery order, as ``hatp-mailsink list`` numbers them) and their ENVIDs."""
+
+    message_id: str
+    recipient: str
+    numbers: tuple[int, ...]
+    envelope_ids: tuple[str | None, ...]
+
+
+def resent(messages: Sequence[DeliveredMessage]) -> list[Resend]:
+    """The resends among ``messages`` (in delivery order): each Message-ID that reached one
+    envelope recipient more than once. Messages without a Message-ID are never counted."""
+    copies: dict[tuple[str, str], list[int]] = {}
+    for number, delivered in enumerate(messages, start=1):
+        if delivered.message_id is None:
+            continue
+        for recipient in dict.fromkeys(address.lower() for address in delivered.envelope_to):
+            copies.setdefault((delivered.message_id, recipient), []).append(number)
+    return [
+        Resend(message_id, recipient, tuple(numbers), tuple(messages[n - 1].envelope_id for n in numbers))
+        for (message_id, recipient), numbers in copies.items()
+        if len(numbers) > 1
+    ]
+
+
+def deliver(
+    directory: Path,
+    envelope_from: str,
+    envelope_to: Sequence[str],
+    data: bytes,
+    envelope_id: str | None = None,
+) -> str:
+    """Store one message durably in the Maildir and return its key (``envelope_id``: the sender's
+    ENVID, xtext).
 
     Follows the Maildir protocol (write to ``tmp/``, then rename into ``new/``) and fsyncs the file
     and the directory, so a message the sink acknowledged survives a crash of the machine.
@@ -85,7 +134,7 @@ def deliver(directory: Path, envelope_from: str, envelope_to: Sequence[str], dat
     tmp_path = directory / "tmp" / key
     new_path = directory / "new" / key
     with tmp_path.open("xb") as out:
-        out.write(_envelope_headers(envelope_from, envelope_to))
+        out.write(_envelope_headers(envelope_from, envelope_to, envelope_id))
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
@@ -111,10 +160,12 @@ def count_messages(directory: Path) -> int:
     return sum(1 for sub in ("new", "cur") for _ in (directory / sub).iterdir())
 
 
-def _envelope_headers(envelope_from: str, envelope_to: Sequence[str]) -> bytes:
+def _envelope_headers(envelope_from: str, envelope_to: Sequence[str], envelope_id: str | None) -> bytes:
     # One recipient per folded line keeps each header line short for long recipient lists.
     recipients = ",\r\n ".join(f"<{address}>" for address in envelope_to)
     text = f"{ENVELOPE_FROM}: <{envelope_from}>\r\n{ENVELOPE_TO}: {recipients}\r\n"
+    if envelope_id is not None:  # xtext: printable ASCII, no space; first, so only the sink's counts
+        text = f"{ENVELOPE_ID}: {envelope_id}\r\n{text}"
     # SMTPUTF8 allows non-ASCII addresses; RFC 6532 carries them in headers as UTF-8.
     return text.encode("utf-8")
 
@@ -130,7 +181,14 @@ def _parse(key: str, raw: bytes) -> DeliveredMessage:
         subject=str(message.get("Subject", "")),
         message=message,
         raw=raw,
+        envelope_id=_envelope_id(message),
     )
+
+
+def _envelope_id(message: EmailMessage) -> str | None:
+    # The sink writes it as the very first header, or not at all: one further down is the sender's.
+    names = message.keys()
+    return str(message[ENVELOPE_ID]).strip() if names and names[0].lower() == ENVELOPE_ID.lower() else None
 
 
 def _addresses(message: EmailMessage, header: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Self
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from ._dsn import ENVID_ATTRIBUTE, DsnSMTP
 from ._maildir import DeliveredMessage, count_messages, deliver, ensure_maildir, read_maildir
 
 # How often wait_for re-reads the Maildir when no delivery of ours wakes it (another process may
@@ -21,11 +22,18 @@ _POLL_SECONDS = 0.05
 
 
 class _Handler:
-    """aiosmtpd handler: stores each message before answering 250, so 250 means stored."""
+    """aiosmtpd handler: stores each message before answering 250, so 250 means stored; offers DSN
+    (RFC 3461) so that a sender can give each message an envelope identifier (``_dsn.py``)."""
 
     def __init__(self, directory: Path, delivered: threading.Condition) -> None:
         self._directory = directory
         self._delivered = delivered
+
+    async def handle_EHLO(
+        self, server: SMTP, session: Session, envelope: Envelope, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname  # what aiosmtpd does itself when there is no hook
+        return [*responses[:-1], "250-DSN", responses[-1]]
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         data = envelope.original_content or b""
@@ -37,6 +45,7 @@ class _Handler:
                 envelope.mail_from or "",
                 list(envelope.rcpt_tos),
                 data,
+                getattr(envelope, ENVID_ATTRIBUTE, None),
             )
         except OSError as exc:
             return f"451 Requested action aborted: cannot store message ({exc.strerror})"
@@ -51,6 +60,9 @@ class _Controller(Controller):
     aiosmtpd 1.4.6 (pinned) connects to ``self.port`` after binding to check that the server
     answers, which fails for port 0, so we record the bound port before that check runs.
     """
+
+    def factory(self) -> SMTP:
+        return DsnSMTP(self.handler, **self.SMTP_kwargs)
 
     def _create_server(self) -> Awaitable[asyncio.AbstractServer]:
         return self._bind()

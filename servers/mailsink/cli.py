@@ -3,6 +3,7 @@
     hatp-mailsink serve --dir DIR [--host HOST] [--port N]
     hatp-mailsink list  --dir DIR
     hatp-mailsink show  --dir DIR N        (N as numbered by ``list``, from 1)
+    hatp-mailsink resent --dir DIR         (each Message-ID a recipient got more than once)
 
 Usage errors (unknown directory, bad message number) print a message on stderr and exit with 2.
 """
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "list":
             _list(messages)
             return 0
+        if args.command == "resent":
+            _resent(messages)
+            return 0
         return _show(messages, args.number)
     except FileNotFoundError as exc:
         print(f"hatp-mailsink: {exc}", file=sys.stderr)
@@ -57,6 +61,10 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="print one stored message")
     show.add_argument("--dir", type=Path, required=True)
     show.add_argument("number", type=int, help="message number as shown by list")
+    resends = commands.add_parser(
+        "resent", help="one line per Message-ID a recipient got more than once (a sender's resend)"
+    )
+    resends.add_argument("--dir", type=Path, required=True)
     return parser
 
 
@@ -94,6 +102,15 @@ def _list(messages: list[DeliveredMessage]) -> None:
             delivered.calendar_method or "-",
         ]
         print("\t".join(columns))
+
+
+def _resent(messages: list[DeliveredMessage]) -> None:
+    from ._maildir import resent
+
+    for resend in resent(messages):
+        envelope_ids = ",".join(sorted({envid or "-" for envid in resend.envelope_ids}))
+        numbers = ",".join(str(number) for number in resend.numbers)
+        print("\t".join([resend.message_id, resend.recipient, numbers, envelope_ids]))
 
 
 def _show(messages: list[DeliveredMessage], number: int) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -22,10 +23,10 @@ from sqlalchemy import Engine
 from sqlmodel import Session as DbSession
 
 from hatp_journal.servers.courier import lease_holder, run, take_lease
-from hatp_journal.servers.mailsink import MailSink
+from hatp_journal.servers.mailsink import MailSink, resent
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
-from hatp_journal.toolkit import Tx, create_store_engine
+from hatp_journal.toolkit import Tx, create_store_engine, mail
 
 __all__ = ["mail_sink"]
 
@@ -182,11 +183,14 @@ def test_a_courier_killed_between_the_250_and_its_mark_is_the_one_resend_with_th
 
     flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()  # takes the dead one's lease
 
-    copies = Counter(str(m.message["Message-ID"]) for m in mail_sink.wait_for(2))
+    delivered = mail_sink.wait_for(2)
+    copies = Counter((str(m.message["Message-ID"]), m.envelope_id) for m in delivered)
     sent = row(engine, staged.id)
     assert killed.returncode == -signal.SIGKILL
     assert flushed == [staged.id]
-    assert copies == {staged.message_id: 2}  # a receiver can collapse them by their Message-ID
+    # A receiver can tell the copy: the same Message-ID, and the same ENVID (the sink offers DSN).
+    assert copies == {(staged.message_id, staged.id): 2}
+    assert [(r.message_id, r.numbers) for r in resent(delivered)] == [(staged.message_id, (1, 2))]
     assert sent is not None
     assert (sent.state, sent.attempts) == ("sent", 2)  # the killed courier's send is counted too
 
@@ -261,3 +265,72 @@ def test_a_message_refused_at_its_end_is_failed_with_its_code_or_kept_for_later(
     assert refused is not None
     assert (refused.state, refused.code) == (state, "MAIL_DELIVERY_FAILED")
     assert reply.split()[0] in (refused.reason or "")
+
+
+class _LooksAtTheStoreBeforeAnswering:
+    """Before it answers the final ".", tries to take the store's write lock (``wait`` seconds at
+    most) and reads the notice's state from another connection; records both, then answers 250."""
+
+    def __init__(self, database: Path, wait: float) -> None:
+        self.database, self.wait = database, wait
+        self.seen: list[tuple[str, str]] = []
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        self.seen.append(await asyncio.to_thread(self._look))
+        return "250 OK"
+
+    def _look(self) -> tuple[str, str]:
+        db = sqlite3.connect(self.database, timeout=self.wait, isolation_level=None)
+        try:
+            [state] = db.execute("SELECT state FROM outbox_notice").fetchone()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:  # "database is locked"
+                return str(state), str(exc)
+            db.execute("ROLLBACK")
+            return str(state), "free"
+        finally:
+            db.close()
+
+
+def test_the_sent_mark_is_staged_before_the_server_answers_so_nothing_waits_between_its_250_and_the_mark(
+    engine, tmp_path
+):
+    handler = _LooksAtTheStoreBeforeAnswering(tmp_path / "server.db", wait=0)
+    controller = _AnyPort(handler, hostname="127.0.0.1", port=0)
+    controller.start()
+    try:
+        outbox = Outbox(engine, "127.0.0.1", int(controller.port))
+        _, staged = staged_in_a_transaction(engine, outbox, "Invitation", commit=True)
+        flushed = outbox.flush()
+    finally:
+        controller.stop()
+
+    sent = row(engine, staged.id)
+    # While the server stores the message, the courier holds the store's write lock with its mark
+    # staged (not visible yet): the 250 is followed by one commit, not by a wait for the lock.
+    assert handler.seen == [("prepared", "database is locked")]
+    assert flushed == [staged.id]
+    assert sent is not None
+    assert (sent.state, sent.attempts) == ("sent", 1)
+
+
+def test_a_server_slower_than_the_mark_may_hold_the_lock_gets_the_store_back_and_the_mark_after_its_reply(
+    engine, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(mail, "MARK_HOLD_SECONDS", 0.0)  # any server is slower than that
+    handler = _LooksAtTheStoreBeforeAnswering(tmp_path / "server.db", wait=30)
+    controller = _AnyPort(handler, hostname="127.0.0.1", port=0)
+    controller.start()
+    try:
+        outbox = Outbox(engine, "127.0.0.1", int(controller.port))
+        _, staged = staged_in_a_transaction(engine, outbox, "Invitation", commit=True)
+        flushed = outbox.flush()
+    finally:
+        controller.stop()
+
+    sent = row(engine, staged.id)
+    assert handler.seen == [("prepared", "free")]  # another writer got the lock before the reply
+    assert flushed == [staged.id]
+    assert sent is not None
+    assert (sent.state, sent.attempts) == ("sent", 1)
