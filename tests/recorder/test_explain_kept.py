@@ -31,6 +31,8 @@ from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.store import create_store_engine
 
+pytestmark = pytest.mark.slow
+
 WORKS = f'#!/bin/sh\nexec "{Path(sys.executable).parent / "hatp-crm"}" serve --db crm.db --key crm.key\n'
 FAILS = "#!/bin/sh\necho 'this server must not be started' >&2\nexit 3\n"
 

@@ -47,6 +47,8 @@ from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.testing import LEAD, RecorderWorld
 from hatp_journal.recorder.web import WebApprover
 
+pytestmark = pytest.mark.slow
+
 RUNS = int(os.environ.get("HATP_STORED_RUNS", "25"))
 """Hostile runs (8-24 entries each: some 300 in CI); bench/stored_entries.py runs 850 (10^4 entries)."""
 RUNS_PER_STORE = 10

@@ -41,7 +41,7 @@ from hatp_journal.recorder.witness.wire import (
 from hatp_journal.recorder.witnessing import WitnessSender
 from hatp_journal.toolkit.signing import SigningKey, b64url
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 POLICY = Policy.model_validate({"autonomy": {"unknown": "allow"}})
 

@@ -35,6 +35,8 @@ from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.toolkit import SigningKey
 
+pytestmark = pytest.mark.slow
+
 POLICY = {"autonomy": {"unknown": "allow", "read": "allow", "none": "allow", "compensate": "allow"}}
 ROOT = "file:///work/project"
 ANSWER = "Forty-two, said the agent's model"

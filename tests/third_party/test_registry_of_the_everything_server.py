@@ -19,6 +19,8 @@ from third_party_servers import NODE_BIN, everything_server, require, served
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.policy.registry import shipped
 
+pytestmark = pytest.mark.slow
+
 EVERYTHING = "@modelcontextprotocol/server-everything"
 TOOLS = NODE_BIN.parent / "@modelcontextprotocol" / "server-everything" / "dist" / "tools"
 SECRET = "hatp-test-secret-7f3a"

@@ -19,6 +19,8 @@ from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.policy import PolicyFileError, load_policy
 from hatp_journal.recorder.policy.registry import shipped
 
+pytestmark = pytest.mark.slow
+
 FETCH = "mcp-server-fetch"
 PAGE = (
     "<html><head><title>Notes</title></head><body><article><h1>Release notes</h1>"

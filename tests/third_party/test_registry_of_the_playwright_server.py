@@ -18,7 +18,7 @@ from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.policy.registry import shipped
 from hatp_journal.recorder.record import Entry
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PLAYWRIGHT = "@playwright/mcp"
 FORM = """<html><head><title>Order</title></head><body>

@@ -22,6 +22,8 @@ from hatp_journal.servers.crm import build, edit_deal, read_deal
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.store import create_store_engine
 
+pytestmark = pytest.mark.slow
+
 MOVE = ("crm_move_amount", {"from_deal": "D-881", "to_deal": "D-882", "amount": "500.00"})
 
 
