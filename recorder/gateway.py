@@ -468,23 +468,36 @@ class Recorder:
         The arguments are kept as for any call, or, if the record can't hold them, what is kept of them.
         """
         own = self.own_run()
+        body = self._refused(server, tool, arguments, str(refusal.code), host, runKeyDigest=refusal.digest)
+        entry = await self._append(own, "refused", body.wire())
+        return _refusal(str(refusal.code), refusal.message, entry.id)
+
+    def _refused(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        code: str,
+        host: dict[str, Any] | None,
+        **extra: Any,
+    ) -> RefusedRecord:
+        """A refused call's record: its arguments as for any call, or what is kept of those the
+        record can't hold."""
         checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
         kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
-        body = RefusedRecord.model_validate(
+        return RefusedRecord.model_validate(
             {
                 "agent": self.config.recorder.agent,
                 "principal": self.config.recorder.principal,
                 "server": server,
                 "tool": tool,
                 **kept,
-                "code": str(refusal.code),
+                "code": code,
                 "argumentsDigest": checked.digest,
-                "runKeyDigest": refusal.digest,
+                **extra,
                 "host": host,
             }
         )
-        entry = await self._append(own, "refused", body.wire())
-        return _refusal(str(refusal.code), refusal.message, entry.id)
 
     async def _refuse_key(
         self,
@@ -496,20 +509,7 @@ class Recorder:
         host: dict[str, Any] | None,
     ) -> dict[str, Any]:
         """Journal a call whose idempotency key can't be used, and refuse it (it is not forwarded)."""
-        checked = check_arguments(arguments, self.config.recorder.max_arguments_bytes)
-        kept = {"arguments": arguments} if checked.refusal is None else checked.refusal.kept
-        body = RefusedRecord.model_validate(
-            {
-                "agent": self.config.recorder.agent,
-                "principal": self.config.recorder.principal,
-                "server": server,
-                "tool": tool,
-                **kept,
-                "code": str(refusal.code),
-                "argumentsDigest": checked.digest,
-                "host": host,
-            }
-        )
+        body = self._refused(server, tool, arguments, str(refusal.code), host)
         entry = await self._append(run, "refused", body.wire())
         return _refusal(str(refusal.code), refusal.message, entry.id)
 
