@@ -253,7 +253,8 @@ def recorder_command(
     """``hatp-recorder serve`` with its own config, ``store`` (a path or URL) and CRM (under cProfile
     if asked); Recorders given one ``crm_name`` front replicas of one CRM (one database, one key).
     ``tracing``: OpenTelemetry spans on, exported by the SDK's console exporter to the Recorder's
-    stderr (which the bench discards): a span's full cost, serialising included."""
+    stderr, which goes to ``<name>.spans`` in the work directory: a span's full cost, serialising
+    included, without the spans filling the bench's output."""
     server = crm(workdir, crm_name or name)
     (workdir / "policy.json").write_text(json.dumps(POLICY))
     config = workdir / f"{name}.toml"
@@ -268,7 +269,8 @@ def recorder_command(
         f'env = {{ FASTMCP_LOG_LEVEL = "WARNING" }}\n'
     )
     code = [PROFILE_RECORDER, str(profile)] if profile is not None else [SERVE_RECORDER]
-    traced = ["env", "OTEL_TRACES_EXPORTER=console"] if tracing else []
+    spans = str(workdir / f"{name}.spans")
+    traced = ["sh", "-c", 'exec env OTEL_TRACES_EXPORTER=console "$@" 2>>"$0"', spans] if tracing else []
     return [*traced, sys.executable, "-c", *code, "--config", str(config), "serve"]
 
 
@@ -500,6 +502,8 @@ def report(
     if args.transport == "http":
         lines.append("(the client reaches each variant over HTTP, and each gateway its CRM over stdio;")
         lines.append(" the relay and unwind-mcp serve stdio only and were left out)")
+    elif not any(variant.name.endswith(HANDSHAKE) for variant in variants):
+        lines.append("(unwind-mcp speaks the handshake era only: --eras both or handshake runs it beside)")
     elif not any(variant.name == "unwind" for variant in variants):
         lines.append("(unwind-mcp is not installed: its variant was left out; see bench/README.md)")
     return "\n".join(lines)
@@ -580,7 +584,7 @@ def plan(args: Any, workdir: Path, memory: Path | None, profile: Path | None) ->
                 recorders.append(("baseline", memory / f"baseline{file}.db"))
         for name, store in recorders:
             command = recorder_command(
-                workdir, name + file, store, profile if name + file == "recorder" else None
+                workdir, name + file, store, profile if name == "recorder" and legacy == eras[0] else None
             )
             if name == "baseline":
                 command = [str(args.baseline), *command[1:]]
@@ -653,12 +657,14 @@ async def bench(args: Any, workdir: Path) -> None:
             if missing:
                 raise SystemExit(f"no process found for {missing}")
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            # the first era's Recorder on disk runs under cProfile ("recorder" or "recorder, hs")
+            profiled = next((p.name for p in planned if PROFILE_RECORDER in p.command), "")
             if profile is not None:
-                os.kill(pids["recorder"], signal.SIGUSR1)
+                os.kill(pids[profiled], signal.SIGUSR1)
             await run_calls(variants, args.calls, 0)
             if profile is not None:
                 profile.unlink(missing_ok=True)
-                os.kill(pids["recorder"], signal.SIGUSR2)
+                os.kill(pids[profiled], signal.SIGUSR2)
                 while not profile.exists():  # written whole, then renamed
                     await asyncio.sleep(0.05)
             for variant in variants:
