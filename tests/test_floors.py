@@ -81,7 +81,7 @@ def _called_name(func: ast.expr) -> str:
 
 
 def floor_of(module: str) -> str | None:
-    """``hatp_journal.recorder.gateway`` → ``recorder``; ``None`` for the bare package name."""
+    """``hatp_journal.recorder.gateway.core`` → ``recorder``; ``None`` for the bare package name."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else None
 

@@ -207,7 +207,7 @@ class RunStore:
         """Append one entry after the current head, atomically; sign every N-th head.
 
         ``tokens`` — (digest, server, token) — are kept beside the record in the same
-        transaction: the entry names each by its digest only (``recorder/tokens.py``). So is
+        transaction: the entry names each by its digest only (``recorder/gateway/tokens.py``). So is
         ``answer``, what the agent is answered, for a retry of the call (``answers.py``).
         """
         _check_entry(kind, body)
@@ -472,7 +472,7 @@ class RunStore:
 
     def signed_since(self, after: int) -> tuple[int, list[str]]:
         """The runs with a checkpoint signed after row ``after`` (0: any), and the last row's number:
-        how a witness sender (``recorder/witnessing.py``) finds heads signed by any process."""
+        how a witness sender (``recorder/record/witnessing.py``) finds heads signed by any process."""
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(_CHECKPOINT_TABLE.c.id, _CHECKPOINT_TABLE.c.run)

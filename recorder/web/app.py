@@ -26,15 +26,15 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import CallBody, OwnBodyUnreadable, read_own
-from hatp_journal.recorder.reminders import record_seen, tick
-from hatp_journal.recorder.run_walk import each_run
-from hatp_journal.recorder.runs import stalled_approvals
+from hatp_journal.recorder.runs.asks import Asks, in_doubt
+from hatp_journal.recorder.runs.keys import stalled_approvals
+from hatp_journal.recorder.runs.reminders import record_seen, tick
+from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     display_name,
