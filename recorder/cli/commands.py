@@ -25,16 +25,17 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal.recorder import tracing
+from hatp_journal.recorder.cli.bad_input import said_as_bad_input
 from hatp_journal.recorder.cli.columns import aligned
+from hatp_journal.recorder.cli.serve_start import serve
 from hatp_journal.recorder.cli.show import entry_lines
 from hatp_journal.recorder.cli.store_check import store_check
 from hatp_journal.recorder.cli.verify import verify_command
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
-from hatp_journal.recorder.directory import Directory, DirectoryError
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamError
-from hatp_journal.recorder.policy import PolicyFileError, load_policy
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable, Unreadable
+from hatp_journal.recorder.record.entry_bodies import Unreadable
 from hatp_journal.recorder.record.export import export_run_to
 from hatp_journal.recorder.runs.ask_words import ask_row
 from hatp_journal.recorder.runs.asks import Asks, in_doubt
@@ -48,7 +49,6 @@ from hatp_journal.recorder.undo.approval import listed_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
-from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.text import shown
 
@@ -63,8 +63,6 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
         tracing.configure(config.recorder.tracing)
         if args.command == "serve":  # hatp-recorder itself goes there without importing this module
-            from hatp_journal.recorder.cli.serve_start import serve
-
             return serve(args)
         if args.command in ("web", "web-link"):
             from hatp_journal.recorder.web import commands as web_commands
@@ -110,26 +108,6 @@ def run(args: argparse.Namespace) -> int:
             raise
         return 2
     return 0
-
-
-def said_as_bad_input(error: Exception) -> bool:
-    """Print ``error`` as the command line says bad input (exit status 2), if it is such an error."""
-    if isinstance(error, StoreError | UndoError | DownstreamError):
-        # A bad URL, an unreachable database, a schema of a later version; a refused undo; a tool
-        # server that won't start, answers garbage or changed its key.
-        print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
-    elif isinstance(error, ConfigError | PolicyFileError | KeyFileError | DirectoryError | KeyError):
-        said = error.args[0] if isinstance(error, KeyError) and error.args else error  # no repr quotes
-        print(f"hatp-recorder: error: {said}", file=sys.stderr)
-    elif isinstance(error, tracing.TracingError):  # asked for, but no SDK or exporter to send to
-        print(f"hatp-recorder: {error}", file=sys.stderr)
-    elif isinstance(error, OwnBodyUnreadable):  # an entry of the Recorder's own, edited in the store
-        print(f"hatp-recorder: {error.code}: {error}", file=sys.stderr)
-    elif isinstance(error, UnknownRun):  # show, export, approve/deny of an ask in a run that does not exist
-        print(f"hatp-recorder: {UndoCode.UNKNOWN_RUN}: {error}", file=sys.stderr)
-    else:
-        return False
-    return True
 
 
 def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ def serve(args: argparse.Namespace) -> int:
         config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
         anyio.run(_spawn_then_serve, config, args)
     except Exception as error:
-        from hatp_journal.recorder.cli.commands import said_as_bad_input
+        from hatp_journal.recorder.cli.bad_input import said_as_bad_input  # only on failure: start-up speed
 
         if not said_as_bad_input(error):
             raise
