@@ -5,12 +5,34 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from hatp_journal.recorder.undo.subcommands import add_undo_commands
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code (2 for bad input, 1 for a record that fails)."""
+    args = parser().parse_args(argv)
+    if args.command == "serve":  # its tool servers are spawned before the rest is imported
+        from hatp_journal.recorder.cli.serve_start import serve as serve_command
+
+        return serve_command(args)
+    if args.command == "install":  # the config alone: quick, and no MCP stack needed
+        from hatp_journal.recorder.cli.install import install as install_command
+
+        return install_command(args)
+    if args.command == "explain":  # from a kept tool list: neither the MCP stack nor the store's machinery
+        from hatp_journal.recorder.cli.explain_command import explain_command
+
+        return explain_command(args)
+    # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
+    from hatp_journal.recorder.cli.commands import run
+
+    return run(args)
+
+
+def parser() -> argparse.ArgumentParser:
+    """``hatp-recorder``'s arguments: each group of commands is added by its own function below."""
     parser = argparse.ArgumentParser(prog="hatp-recorder", description=__doc__)
     parser.add_argument("--config", type=Path, default=Path("recorder.toml"))
     commands = parser.add_subparsers(dest="command", required=True)
@@ -22,6 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         "--run-key",
         help="name the run: every process and connection with this key shares it (else $HATP_RUN_KEY)",
     )
+    _add_install(commands)
+    _add_pages_and_explain(commands)
+    _add_decisions(commands)
+    _add_records(commands)
+    _add_verify(commands)
+    return parser
+
+
+def _add_install(commands: Any) -> None:
+    """``install``: the entry a host needs to start this Recorder."""
     install = commands.add_parser(
         "install", help="print (or write into a host's file) the entry that starts this Recorder"
     )
@@ -38,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     install.add_argument(
         "--run-key", help="every process the host starts for the entry continues this run ($HATP_RUN_KEY)"
     )
+
+
+def _add_pages_and_explain(commands: Any) -> None:
+    """``web``, ``web-link``, ``tick``, ``review`` and ``explain``."""
     web = commands.add_parser("web", help="serve the approver's pages in a browser (127.0.0.1)")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8766)
@@ -67,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="start the server and read its tool list now, not the one kept from the last connect",
     )
+
+
+def _add_decisions(commands: Any) -> None:
+    """``runs``, ``store-check``, ``asks``, ``approve``, ``deny`` and the undo commands."""
     commands.add_parser("runs", help="list runs")
     commands.add_parser(
         "store-check",
@@ -86,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                 help="overwrite what changed in this conflicted step of a plan (its own signed choice)",
             )
     add_undo_commands(commands)
+
+
+def _add_records(commands: Any) -> None:
+    """``show``, ``export``, ``head`` and ``witnesses``."""
     show = commands.add_parser("show", help="show a run's entries")
     show.add_argument("run")
     show.add_argument("--json", action="store_true", help="print the entries as stored, as JSON")
@@ -100,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         help="list signed heads not yet cosigned by a configured witness, and why (exit 1 if any)",
     )
     witnesses.add_argument("--send", action="store_true", help="send every owed head now, then list")
+
+
+def _add_verify(commands: Any) -> None:
+    """``verify``: a Run Record file checked offline, with what the caller pins."""
     verify = commands.add_parser(
         "verify",
         help="verify a Run Record file offline (exit 0 ok, 1 the record fails, 2 could not run)",
@@ -150,23 +198,6 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="exit 0 when the only problems are flagged ones (failures the Recorder itself recorded)",
     )
-    args = parser.parse_args(argv)
-    if args.command == "serve":  # its tool servers are spawned before the rest is imported
-        from hatp_journal.recorder.cli.serve_start import serve as serve_command
-
-        return serve_command(args)
-    if args.command == "install":  # the config alone: quick, and no MCP stack needed
-        from hatp_journal.recorder.cli.install import install as install_command
-
-        return install_command(args)
-    if args.command == "explain":  # from a kept tool list: neither the MCP stack nor the store's machinery
-        from hatp_journal.recorder.cli.explain_command import explain_command
-
-        return explain_command(args)
-    # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
-    from hatp_journal.recorder.cli.commands import run
-
-    return run(args)
 
 
 if __name__ == "__main__":

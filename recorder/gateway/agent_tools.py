@@ -23,8 +23,8 @@ from pydantic import ValidationError as PydanticValidationError
 from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.gateway.agent_answers import ANNOTATIONS, OUTPUT_SCHEMAS, said
 from hatp_journal.recorder.gateway.arguments import check_arguments
-from hatp_journal.recorder.gateway.core import _answer, _tool_result
 from hatp_journal.recorder.gateway.explain import ExplainError, explain_listed, for_agent
+from hatp_journal.recorder.gateway.replies import own_answer, tool_result
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import CallBody, NoteBody, read_as, reversed_entries
 from hatp_journal.recorder.record.written_bodies import NoteOutcome, NoteRecord
@@ -321,10 +321,10 @@ class AgentTools:
             entry = await recorder.append_note(run, note(NoteOutcome(status="refused", code=error.code)))
             refusal = {**error.details, "code": error.code, "message": error.message, "entry": entry.id}
             text = said(f"{error.code}: {error.message}", refusal)
-            return _tool_result(_answer(text, refusal, is_error=True))
+            return tool_result(own_answer(text, refusal, is_error=True))
         entry = await recorder.append_note(run, note(NoteOutcome(status="ok", **_journaled(tool, result))))
         answer = {**result, "entry": entry.id}
-        return _tool_result(_answer(said(_summary(tool, result), answer), answer, is_error=False))
+        return tool_result(own_answer(said(_summary(tool, result), answer), answer, is_error=False))
 
 
 def _label(arguments: Any) -> Any:

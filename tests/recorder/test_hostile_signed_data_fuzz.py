@@ -37,8 +37,8 @@ from starlette.testclient import TestClient
 from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.core import journal_members
 from hatp_journal.recorder.gateway.intake import take_in
+from hatp_journal.recorder.gateway.replies import journal_members
 from hatp_journal.recorder.gateway.tokens import redact
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
