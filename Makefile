@@ -65,7 +65,7 @@ schema: $(STAMP)
 	$(PY) -m hatp_journal.recorder.undo.schema docs/schema
 	$(PY) -m hatp_journal.recorder.policy.registry_schema docs/schema
 	$(PY) -m hatp_journal.conformance.schema docs/schema
-	$(PY) -m hatp_journal.recorder.runs_wire docs/schema
+	$(PY) -m hatp_journal.recorder.runs.wire docs/schema
 
 # Retake the README's screenshot of the Reversal Plan page (a browser test writes it).
 screenshots: $(STAMP)

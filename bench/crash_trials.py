@@ -209,11 +209,11 @@ class World:
         return str(self.root / f"{person.rsplit('/', 1)[-1]}.key")
 
     def recorder(self, *argv: str) -> Child:
-        return self.launcher.start("hatp_journal.recorder.cli", ["--config", self.config, *argv])
+        return self.launcher.start("hatp_journal.recorder.cli.command_line", ["--config", self.config, *argv])
 
     def cli(self, *argv: str) -> tuple[int, str]:
         """``hatp-recorder`` in this process (for the quiet steps: planning); (code, stdout)."""
-        from hatp_journal.recorder.cli import main
+        from hatp_journal.recorder.cli.command_line import main
 
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -338,7 +338,7 @@ async def _agent(world: World, calls: list[tuple[str, dict[str, Any]]]) -> str:
     from fastmcp import Client
 
     from hatp_journal.recorder.config import load_config
-    from hatp_journal.recorder.gateway import Recorder
+    from hatp_journal.recorder.gateway.core import Recorder
     from hatp_journal.recorder.policy import load_policy
     from hatp_journal.recorder.record import RunStore
     from hatp_journal.toolkit import SigningKey

@@ -7,7 +7,7 @@ machine noise hits every variant alike, to:
 * ``recorder, library``: ``hatp-recorder serve --transport http`` with every request answered by
   the mcp library (the Recorder before its HTTP data plane: ``mcp.run_async(transport="http")``);
 * ``recorder``: ``hatp-recorder serve --transport http`` as it ships, tool calls on its data plane
-  (``recorder/front_http.py``).
+  (``recorder/front/http.py``).
 
 Each Recorder fronts its own CRM over stdio and journals every call (SQLite, ``synchronous=FULL``).
 Each iteration makes one read (``get_deal``) and one write (``update_deal``) on every variant, the
@@ -52,9 +52,9 @@ from recorder_overhead import (
     run_calls,
 )
 
-SERVE = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
+SERVE = "from hatp_journal.recorder.cli.command_line import main; raise SystemExit(main())"
 SERVE_BY_LIBRARY = (
-    "import hatp_journal.recorder.front_http as front_http; "
+    "import hatp_journal.recorder.front.http as front_http; "
     "front_http.serve_http = lambda recorder, mcp, host, port: "
     "mcp.run_async(transport='http', host=host, port=port, show_banner=False); " + SERVE
 )

@@ -67,9 +67,9 @@ PLAIN_PROXY = BENCH / "plain_proxy.py"
 UNWIND_SERVE = BENCH / "unwind_serve.py"
 MEMORY_DISK = Path("/dev/shm")
 """Where the second Recorder keeps its store: fsync costs nothing there (Linux tmpfs)."""
-SERVE_RECORDER = "from hatp_journal.recorder.cli import main; raise SystemExit(main())"
+SERVE_RECORDER = "from hatp_journal.recorder.cli.command_line import main; raise SystemExit(main())"
 PROFILE_RECORDER = (
-    "import cProfile, os, signal, sys; from hatp_journal.recorder.cli import main; "
+    "import cProfile, os, signal, sys; from hatp_journal.recorder.cli.command_line import main; "
     "stats = sys.argv.pop(1); profile = cProfile.Profile(); "
     "signal.signal(signal.SIGUSR1, lambda *_: profile.enable()); "
     "signal.signal(signal.SIGUSR2, lambda *_: (profile.disable(), profile.dump_stats(stats + '.part'), "

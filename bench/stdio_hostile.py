@@ -2,7 +2,7 @@
 
 Starts the Recorder in front of the demo CRM, opens a handshake-era session (``initialize``, so
 that era's calls take the data plane too), then writes ``--lines`` lines from
-``hatp_journal.recorder.testing_lines.hostile_lines`` (the generator the CI fuzz uses, at 200
+``hatp_journal.recorder.testing.lines.hostile_lines`` (the generator the CI fuzz uses, at 200
 lines): tool calls in both eras with arguments the record can't hold (integers past 2^53 and past
 4,300 digits, nesting past 64 and past Python's parser, NaN, lone surrogates), lines that aren't
 JSON, batches, wrong envelopes and ids, notifications. A last ``ping`` marks the end; stdin closes
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.testing_lines import hostile_lines
+from hatp_journal.recorder.testing.lines import hostile_lines
 from hatp_journal.toolkit import SigningKey
 
 POLICY = {"autonomy": {"compensate": "allow", "read": "allow", "unknown": "ask", "none": "ask"}}

@@ -36,13 +36,14 @@ from typing import Any
 
 from sqlalchemy import event
 
-from hatp_journal.recorder import cli, verify_cli
-from hatp_journal.recorder.asks import call_digest
+from hatp_journal.recorder.cli import command_line as cli
+from hatp_journal.recorder.cli import verify as verify_cli
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.export import export_run
-from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.record import RunStore, bodies, signature_workers, verify_record
 from hatp_journal.recorder.record import verify as verify_module
+from hatp_journal.recorder.record.export import export_run
+from hatp_journal.recorder.runs.asks import call_digest
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import b64url

@@ -23,7 +23,7 @@ from fastmcp import Client
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey

@@ -2,7 +2,7 @@
 
     hatp-conformance --target "hatp-crm serve --db /tmp/crm.db"      # a stdio server (started here)
     hatp-conformance --target http://127.0.0.1:8000/mcp              # a server in testing mode
-    hatp-conformance --recorder hatp_journal.recorder.conformance_adapter:reference
+    hatp-conformance --recorder hatp_journal.recorder.gateway.conformance_adapter:reference
         [--expected-failures xfail.toml] [--json result.json] [--allow-skips]
         [--attest crm.attestation.json --attest-key conformance.key]
 

@@ -5,7 +5,7 @@ its verifier. An adapter runs the Recorder in front of the suite's stub server
 (:mod:`hatp_journal.conformance.stub_server`) with a policy that forwards every call, makes the
 calls an agent would, and hands back the exported record. Name an adapter on the command line as
 ``--recorder module:factory``. A Recorder ships its own adapter: this project's is
-``hatp_journal.recorder.conformance_adapter:reference``. The values passed between suite and
+``hatp_journal.recorder.gateway.conformance_adapter:reference``. The values passed between suite and
 adapter are in :mod:`hatp_journal.toolkit.recorder_adapter`, so an adapter needs nothing from here.
 """
 

@@ -22,7 +22,7 @@ needs seconds for a megabyte of deeply dotted keys)."""
 
 
 RUN_KEY_SHAPE = re.compile(r"^[A-Za-z0-9._~-]{8,200}$")
-"""What a run key looks like (``recorder/runs.py``): safe in a URL, an env variable and a header."""
+"""What a run key looks like (``recorder/runs/keys.py``): safe in a URL, an env variable and a header."""
 
 
 RUN_KEY_ENV = "HATP_RUN_KEY"

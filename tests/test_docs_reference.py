@@ -20,7 +20,7 @@ DOCS = Path(__file__).parents[1] / "docs"
 
 PROGRAMS = {
     "hatp-journal": "hatp_journal.toolkit.cli",
-    "hatp-recorder": "hatp_journal.recorder.cli",
+    "hatp-recorder": "hatp_journal.recorder.cli.command_line",
     "hatp-conformance": "hatp_journal.conformance.cli",
     "hatp-demo": "hatp_journal.scenarios.cli",
     "hatp-crm": "hatp_journal.servers.crm.cli",

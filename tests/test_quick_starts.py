@@ -51,7 +51,9 @@ def test_no_command_loads_the_mcp_stack_or_sqlalchemy_to_print_its_help() -> Non
 
 def test_the_recorders_commands_that_read_the_record_do_not_load_the_mcp_stack() -> None:
     # show, export, verify, runs, asks, tick and review; serve and the undo commands load it themselves.
-    code = "import sys, hatp_journal.recorder.commands; print([m for m in sys.argv[1:] if m in sys.modules])"
+    code = (
+        "import sys, hatp_journal.recorder.cli.commands; print([m for m in sys.argv[1:] if m in sys.modules])"
+    )
 
     argv = [sys.executable, "-c", code, "mcp", "fastmcp", "starlette"]
 

@@ -27,9 +27,9 @@ CRASH_POINTS = (
     # servers/courier.py, in the courier (or the server, courier "inline"), for each notice:
     "courier:delivered",  # the SMTP server answered 250; the staged sent mark not committed yet
     "courier:marked",  # marked sent
-    # recorder/notice_mail.py, for every review, reminder or escalation mail:
+    # recorder/runs/notice_mail.py, for every review, reminder or escalation mail:
     "reminders:mailed",  # the SMTP server accepted the mail; its mail-delivered entry not yet appended
-    # recorder/gateway.py, for an approved call (an ask) or any call journaled with its answer:
+    # recorder/gateway/core.py, for an approved call (an ask) or any call journaled with its answer:
     "gateway:claimed",  # the approved ask is claimed in the store; its call not sent
     "gateway:sent",  # the claim says the call is sent; the server not yet asked
     "gateway:answered",  # the call's entry and its answer are durable; the agent has not got it

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.classes import rank
@@ -15,6 +12,7 @@ from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
 from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.override_people import override_problems
+from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
 from hatp_journal.toolkit.files import FileProblem, read_text
 
@@ -86,29 +84,3 @@ def _registry_problems(policy: Policy, registry: Registry, keys: KeyMap) -> list
             )
             problems.append(Problem(where.line, where.column, said))
     return problems
-
-
-def problems_of(keys: KeyMap, error: ValidationError) -> list[Problem]:
-    """Each of a validation's errors at the line of the key it is about (the directory uses it too)."""
-    return [_problem(keys, detail) for detail in error.errors()]
-
-
-def _problem(keys: KeyMap, detail: ErrorDetails) -> Problem:
-    where = keys.position_of(tuple(detail["loc"]))
-    dotted = ".".join(str(part) for part in detail["loc"]) or "(top level)"
-    if detail["type"] == "extra_forbidden":
-        message = f"{dotted}: unknown key"
-    elif detail["type"] == "missing":
-        message = f"{dotted}: required key is missing"
-    else:
-        said = detail["msg"].removeprefix("Value error, ")  # pydantic's prefix to a validator's own words
-        message = f"{dotted}: {said}{_got(detail['input'])}"
-    return Problem(where.line, where.column, message)
-
-
-def _got(value: Any) -> str:
-    # Show the offending value when it is short enough to read in one line.
-    if isinstance(value, dict | list):
-        return f" (got a JSON {'object' if isinstance(value, dict) else 'array'})"
-    shown = json.dumps(value)
-    return f" (got {shown})" if len(shown) <= 60 else ""

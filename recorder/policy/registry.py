@@ -23,6 +23,7 @@ from hatp_journal.recorder.policy.classes import CLASSES as CLASS_RANK
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
+from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry_compensation import Compensation, ToolShape
 from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.files import FileProblem, read_text
@@ -187,8 +188,6 @@ def load_record(path: str | Path, *, name: str | None = None) -> Record:
 
 def parse_record(text: str, *, source: str = "<registry>") -> Record:
     """Validate registry JSON given as text."""
-    from hatp_journal.recorder.policy.load import problems_of  # load imports this module
-
     try:
         keys = located(text, source)
     except LocateError as error:

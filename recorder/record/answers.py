@@ -3,7 +3,7 @@
 An agent that did not get its answer (its connection or its Recorder died) calls again. Sending the
 write again would make it twice, so the Recorder keeps what it answered (tokens stripped, as sent)
 in ``rec_answer``, written in the same transaction as the call's entry: an entry that is durable has
-its answer, and a retry finds it from any Recorder on the store (``recorder/retries.py``).
+its answer, and a retry finds it from any Recorder on the store (``recorder/gateway/retries.py``).
 
 Rows are operational state, not part of any record: a pruned answer only means a later identical
 call is a new call.

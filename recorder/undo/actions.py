@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
+from hatp_journal.recorder.runs.asks import DecisionOutcome
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
 from hatp_journal.recorder.undo.authority import AuthorityNow

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hatp_journal.recorder.intake import bounded
+from hatp_journal.recorder.gateway.intake import bounded
 from hatp_journal.toolkit.canonical import canonical_bytes
 
 ANSWER_REFUSED = "ANSWER_REFUSED"

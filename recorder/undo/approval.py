@@ -14,9 +14,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from hatp_journal.recorder.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, RecordedAsk
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.not_counted import NotCounted, Refused
 from hatp_journal.recorder.record import Entry, Run, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import (
     DecisionBody,
@@ -35,7 +33,9 @@ from hatp_journal.recorder.record.written_bodies import (
     PlanRecord,
     SignedOverride,
 )
-from hatp_journal.recorder.run_walk import each_run
+from hatp_journal.recorder.runs.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, RecordedAsk
+from hatp_journal.recorder.runs.not_counted import NotCounted, Refused
+from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo

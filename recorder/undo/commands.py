@@ -17,15 +17,15 @@ import anyio
 import httpx2
 from mcp.shared.exceptions import MCPError
 
-from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.downstream_errors import DownstreamCode
-from hatp_journal.recorder.not_counted import said_not_counted
+from hatp_journal.recorder.gateway.downstream_errors import DownstreamCode
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import AskBody, CallBody, ReversalBody, read_own
 from hatp_journal.recorder.record.written_bodies import LinkRecord
+from hatp_journal.recorder.runs.asks import Asks
+from hatp_journal.recorder.runs.not_counted import said_not_counted
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     authority_now,

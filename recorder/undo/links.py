@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hatp_journal.recorder.host_undo import host_resource
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.undo.host_undo import host_resource
 
 LinkSource = Literal["declared", "host", "inferred", "confirmed", "default"]
 _MIN_INFERRED = 4

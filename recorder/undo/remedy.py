@@ -10,13 +10,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from hatp_journal.recorder.asks import Ask, Asks
-from hatp_journal.recorder.downstream import DownstreamError
-from hatp_journal.recorder.intake import take_in
+from hatp_journal.recorder.gateway.downstream import DownstreamError
+from hatp_journal.recorder.gateway.intake import take_in
+from hatp_journal.recorder.gateway.tokens import Kept, misplaced, new_call, redact, refused_journal
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
-from hatp_journal.recorder.tokens import Kept, misplaced, new_call, redact, refused_journal
+from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import steps_of

@@ -9,10 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from hatp_journal.recorder.asks import Ask
-from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.preview_words import preview_words
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
     AskDecision,
@@ -25,6 +22,9 @@ from hatp_journal.recorder.record.entry_bodies import (
     reversed_entries,
 )
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.recorder.runs.asks import Ask
+from hatp_journal.recorder.runs.class_words import class_words
+from hatp_journal.recorder.runs.preview_words import preview_words
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import steps_of

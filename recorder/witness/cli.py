@@ -77,7 +77,7 @@ def _serve(args: argparse.Namespace, key: SigningKey) -> int:
 
     allowed = []
     if args.recorder_key:  # the verifier's key reading, imported only when needed: it is slow to load
-        from hatp_journal.recorder.verify_cli import pinned_key
+        from hatp_journal.recorder.cli.verify import pinned_key
 
         allowed = [pinned_key(path) for path in args.recorder_key]
     store = WitnessStore(args.store)

@@ -195,7 +195,7 @@ async def _agent(world: World, config: list[str], say: Any) -> str:
     log = world.root / "recorder.log"
     transport = StdioTransport(
         sys.executable,
-        ["-m", "hatp_journal.recorder.cli", *config, "serve"],
+        ["-m", "hatp_journal.recorder.cli.command_line", *config, "serve"],
         cwd=str(world.root),
         log_file=log,
         # The SDK's default environment for a server leaves OTEL_* out: a traced Recorder needs them.

@@ -80,7 +80,10 @@ class World:
         return self.root / f"{server}.db"
 
     def command(
-        self, *arguments: str, module: str = "hatp_journal.recorder.cli", ok: tuple[int, ...] = (0,)
+        self,
+        *arguments: str,
+        module: str = "hatp_journal.recorder.cli.command_line",
+        ok: tuple[int, ...] = (0,),
     ) -> str:
         """One of the project's commands, as a process or (``in_process``) in this one (:func:`command`)."""
         return command(*arguments, module=module, ok=ok, in_process=self.in_process)
@@ -178,7 +181,7 @@ def start_mail_sink(directory: Path, *, in_process: bool = False) -> MailSinkPro
 
 def command(
     *arguments: str,
-    module: str = "hatp_journal.recorder.cli",
+    module: str = "hatp_journal.recorder.cli.command_line",
     ok: tuple[int, ...] = (0,),
     in_process: bool = False,
 ) -> str:

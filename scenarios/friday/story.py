@@ -141,7 +141,7 @@ async def _agent(root: Path, config: list[str], say: Any) -> tuple[str, list[tup
     # Not kept alive: the Recorder must end with the session, closing (and signing) the run.
     transport = StdioTransport(
         sys.executable,
-        ["-m", "hatp_journal.recorder.cli", *config, "serve"],
+        ["-m", "hatp_journal.recorder.cli.command_line", *config, "serve"],
         cwd=str(root),
         log_file=log,
         keep_alive=False,

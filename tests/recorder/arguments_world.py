@@ -14,7 +14,7 @@ from fastmcp.tools import Tool, ToolResult
 from pydantic import PrivateAttr
 from support import chain_server
 
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.testing import RecorderWorld, recorder_world

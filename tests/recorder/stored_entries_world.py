@@ -33,12 +33,12 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
-from hatp_journal.recorder.asks import Asks, call_digest
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import Unreadable, read_body
-from hatp_journal.recorder.testing_org import LEAD, LEE, Printed
+from hatp_journal.recorder.runs.asks import Asks, call_digest
+from hatp_journal.recorder.testing.org import LEAD, LEE, Printed
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hatp_journal.recorder.boot import spawn_stdio_servers
+from hatp_journal.recorder.cli.boot import spawn_stdio_servers
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
-from hatp_journal.recorder.downstream import Downstream
+from hatp_journal.recorder.gateway.downstream import Downstream
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +75,7 @@ def test_serve_spawns_its_servers_before_it_loads_the_store_and_the_mcp_librarie
         encoding="utf-8",
     )
     served = subprocess.run(
-        [sys.executable, "-m", "hatp_journal.recorder.cli", "serve"],
+        [sys.executable, "-m", "hatp_journal.recorder.cli.command_line", "serve"],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,

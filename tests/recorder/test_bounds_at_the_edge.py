@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import check_key_shape
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, PolicyFileError, decide, parse_policy
 from hatp_journal.recorder.testing import recorder_world

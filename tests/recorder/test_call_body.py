@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hatp_journal.recorder.call_body import call_wire, outcome
+from hatp_journal.recorder.gateway.call_body import call_wire, outcome
 from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 
 ASKED: dict[str, Any] = {

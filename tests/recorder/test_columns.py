@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hatp_journal.recorder.columns import aligned
+from hatp_journal.recorder.cli.columns import aligned
 
 
 def test_each_column_starts_at_the_same_place_on_every_line() -> None:

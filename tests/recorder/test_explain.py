@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
-from hatp_journal.recorder.explain import ExplainError, explain, parse_arguments
+from hatp_journal.recorder.gateway.explain import ExplainError, explain, parse_arguments
 from hatp_journal.recorder.policy import Policy
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from hatp_journal.recorder import front
-from hatp_journal.recorder.front import LIBRARY_BACKLOG, _Lines
+from hatp_journal.recorder.front import stdio as front
+from hatp_journal.recorder.front.stdio import LIBRARY_BACKLOG, _Lines
 
 pytestmark = pytest.mark.anyio
 

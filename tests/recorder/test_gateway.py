@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from hatp_journal.recorder.asks import DecisionOutcome
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.downstream import DownstreamCode, DownstreamError
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
+from hatp_journal.recorder.gateway.downstream import DownstreamCode, DownstreamError
+from hatp_journal.recorder.gateway.tokens import TokenStore
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.tokens import TokenStore
+from hatp_journal.recorder.runs.asks import DecisionOutcome
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url, token_digest, verify
 from hatp_journal.toolkit.testing import FakeClock

@@ -21,7 +21,7 @@ from arguments_world import opened
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.recorder.arguments import MAX_DEPTH, _iterative_text, as_text, check_arguments
+from hatp_journal.recorder.gateway.arguments import MAX_DEPTH, _iterative_text, as_text, check_arguments
 from hatp_journal.recorder.record import UnknownEntry
 
 LIMIT = 2048

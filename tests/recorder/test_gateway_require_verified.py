@@ -19,7 +19,7 @@ from hatp_journal.conformance.attestation import attest
 from hatp_journal.conformance.results import CheckOutcome, OperationReport, SuiteResult
 from hatp_journal.conformance.runner import suite_info
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import META_KEY, SigningKey

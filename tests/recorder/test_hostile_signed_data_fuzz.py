@@ -34,17 +34,17 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
+from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.export import export_run
-from hatp_journal.recorder.gateway import journal_members
-from hatp_journal.recorder.intake import take_in
+from hatp_journal.recorder.gateway.intake import take_in
+from hatp_journal.recorder.gateway.replies import journal_members
+from hatp_journal.recorder.gateway.tokens import redact
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import ReadCode
-from hatp_journal.recorder.reminders import RUN_UNREADABLE, tick
-from hatp_journal.recorder.show import entry_line
-from hatp_journal.recorder.tokens import redact
+from hatp_journal.recorder.record.export import export_run
+from hatp_journal.recorder.runs.reminders import RUN_UNREADABLE, tick
 from hatp_journal.recorder.undo.links import LinkIndex
 from hatp_journal.recorder.undo.plan import plan_text
 from hatp_journal.recorder.undo.planner import CheckUnavailable, UndoRequest, build_plan
@@ -683,7 +683,7 @@ def test_tick_skips_a_run_it_cannot_read_logs_why_and_still_reminds_every_other_
     broken, fine = kept_run(store), kept_run(store)
     with sqlite3.connect(tmp_path / "recorder.db") as database:  # a row damaged outside the Recorder
         database.execute("UPDATE rec_entry SET data = ? WHERE run = ? AND seq = 1", (b"[1, 2]", broken))
-    caplog.set_level(logging.WARNING, logger="hatp_journal.recorder.reminders")
+    caplog.set_level(logging.WARNING, logger="hatp_journal.recorder.runs.reminders")
 
     appended, failed = tick(store, POLICY, DIRECTORY, MailSection(), NOW, "http://testserver")
 

@@ -18,7 +18,7 @@ from fastmcp.client.logging import LogMessage
 from support.waiting import poll
 from test_stdio_front import World, crm_and_chatty
 
-from hatp_journal.recorder import front_http
+from hatp_journal.recorder.front import http as front_http
 
 pytestmark = [
     pytest.mark.anyio,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
 
 CONFIG = '[servers.crm]\ncommand = "hatp-crm"\nargs = ["serve", "--db", "var/crm.db"]\n'

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hatp_journal.recorder.gateway import _oversize
+from hatp_journal.recorder.gateway.replies import oversized as _oversize
 from hatp_journal.toolkit.canonical import canonical_bytes
 
 JOURNALS: dict[str, Any] = {

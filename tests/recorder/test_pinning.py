@@ -14,10 +14,10 @@ import pytest
 from hostile_keys_server import GARBAGE, server
 from sqlalchemy import text
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.downstream import Downstream, DownstreamCode, DownstreamError
-from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamCode, DownstreamError
+from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
@@ -175,7 +175,14 @@ def test_serve_refuses_a_tool_server_whose_key_changed_with_key_changed_and_exit
     )
 
     served = subprocess.run(
-        [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"],
+        [
+            sys.executable,
+            "-m",
+            "hatp_journal.recorder.cli.command_line",
+            "--config",
+            "recorder.toml",
+            "serve",
+        ],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -15,7 +15,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.downstream import Downstream, DownstreamCode, DownstreamError
+from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamCode, DownstreamError
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 
@@ -33,7 +33,13 @@ def recorder_with_crm(folder: Path) -> StdioTransport:
     (folder / "recorder.toml").write_text(
         f"[servers.crm]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n"
     )
-    command = ["-m", "hatp_journal.recorder.cli", "--config", str(folder / "recorder.toml"), "serve"]
+    command = [
+        "-m",
+        "hatp_journal.recorder.cli.command_line",
+        "--config",
+        str(folder / "recorder.toml"),
+        "serve",
+    ]
     return StdioTransport(sys.executable, command, env=dict(os.environ), cwd=str(folder), keep_alive=False)
 
 

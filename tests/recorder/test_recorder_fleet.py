@@ -31,7 +31,7 @@ from fastmcp import Client
 from sqlmodel import Session, select
 from support.ports import free_port, wait_listening
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.recorder.web.server import serving
@@ -98,7 +98,14 @@ def serve_recorder(
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Recorder ``n`` over HTTP on a free port, its log in ``recorder-N.log``; ``env`` added to its own."""
     port = free_port()
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"]
+    command = [
+        sys.executable,
+        "-m",
+        "hatp_journal.recorder.cli.command_line",
+        "--config",
+        str(config),
+        "serve",
+    ]
     with (config.parent / f"recorder-{n}.log").open("wb") as log:
         process = subprocess.Popen(
             [*command, "--transport", "http", "--port", str(port)],

@@ -33,10 +33,10 @@ from support.waiting import poll
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
-from hatp_journal.recorder import front_http
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.front import http as front_http
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.servers.crm.server import build as build_crm

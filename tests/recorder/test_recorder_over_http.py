@@ -16,7 +16,7 @@ from support.http_recorder import start_http_recorder
 from support.ports import free_port, wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey

@@ -13,9 +13,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
+from hatp_journal.recorder.gateway.tokens import TokenStore
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.tokens import TokenStore
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url
@@ -85,7 +85,7 @@ async def test_an_agent_over_stdio_gets_reversible_calls_through_and_waits_for_a
         config = write_config(tmp_path, sink.port)
         transport = StdioTransport(
             sys.executable,
-            ["-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"],
+            ["-m", "hatp_journal.recorder.cli.command_line", "--config", str(config), "serve"],
             env=dict(os.environ),
             cwd=str(tmp_path),
             log_file=tmp_path / "recorder.log",

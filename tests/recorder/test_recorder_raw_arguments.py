@@ -22,8 +22,8 @@ import pytest
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
-from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.record.export import export_run
 from hatp_journal.toolkit import SigningKey
 
 PLAIN = Path(__file__).parent / "plain_server.py"
@@ -100,7 +100,14 @@ def recorder(tmp_path: Path) -> Iterator[tuple[RawAgent, subprocess.Popen[bytes]
     write_config(tmp_path)
     with (tmp_path / "recorder.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", "recorder.toml", "serve"],
+            [
+                sys.executable,
+                "-m",
+                "hatp_journal.recorder.cli.command_line",
+                "--config",
+                "recorder.toml",
+                "serve",
+            ],
             cwd=tmp_path,
             env=dict(os.environ),
             stdin=subprocess.PIPE,

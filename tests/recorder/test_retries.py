@@ -20,10 +20,10 @@ from sqlmodel import Session, select
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.runs_wire import AnswerMeta
+from hatp_journal.recorder.runs.wire import AnswerMeta
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.servers.crm.store import Charge
 from hatp_journal.toolkit import SigningKey

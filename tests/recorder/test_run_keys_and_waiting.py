@@ -20,7 +20,7 @@ import pytest
 from fastmcp import Client
 from sqlalchemy import text as sql
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.config import (
     ConfigError,
     RecorderConfig,
@@ -29,11 +29,11 @@ from hatp_journal.recorder.config import (
     with_run_key,
 )
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.runs import ClaimState, RunKeys, key_digest
-from hatp_journal.recorder.runs_wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
+from hatp_journal.recorder.runs.keys import ClaimState, RunKeys, key_digest
+from hatp_journal.recorder.runs.wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.schema import render

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.run_walk import RUN_UNREADABLE
+from hatp_journal.recorder.runs.asks import Asks
+from hatp_journal.recorder.runs.walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.approval import pending_plans
 from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey

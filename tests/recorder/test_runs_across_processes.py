@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url

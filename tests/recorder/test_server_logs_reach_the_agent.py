@@ -16,7 +16,7 @@ from fastmcp import Client, Context, FastMCP
 from fastmcp.client.logging import LogMessage
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.testing import recorder_world

@@ -23,7 +23,7 @@ from support.stdio_front import stdio_front
 
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.testing import RecorderWorld, recorder_world
-from hatp_journal.recorder.testing_lines import hostile_lines
+from hatp_journal.recorder.testing.lines import hostile_lines
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.toolkit import SigningKey
 

@@ -21,9 +21,9 @@ from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.explain import AGENT_VISIBLE, explain, explain_listed, explanation
-from hatp_journal.recorder.gateway import Recorder
-from hatp_journal.recorder.host_hints import host_annotations
+from hatp_journal.recorder.gateway.core import Recorder
+from hatp_journal.recorder.gateway.explain import AGENT_VISIBLE, explain, explain_listed, explanation
+from hatp_journal.recorder.gateway.host_hints import host_annotations
 from hatp_journal.recorder.policy import Decision, Policy, parse_policy
 from hatp_journal.recorder.policy.classes import RClass
 from hatp_journal.recorder.record import Entry, RunStore

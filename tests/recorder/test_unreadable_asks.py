@@ -16,8 +16,8 @@ import pytest
 from fastmcp import FastMCP
 from stored_entries_world import TEMPLATES, Store, Tally, command, signed_in_pages
 
-from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.runs.asks import Asks
 from hatp_journal.recorder.testing import LEAD, LEE, recorder_world
 
 

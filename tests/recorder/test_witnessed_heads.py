@@ -22,13 +22,14 @@ from fastmcp import FastMCP
 from support.ports import free_port, running, wait_listening
 from support.waiting import wait_until
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.config import WitnessConfig
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunRecordFile, RunStore
 from hatp_journal.recorder.record.chain import seal
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature, Entry
 from hatp_journal.recorder.record.witnessed import dues, latest_cosigned
+from hatp_journal.recorder.record.witnessing import WitnessSender
 from hatp_journal.recorder.testing import RecorderWorld
 from hatp_journal.recorder.witness.client import latest_head, send_cosign
 from hatp_journal.recorder.witness.wire import (
@@ -38,7 +39,6 @@ from hatp_journal.recorder.witness.wire import (
     WitnessedHead,
     WitnessErrorBody,
 )
-from hatp_journal.recorder.witnessing import WitnessSender
 from hatp_journal.toolkit.signing import SigningKey, b64url
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from support.ports import free_port
 
-RECORDER = [sys.executable, "-m", "hatp_journal.recorder.cli"]
+RECORDER = [sys.executable, "-m", "hatp_journal.recorder.cli.command_line"]
 
 
 def start_http_recorder(config: Path | str, cwd: Path) -> tuple[subprocess.Popen[bytes], int]:

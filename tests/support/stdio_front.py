@@ -1,6 +1,6 @@
 """The Recorder's stdio front in this test's process, on two real pipes, and an agent on their other ends.
 
-``stdio_front(recorder, mcp)`` runs :func:`~hatp_journal.recorder.front.serve_pipes` as
+``stdio_front(recorder, mcp)`` runs :func:`~hatp_journal.recorder.front.stdio.serve_pipes` as
 ``hatp-recorder serve`` runs it on stdin and stdout. The agent writes raw lines (``wire.send``)
 and reads every message the front wrote (``wire.received``); ``wire.sdk_session()`` is the mcp
 SDK's own ``ClientSession`` over the same pipes, as a host speaks to the Recorder.
@@ -21,8 +21,8 @@ from fastmcp import FastMCP
 from mcp import ClientSession
 from mcp.shared.message import SessionMessage
 
-from hatp_journal.recorder.front import serve_pipes
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.front.stdio import serve_pipes
+from hatp_journal.recorder.gateway.core import Recorder
 
 
 class Wire:

@@ -16,12 +16,12 @@ from typing import Any
 
 from fastmcp import Client, FastMCP
 
-from hatp_journal.recorder.asks import Asks
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.runs.asks import Asks
 from hatp_journal.recorder.undo.actions import ask_for_plan, authority_now, decide_on_plan, run_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest

@@ -12,9 +12,9 @@ import pytest
 from fastmcp import Client
 from third_party_servers import NODE_BIN, filesystem_server, require, sqlite_server
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import RecorderConfig, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import parse_policy
 from hatp_journal.recorder.policy.registry import shipped
 from hatp_journal.recorder.record import RunStore

@@ -28,9 +28,9 @@ from mcp import types as mcp_types
 from support.stdio_front import stdio_front
 from third_party_servers import NODE_BIN, require
 
-from hatp_journal.recorder import front_http
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.front import http as front_http
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.toolkit import SigningKey

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from third_party_servers import NODE_BIN, everything_server, require
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.toolkit import SigningKey

@@ -18,7 +18,7 @@ from host_undo_org import HostOrg, statuses
 from third_party_servers import NODE_BIN, ROOT, require
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.host_undo import HOST_MEMBER, NOTHING_CHANGED
+from hatp_journal.recorder.undo.host_undo import HOST_MEMBER, NOTHING_CHANGED
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
 

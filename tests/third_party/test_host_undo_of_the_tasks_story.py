@@ -16,10 +16,10 @@ from fastmcp import Client
 from host_undo_org import HostOrg, statuses
 from tasks_server import tasks_server
 
+from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.host_undo import HOST_MEMBER, host_compensate
 from hatp_journal.recorder.record import Entry, verify_record
-from hatp_journal.recorder.show import entry_line
+from hatp_journal.recorder.undo.host_undo import HOST_MEMBER, host_compensate
 from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.steps import steps_of

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from third_party_servers import NODE_BIN, require
 
-from hatp_journal.recorder.cli import main
-from hatp_journal.recorder.testing_org import LEE, POLICY, make_org
+from hatp_journal.recorder.cli.command_line import main
+from hatp_journal.recorder.testing.org import LEE, POLICY, make_org
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from hatp_journal.recorder.cli import main as recorder_cli
+from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.toolkit import SigningKey
@@ -60,7 +60,7 @@ async def recorder_process(config: Path, name: str) -> AsyncIterator[Client[Any]
     """An agent connected to a new ``hatp-recorder serve``; leaving it ends that process."""
     transport = StdioTransport(
         sys.executable,
-        ["-m", "hatp_journal.recorder.cli", "--config", str(config), "serve"],
+        ["-m", "hatp_journal.recorder.cli.command_line", "--config", str(config), "serve"],
         env=dict(os.environ),
         cwd=str(config.parent),
         log_file=config.parent / f"{name}.log",

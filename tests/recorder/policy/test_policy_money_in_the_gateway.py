@@ -10,7 +10,7 @@ import pytest
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import parse_policy
 from hatp_journal.recorder.testing import recorder_world
 from hatp_journal.toolkit.wire import META_KEY

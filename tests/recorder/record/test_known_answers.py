@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import RECORD_FORMAT, Check, verify_record
 from hatp_journal.toolkit.signing import VerifyKey
@@ -123,7 +123,7 @@ def test_every_forgery_is_reported_the_same_by_the_cli_as_its_own_process() -> N
     through the console script's entry point, each with its pins, and says what each printed."""
     script = (
         "import contextlib, io, json, sys\n"
-        "from hatp_journal.recorder.cli import main\n"
+        "from hatp_journal.recorder.cli.command_line import main\n"
         "results = []\n"
         "for argv in json.loads(sys.argv[1]):\n"
         "    out = io.StringIO()\n"
@@ -171,7 +171,7 @@ def test_given_the_latest_head_every_rechained_forgery_also_shows_as_not_the_lat
 
 def test_the_cli_as_its_own_process_says_ok_with_exit_0_and_how_much_it_trusted_the_file() -> None:
     record = str(EXAMPLES / "run-record.json")
-    run = [sys.executable, "-m", "hatp_journal.recorder.cli", "verify", record]
+    run = [sys.executable, "-m", "hatp_journal.recorder.cli.command_line", "verify", record]
 
     trusting = subprocess.run(run, capture_output=True, text=True, check=False)
     careful = subprocess.run([*run, *cli_pins(head=True)], capture_output=True, text=True, check=False)

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from record_helpers import TickingClock, answer_body, call_body, fill, pins, server_pins
 
-from hatp_journal.recorder.export import export_run, export_run_to
-from hatp_journal.recorder.pins import PinStore
+from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.record import Check, RunStore, UnknownRun, VerifyReport, verify_record
 from hatp_journal.recorder.record import stream as stream_module
 from hatp_journal.recorder.record import verify as verify_module
+from hatp_journal.recorder.record.export import export_run, export_run_to
 from hatp_journal.toolkit.signing import SigningKey
 
 # -- exporting ------------------------------------------------------------------------------------

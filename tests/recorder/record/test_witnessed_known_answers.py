@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.record import verify_record
 from hatp_journal.recorder.record.witness_checks import WitnessPins
 from hatp_journal.recorder.witness.forge import RUN, make

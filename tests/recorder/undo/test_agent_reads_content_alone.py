@@ -14,9 +14,9 @@ import pytest
 from fastmcp import Client
 from support.undo_org import POLICY, Org, make_org
 
-from hatp_journal.recorder.agent_answers import OUTPUT_SCHEMAS
 from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.agent_answers import OUTPUT_SCHEMAS
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 
 

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from support.undo_org import POLICY, Org
 
-from hatp_journal.recorder.agent_tools import reserved_clash
 from hatp_journal.recorder.config import ConfigError, load_config
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.agent_tools import reserved_clash
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 
 PUT = ("chain_put", {"key": "a", "value": "1"})

@@ -23,8 +23,8 @@ from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import ToolResult
 
-from hatp_journal.recorder.export import export_run
 from hatp_journal.recorder.policy import Policy
+from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.testing import recorder_world
 from hatp_journal.recorder.undo.answer_intake import ANSWER_REFUSED
 from hatp_journal.recorder.undo.execute import CompensateUnavailable

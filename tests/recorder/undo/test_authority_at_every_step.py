@@ -264,7 +264,14 @@ def test_run_plan_which_the_cli_and_the_web_runner_share_rechecks_authority(org:
 
 
 def spawn(org: Org, *arguments: str) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(org.config), *arguments]
+    command = [
+        sys.executable,
+        "-m",
+        "hatp_journal.recorder.cli.command_line",
+        "--config",
+        str(org.config),
+        *arguments,
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -302,7 +309,15 @@ def test_an_executor_killed_after_approval_and_resumed_after_the_approver_left_r
     edit_directory(org, without_lee)  # Lee left the organisation
 
     resumed = subprocess.run(
-        [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(org.config), "undo", ref],
+        [
+            sys.executable,
+            "-m",
+            "hatp_journal.recorder.cli.command_line",
+            "--config",
+            str(org.config),
+            "undo",
+            ref,
+        ],
         capture_output=True,
         text=True,
         check=False,

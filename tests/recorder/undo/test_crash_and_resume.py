@@ -35,7 +35,14 @@ VICTIMS = ("recorder", "server", "both")
 
 
 def spawn(org: Org, *arguments: str) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(org.config), *arguments]
+    command = [
+        sys.executable,
+        "-m",
+        "hatp_journal.recorder.cli.command_line",
+        "--config",
+        str(org.config),
+        *arguments,
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

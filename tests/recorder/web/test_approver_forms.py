@@ -14,7 +14,7 @@ from http_browser import Browser, code, decisions, form_fields, signed_in
 from support.undo_org import DANA, LEE
 from web_org import Approver, HeldAgent, policy_that_asks_before_publishing
 
-from hatp_journal.recorder.cli import main
+from hatp_journal.recorder.cli.command_line import main
 
 
 @pytest.fixture

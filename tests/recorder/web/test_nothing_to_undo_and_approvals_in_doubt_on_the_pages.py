@@ -13,7 +13,7 @@ from sqlmodel import Session
 from support.undo_org import DANA, LEE
 from web_org import Approver, policy_that_asks_before_publishing
 
-from hatp_journal.recorder.runs import RecAskClaim, RunKeys
+from hatp_journal.recorder.runs.keys import RecAskClaim, RunKeys
 from hatp_journal.toolkit.clock import utc_now, wire_time
 
 

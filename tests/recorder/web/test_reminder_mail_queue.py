@@ -14,8 +14,8 @@ from support.flaky_smtp import FlakySmtp, flaky_smtp
 from support.undo_org import Org, mailing, make_org
 
 from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.notice_mail import MAIL_ATTEMPTS
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.runs.notice_mail import MAIL_ATTEMPTS
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.mailsink import MailSink

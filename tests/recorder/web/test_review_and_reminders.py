@@ -16,7 +16,7 @@ import pytest
 from support.undo_org import DANA, LEAD, Org, mailing, make_org
 
 from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.reminders import record_seen
+from hatp_journal.recorder.runs.reminders import record_seen
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.mailsink import MailSink
@@ -190,7 +190,16 @@ def test_a_tick_killed_after_the_mail_left_sends_it_again_on_the_next_tick_with_
     run = org.agent([("chain_put", {"key": "a", "value": "1"})])
     at = minutes_before(undo_by(org, run), 59)
     killed = subprocess.run(
-        [sys.executable, "-m", "hatp_journal.recorder.cli", "--config", str(org.config), "tick", "--now", at],
+        [
+            sys.executable,
+            "-m",
+            "hatp_journal.recorder.cli.command_line",
+            "--config",
+            str(org.config),
+            "tick",
+            "--now",
+            at,
+        ],
         env={**os.environ, "HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": "reminders:mailed"},
         capture_output=True,
         check=False,

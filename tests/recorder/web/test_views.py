@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from support.undo_org import LEAD, LEE, make_org
 
-from hatp_journal.recorder.asks import Ask
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.runs.asks import Ask
 from hatp_journal.recorder.web.views import ask_view, clock_time, time_left
 
 NOW = datetime(2026, 11, 7, 18, 0, tzinfo=UTC)

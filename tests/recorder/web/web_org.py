@@ -17,7 +17,7 @@ from playwright.sync_api import Page
 from support.undo_org import LEAD, POLICY, Org
 
 from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.gateway import Recorder
+from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving

@@ -1,0 +1,1 @@
+"""``hatp-recorder``: its commands and entry points."""

@@ -1,0 +1,21 @@
+"""The Recorder's console scripts (pyproject.toml): `hatp-recorder web` names the `web` extra if missing."""
+
+from __future__ import annotations
+
+from hatp_journal.toolkit.extras import needs_extras
+
+
+@needs_extras
+def recorder(argv: list[str] | None = None) -> int:
+    """``hatp-recorder``."""
+    from hatp_journal.recorder.cli.command_line import main
+
+    return main(argv)
+
+
+@needs_extras
+def witness(argv: list[str] | None = None) -> int:
+    """``hatp-witness`` (its ``serve`` needs the ``serve`` extra: starlette and uvicorn)."""
+    from hatp_journal.recorder.witness.cli import main
+
+    return main(argv)
