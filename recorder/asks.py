@@ -23,6 +23,7 @@ from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     AskBody,
     BodyModel,
+    CalledTool,
     DecisionBody,
     MentionBody,
     OwnBodyUnreadable,
@@ -126,8 +127,9 @@ class Asks:
         self, run: str, body: dict[str, Any], *, now: datetime, approver: str, within: timedelta | None
     ) -> Entry:
         """Record an ask for the call in ``body`` with its deadline and who may decide."""
+        call = CalledTool.model_validate(body)
         terms = AskTerms(
-            call_digest=call_digest(body["server"], body["tool"], body["arguments"]),
+            call_digest=call_digest(call.server, call.tool, call.arguments),
             approver=approver,
             decide_by=wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
         )

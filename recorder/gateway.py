@@ -77,6 +77,7 @@ from hatp_journal.recorder.tokens import (
     refused_journal,
 )
 from hatp_journal.recorder.tracing import answered, traced
+from hatp_journal.recorder.undo.links import LinkedCall
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.clock import utc_now
@@ -537,10 +538,10 @@ class Recorder:
 
     async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
         """Append a ``call`` entry the Recorder made itself (a resource read), linked like any call."""
-        links = self.sessions.state(run).links
-        body["links"] = links.links(body)
+        links, linked = self.sessions.state(run).links, LinkedCall.of(body)
+        body["links"] = links.links(linked)
         entry = await self._append(run, "call", body)
-        links.add(entry.id, body)
+        links.add(entry.id, linked)
         return entry
 
     async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
@@ -684,10 +685,10 @@ class Recorder:
     ) -> Entry:
         """Append a ``call`` entry linked to the run's earlier calls, and one later calls may link to."""
         links = self.sessions.state(run).links
-        body = call_wire(call)
-        body = call_wire({**call, "links": links.links(body)})
+        linked = LinkedCall.of(call_wire(call))
+        body = call_wire({**call, "links": links.links(linked)})
         entry = await self._append(run, "call", body, tokens, answer)
-        links.add(entry.id, body)
+        links.add(entry.id, linked)
         return entry
 
     @traced(

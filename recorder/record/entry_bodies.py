@@ -36,6 +36,7 @@ from hatp_journal.recorder.record.undo_bodies import (
 )
 from hatp_journal.recorder.record.unreadable import (
     BodyModel,
+    OrAbsent,
     ReadCode,
     Unreadable,
     WireTime,
@@ -139,12 +140,20 @@ class AskDecision(BodyModel):
     totals: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-class AskBody(BodyModel):
-    """An ``ask``: the call held for a person, what exactly an approval signs, who decides, until when."""
+class CalledTool(BodyModel):
+    """The call an entry is about: which server's tool, with what arguments."""
 
     server: str
     tool: str
     arguments: dict[str, Any]
+
+
+class AskBody(CalledTool):
+    """An ``ask``: the call held for a person, what exactly an approval signs, who decides, until when."""
+
+    agent: str = ""
+    principal: str = ""
+    arguments_digest: str | None = None
     declared: str | None = None
     decision: AskDecision | None = None
     call_digest: str
@@ -154,13 +163,16 @@ class AskBody(BodyModel):
     preview: Any = None  # the server's dry run of the call, read by previews.preview_words
 
 
-class AskedBody(BodyModel):
-    """Any entry read only for the ask it follows up (a decision, a withdrawal, the call it let
-    through): other members are not looked at."""
+class Mentioned(BodyModel):
+    """What any entry names, read alone: the ask it follows up (a decision, a withdrawal, the call it
+    let through), the server it is about, the directory it was decided by. A member that is not a
+    string names nothing; other members are not looked at."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
-    ask: str | None = None
+    ask: Annotated[str | None, OrAbsent] = None
+    server: Annotated[str | None, OrAbsent] = None
+    directory: Annotated[str | None, OrAbsent] = None
 
 
 class MailBody(BodyModel):
@@ -196,6 +208,10 @@ class NoticeBody(BodyModel):
     after: str | None = None
     mailed_to: list[str] | None = None
     mail_to: list[str] | None = None
+    message_id: str | None = None
+    subject: str | None = None
+    text: str | None = None
+    """The queued mail (``notice_mail.py``): its addresses, Message-ID, subject and text."""
 
 
 class NoteOutcome(BodyModel):
@@ -203,6 +219,8 @@ class NoteOutcome(BodyModel):
 
     status: str = ""
     after_step: int | None = None
+    continues: Annotated[str | None, OrAbsent] = None
+    """``continue_run``'s: the run it continues (one that is not a string: none)."""
 
 
 class NoteBody(BodyModel):
@@ -429,12 +447,14 @@ def read_own(model: type[B], entry: Entry) -> B:
     return body
 
 
+def mentioned(entry: Entry) -> Mentioned:
+    """What ``entry`` names (never a failure: see :class:`Mentioned`)."""
+    return Mentioned.model_validate(entry.body)
+
+
 def asked_in(entry: Entry) -> str | None:
     """The id of the ask ``entry`` follows up, if it names one (a string)."""
-    try:
-        return AskedBody.model_validate(entry.body).ask
-    except ValidationError:
-        return None
+    return mentioned(entry).ask
 
 
 def reversed_entries(entries: list[Entry]) -> set[str]:

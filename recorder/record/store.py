@@ -43,6 +43,7 @@ from hatp_journal.recorder.record.answers import (
 )
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
+from hatp_journal.recorder.record.entry_bodies import mentioned
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.kept_connection import KeptConnection
@@ -545,7 +546,7 @@ class RunStore:
                 session.add(rows[-1])
                 session.commit()
             if server_keys is None:
-                server_keys = _pinned_keys(session, (entry.body.get("server") for entry in entries))
+                server_keys = _pinned_keys(session, (mentioned(entry).server for entry in entries))
             directories: dict[str, dict[str, Any]] = {}
             for digest in _directory_digests(entries):
                 row = session.get(RecDirectory, digest)
@@ -735,8 +736,8 @@ def _canonical_directory(snapshot: Mapping[str, Any]) -> tuple[bytes, str]:
 
 def _directory_digests(entries: Sequence[Entry]) -> list[str]:
     """The directory snapshots named by decisions, in first-named order."""
-    named = (entry.body.get("directory") for entry in entries if entry.kind == "decision")
-    return list(dict.fromkeys(d for d in named if isinstance(d, str)))
+    named = (mentioned(entry).directory for entry in entries if entry.kind == "decision")
+    return list(dict.fromkeys(d for d in named if d is not None))
 
 
 def _get_run(session: Session, run_id: str) -> RecRun:

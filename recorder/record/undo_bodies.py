@@ -55,6 +55,12 @@ class DecisionBody(BodyModel):
     overrides: list[SignedOverride] = Field(default_factory=list)
 
 
+class OverridesAsSigned(BodyModel):
+    """A ``decision``'s signed overrides kept whole: each reaches its server as the person signed it."""
+
+    overrides: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class IntentRequest(BodyModel):
     if_version: str | None = None
 

@@ -77,10 +77,15 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
     """Make the approved remedying call and journal it; a failure is journaled too."""
     if ask.state != "approved" or ask.decision is None:
         raise UndoError(UndoCode.PLAN_NOT_APPROVED, f"{ask.ref} is {ask.state}, not approved")
-    asked = ask.entry.body
+    asked = ask.terms
     body: dict[str, Any] = {
-        key: asked[key]
-        for key in ("agent", "principal", "server", "tool", "arguments", "argumentsDigest", "remedies")
+        "agent": asked.agent,
+        "principal": asked.principal,
+        "server": asked.server,
+        "tool": asked.tool,
+        "arguments": asked.arguments,
+        "argumentsDigest": asked.arguments_digest,
+        "remedies": asked.remedies,
     }
     body["decision"] = {"action": "approved", "by": read_own(DecisionBody, ask.decision).approval.by}
     try:
