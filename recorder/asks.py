@@ -32,6 +32,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     asked_in,
     read_as,
 )
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.written_bodies import (
     AskTerms,
     CallApproval,
@@ -233,7 +234,7 @@ class Asks:
         self,
         run: str,
         ask: Ask,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),

@@ -53,6 +53,7 @@ from hatp_journal.recorder.previews import effect_preview
 from hatp_journal.recorder.record import RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, asked_in, read_own
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord, RefusedRecord
 from hatp_journal.recorder.relay import call_journal
@@ -574,7 +575,7 @@ class Recorder:
     async def _append(
         self,
         run: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         tokens: list[tuple[str, str, str]] | None = None,
         answer: KeptAnswer | None = None,

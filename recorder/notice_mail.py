@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Final, get_args
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.record import Entry, RunStore
@@ -28,6 +29,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     read_as,
     read_body,
 )
+from hatp_journal.recorder.record.kinds import MailKind, NoticeKind
 from hatp_journal.recorder.record.written_bodies import (
     MailDeferredRecord,
     MailDeliveredRecord,
@@ -37,8 +39,8 @@ from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import MailDeliveryError
 
-MAILED_KINDS = ("review", "reminder", "escalation")
-MAIL_OUTCOMES = ("mail-delivered", "mail-deferred", "mail-failed")
+MAILED_KINDS: Final[tuple[NoticeKind, ...]] = ("review", "reminder", "escalation")
+MAIL_OUTCOMES: Final[tuple[MailKind, ...]] = get_args(MailKind)
 
 MAIL_ATTEMPTS = 5
 """Attempts per mail before it is recorded as ``mail-failed``."""

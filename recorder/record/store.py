@@ -47,6 +47,7 @@ from hatp_journal.recorder.record.entry_bodies import mentioned
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.kept_connection import KeptConnection
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import (
     Checkpoint,
@@ -199,7 +200,7 @@ class RunStore:
     def append(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),
@@ -224,7 +225,7 @@ class RunStore:
     async def append_async(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),

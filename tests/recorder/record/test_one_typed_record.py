@@ -8,6 +8,7 @@ every kind a reader compares with is one ``kinds.EntryKind`` names.
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,18 @@ def test_an_ask_reads_the_call_it_holds() -> None:
     ask = read_body(entry("ask", body))
     assert isinstance(ask, AskBody)
     assert (ask.agent, ask.principal, ask.arguments_digest) == ("bot", "", "sha256:00")
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+
+
+def test_every_entry_of_the_example_records_reads_through_the_union() -> None:
+    records = sorted(EXAMPLES.rglob("run-record.json"))
+    assert records
+    read = 0
+    for path in records:
+        for raw in json.loads(path.read_text(encoding="utf-8"))["entries"]:
+            typed = read_entry(Entry.model_validate(raw))
+            assert not isinstance(typed, Unreadable), f"{path.name} {raw['id']} ({raw['kind']}): {typed}"
+            read += 1
+    assert read >= 10
