@@ -255,7 +255,7 @@ class RunStore:
     def _append_once(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         tokens: Sequence[tuple[str, str, str]],
         answer: KeptAnswer | None,
