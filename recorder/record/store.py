@@ -43,7 +43,7 @@ from hatp_journal.recorder.record.answers import (
 )
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
-from hatp_journal.recorder.record.entry_bodies import mentioned
+from hatp_journal.recorder.record.entry_bodies import Mentioned, mentioned
 from hatp_journal.recorder.record.errors import BadEntry, RecordError, RunExists, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.kept_connection import KeptConnection
@@ -598,7 +598,7 @@ class RunStore:
                 out.write(b"".join((comma, data[:cut], b',"hash":"', digest.encode(), b'"', data[cut:])))
                 last = digest
                 if server_keys is None:
-                    servers.add(parse_json(data)["body"].get("server"))
+                    servers.add(Mentioned.model_validate(parse_json(data)["body"]).server)
         if (count, last) != (size, head):
             raise RecordError(f"run {run_id!r}: the stored entries are not the {size} its head was read at")
         if server_keys is None:
@@ -625,7 +625,7 @@ class RunStore:
                 .where(RecEntry.run == run_id, RecEntry.kind == "decision", col(RecEntry.seq) <= size)
                 .order_by(col(RecEntry.seq))
             )
-            named = (parse_json(data)["body"].get("directory") for data in decisions)
+            named = (Mentioned.model_validate(parse_json(data)["body"]).directory for data in decisions)
             directories: dict[str, dict[str, Any]] = {}
             for digest in dict.fromkeys(d for d in named if isinstance(d, str)):
                 kept = session.get(RecDirectory, digest)

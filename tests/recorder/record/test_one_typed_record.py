@@ -8,12 +8,13 @@ every kind a reader compares with is one ``kinds.EntryKind`` names.
 from __future__ import annotations
 
 import ast
+import io
 import json
 from pathlib import Path
 
 import pytest
 
-from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     BODY_MODELS,
     AskBody,
@@ -40,6 +41,9 @@ def _sources() -> list[tuple[str, ast.Module]]:
 
 
 def _is_body(node: ast.expr) -> bool:
+    """``X.body``, or ``X["body"]`` (a stored entry's JSON, parsed)."""
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "body"
     return isinstance(node, ast.Attribute) and node.attr == "body" and isinstance(node.ctx, ast.Load)
 
 
@@ -81,9 +85,14 @@ def test_no_reader_indexes_a_raw_entry_body_outside_the_verifier() -> None:
 def test_the_scan_finds_a_raw_read_when_there_is_one() -> None:
     tree = ast.parse(
         "def f(entry):\n    b = entry.body\n    return b.get('x'), entry.body['y']\n"
-        "def g(body: dict[str, Any]):\n    return body['server']\n"
+        "def g(body: dict[str, Any]):\n    return body['server'], parse(data)['body'].get('directory')\n"
     )
-    assert raw_body_reads(tree) == ["3: b.get('x')", "3: entry.body['y']", "5: body['server']"]
+    assert raw_body_reads(tree) == [
+        "3: b.get('x')",
+        "3: entry.body['y']",
+        "5: body['server']",
+        "5: parse(data)['body'].get('directory')",
+    ]
 
 
 ENTRIES = {"entry", "e", "later", "RecEntry"}
@@ -203,3 +212,17 @@ def test_every_entry_of_the_example_records_reads_through_the_union() -> None:
             assert not isinstance(typed, Unreadable), f"{path.name} {raw['id']} ({raw['kind']}): {typed}"
             read += 1
     assert read >= 10
+
+
+def test_an_export_names_no_server_for_an_entry_whose_server_or_directory_is_not_a_string(
+    store: RunStore,
+) -> None:
+    run = store.open_run(agent="bot", principal="dana").id
+    store.append(run, "call", {"server": ["crm"], "tool": "update", "arguments": {}})
+    store.append(run, "decision", {"ask": "e1", "directory": {"sha256": "ab"}, "approval": {}})
+    out = io.BytesIO()
+    store.export_to(run, out)
+    exported = store.export(run)
+    assert [e.id for e in exported.entries] == ["e1", "e2"]
+    assert exported.server_keys == {}
+    assert json.loads(out.getvalue())["serverKeys"] == {}
