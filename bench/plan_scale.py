@@ -37,7 +37,7 @@ from verify_scale import fast_store  # a sibling script: bench/ is on the path
 
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.undo import ReversalPlan, UndoRequest, build_plan
-from hatp_journal.recorder.undo.links import LinkIndex
+from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
 from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.canonical import sha256_digest
@@ -94,7 +94,7 @@ def call_body(n: int, version_of: dict[str, str], index: LinkIndex) -> dict[str,
         "journal": journal,
         "outcome": {"status": "ok"},
     }
-    body["links"] = index.links(body)
+    body["links"] = index.links(LinkedCall.of(body))
     return body
 
 
@@ -107,7 +107,7 @@ def build(path: Path, size: int) -> tuple[RunStore, str, dict[str, str]]:
     started = time.perf_counter()
     for n in range(1, size + 1):
         entry = store.append(run.id, "call", call_body(n, version_of, index))
-        index.add(entry.id, entry.body)
+        index.add(entry.id, LinkedCall.of(entry.body))
         if n % max(1, size // 10) == 0:
             print(
                 f"\r  building {size} entries: {n * 100 // size}%, {time.perf_counter() - started:.0f} s",

@@ -46,11 +46,13 @@ from hatp_journal.recorder.policy.stored_ledger import Hold, StoredLedger
 from hatp_journal.recorder.record import RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import asked_in
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.written_bodies import RefusedRecord
 from hatp_journal.recorder.runs.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.runs.keys import RunKeyRefusal, RunSessions
 from hatp_journal.recorder.tracing import traced
+from hatp_journal.recorder.undo.links import LinkedCall
 from hatp_journal.toolkit.clock import utc_now
 
 
@@ -206,10 +208,10 @@ class RecorderBase:
 
     async def append_call(self, run: str, body: dict[str, Any]) -> Entry:
         """Append a ``call`` entry the Recorder made itself (a resource read), linked like any call."""
-        links = self.sessions.state(run).links
-        body["links"] = links.links(body)
+        links, linked = self.sessions.state(run).links, LinkedCall.of(body)
+        body["links"] = links.links(linked)
         entry = await self._append(run, "call", body)
-        links.add(entry.id, body)
+        links.add(entry.id, linked)
         return entry
 
     async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
@@ -244,7 +246,7 @@ class RecorderBase:
     async def _append(
         self,
         run: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         tokens: list[tuple[str, str, str]] | None = None,
         answer: KeptAnswer | None = None,
@@ -277,10 +279,10 @@ class RecorderBase:
     ) -> Entry:
         """Append a ``call`` entry linked to the run's earlier calls, and one later calls may link to."""
         links = self.sessions.state(run).links
-        body = call_wire(call)
-        body = call_wire({**call, "links": links.links(body)})
+        linked = LinkedCall.of(call_wire(call))
+        body = call_wire({**call, "links": links.links(linked)})
         entry = await self._append(run, "call", body, tokens, answer)
-        links.add(entry.id, body)
+        links.add(entry.id, linked)
         return entry
 
     @traced(

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hatp_journal.recorder.record.answers import KeptAnswer
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
 
 Tokens = tuple[tuple[str, str, str], ...]
-Append = tuple[str, str, dict[str, Any], Tokens, KeptAnswer | None]
+Append = tuple[str, EntryKind, dict[str, Any], Tokens, KeptAnswer | None]
 """One append: run, kind, body, tokens, and the answer to keep for a retry (``answers.py``)."""
 
 MAX_BATCH = 256

@@ -11,122 +11,63 @@ must have their type. The verifier (``bodies.BodyChecks``) keeps its own checks 
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar, cast, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from hatp_journal.recorder.record.kept_journal import KeptJournal, KeptUndo, read_check_answer, read_journal
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.text import shown
-from hatp_journal.toolkit.wire import CallBinding, EffectInfo, Money, Receipt, UndoAnswer, UndoKind, Via
+from hatp_journal.recorder.record.undo_bodies import (
+    ApprovalPart,
+    DecisionBody,
+    HaltedBody,
+    IntentAsSent,
+    IntentBody,
+    IntentRequest,
+    OutcomeAsSent,
+    OutcomeBody,
+    OverrideChoice,
+    PlanBody,
+    PlanSections,
+    ReversalBody,
+    ReversalLine,
+    SignedOverride,
+)
+from hatp_journal.recorder.record.unreadable import (
+    BodyModel,
+    OrAbsent,
+    ReadCode,
+    Unreadable,
+    WireTime,
+    unreadable,
+)
 
-
-class ReadCode(StrEnum):
-    """Why a reader could not use what was recorded (stable, shown next to the entry)."""
-
-    BODY_UNREADABLE = "BODY_UNREADABLE"
-    """An entry's body is not of the shape its kind has."""
-    JOURNAL_UNREADABLE = "JOURNAL_UNREADABLE"
-    """A journal object recorded as verified does not fit the wire format (an ``undoBy`` that is not
-    a wire time, a field of the wrong type): its server signed something no reader can use."""
-    CHECK_ANSWER_UNREADABLE = "CHECK_ANSWER_UNREADABLE"
-    """A signed ``check`` answer that does not fit the wire format (a ``versionFound`` that is not a
-    string, ``changes`` that is not a list, an ``undoBy`` that is not a wire time)."""
-
-
-def _wire_time(value: str) -> str:
-    if not is_wire_time(value):
-        raise ValueError("not a wire time (YYYY-MM-DDTHH:MM:SSZ, UTC, to the second)")
-    return value
-
-
-WireTime = Annotated[str, AfterValidator(_wire_time)]
-"""A time as the record writes it; offsets, fractions, leap seconds and dates alone are refused."""
-
-
-class BodyModel(BaseModel):
-    """Base: camelCase members, unnamed members kept, named ones typed."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True)
-
-
-class Unreadable(BaseModel):
-    """The marker every reader shows for an entry it could not read: the code, and what did not fit."""
-
-    model_config = ConfigDict(frozen=True)
-
-    code: ReadCode
-    detail: str
-
-    def text(self) -> str:
-        """``JOURNAL_UNREADABLE: undo.undoBy``: how the entry reads where its contents would (every
-        control character escaped: a member's name may be anything)."""
-        return shown(f"{self.code}: {self.detail}")
-
-
-_PLACE_CHARS = 80
-"""How much of a member's path a marker shows (a hostile key may be of any length)."""
-
-
-def unreadable(code: ReadCode, error: ValidationError) -> Unreadable:
-    """The marker for ``error``, naming the members that did not fit (never their values)."""
-    places = [".".join(str(part) for part in e["loc"]) or "(the whole object)" for e in error.errors()[:5]]
-    cut = [place if len(place) <= _PLACE_CHARS else place[:_PLACE_CHARS] + "…" for place in places]
-    return Unreadable(code=code, detail=", ".join(dict.fromkeys(cut)))
-
-
-# -- the journal object a call kept, and a server's check answer --------------------------------
-
-
-class KeptUndo(BodyModel):
-    """``journal.undo``: the undo terms, ``undoBy`` a wire time."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: UndoKind
-    undo_by: WireTime | None = None
-    via: Via = "api"
-    side_effects: list[str] = Field(default_factory=list)
-    cost: Money | None = None
-
-
-class KeptJournal(BodyModel):
-    """A verified journal object as a call entry keeps it: the token replaced by its digest."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    protocol: str | None = None
-    server: str
-    read: bool = False
-    undo: KeptUndo | None = None
-    compensation_token_digest: str | None = None
-    effect: EffectInfo | None = None
-    reason: str | None = None
-    remedy: str | None = None
-    call: CallBinding | None = None
-    receipt: Receipt | None = None
-
-
-def read_journal(raw: Any) -> KeptJournal | Unreadable:
-    """A verified journal object read through :class:`KeptJournal`, or why it can't be."""
-    try:
-        return KeptJournal.model_validate(raw)
-    except ValidationError as error:
-        return unreadable(ReadCode.JOURNAL_UNREADABLE, error)
-
-
-def read_check_answer(raw: Any) -> UndoAnswer | Unreadable:
-    """A signed ``check`` answer read with the wire's :class:`UndoAnswer`; its ``undoBy`` must be a
-    wire time, since the planner compares it with the clock."""
-    try:
-        answer = UndoAnswer.model_validate(raw)
-    except ValidationError as error:
-        return unreadable(ReadCode.CHECK_ANSWER_UNREADABLE, error)
-    if answer.undo_by is not None and not is_wire_time(answer.undo_by):
-        return Unreadable(code=ReadCode.CHECK_ANSWER_UNREADABLE, detail="undoBy")
-    return answer
+__all__ = [
+    "ApprovalPart",
+    "BodyModel",
+    "DecisionBody",
+    "HaltedBody",
+    "IntentAsSent",
+    "IntentBody",
+    "IntentRequest",
+    "KeptJournal",
+    "KeptUndo",
+    "OutcomeAsSent",
+    "OutcomeBody",
+    "OverrideChoice",
+    "PlanBody",
+    "PlanSections",
+    "ReadCode",
+    "ReversalBody",
+    "ReversalLine",
+    "SignedOverride",
+    "Unreadable",
+    "WireTime",
+    "read_check_answer",
+    "read_journal",
+    "unreadable",
+]
 
 
 # -- entry bodies, by kind ----------------------------------------------------------------------
@@ -199,12 +140,20 @@ class AskDecision(BodyModel):
     totals: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
-class AskBody(BodyModel):
-    """An ``ask``: the call held for a person, what exactly an approval signs, who decides, until when."""
+class CalledTool(BodyModel):
+    """The call an entry is about: which server's tool, with what arguments."""
 
     server: str
     tool: str
     arguments: dict[str, Any]
+
+
+class AskBody(CalledTool):
+    """An ``ask``: the call held for a person, what exactly an approval signs, who decides, until when."""
+
+    agent: str = ""
+    principal: str = ""
+    arguments_digest: str | None = None
     declared: str | None = None
     decision: AskDecision | None = None
     call_digest: str
@@ -214,124 +163,16 @@ class AskBody(BodyModel):
     preview: Any = None  # the server's dry run of the call, read by previews.preview_words
 
 
-class AskedBody(BodyModel):
-    """Any entry read only for the ask it follows up (a decision, a withdrawal, the call it let
-    through): other members are not looked at."""
+class Mentioned(BodyModel):
+    """What any entry names, read alone: the ask it follows up (a decision, a withdrawal, the call it
+    let through), the server it is about, the directory it was decided by. A member that is not a
+    string names nothing; other members are not looked at."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
-    ask: str | None = None
-
-
-class PlanSections(BodyModel):
-    """The parts of a recorded plan that ``show`` counts."""
-
-    request: str = ""
-    steps: list[Any] = Field(default_factory=list)
-    conflicts: list[Any] = Field(default_factory=list)
-    not_reversible: list[Any] = Field(default_factory=list)
-
-
-class PlanBody(BodyModel):
-    plan: PlanSections
-    approver: str | None = ""
-    plan_digest: str = ""
-    checks: dict[str, Any] = Field(default_factory=dict)
-    """The signed ``check`` answers the plan was built from, by the step's entry id (kept whole)."""
-    decide_by: str = ""
-
-
-class ApprovalPart(BodyModel):
-    decision: str = ""
-    by: str = ""
-    at: str | None = None
-
-
-class OverrideChoice(BodyModel):
-    step: str
-
-
-class SignedOverride(BodyModel):
-    override: OverrideChoice
-    receipt: Any = None
-
-
-class DecisionBody(BodyModel):
-    approval: ApprovalPart
-    receipt: Any = None
-    """The person's signed receipt of ``approval``, kept whole."""
-    counted: StrictBool = False
-    why: str = ""
-    plan: str | None = None
-    ask: str | None = None
-    overrides: list[SignedOverride] = Field(default_factory=list)
-
-
-class IntentRequest(BodyModel):
-    if_version: str | None = None
-
-
-class IntentBody(BodyModel):
-    step: str
-    plan: str | None = None
-    request: IntentRequest = Field(default_factory=IntentRequest)
-
-
-class OutcomeBody(BodyModel):
-    """``undo-outcome``: the server's signed compensate answer, or why none came."""
-
-    step: str
-    answer: UndoAnswer | None = None
-    failed: str = ""
-    plan: str | None = None
-    attempt: int | None = None
-    """Outcomes written before retries had no number: the first attempt."""
-
-
-class OutcomeAsSent(BodyModel):
-    """``undo-outcome`` as the executor reads it: which step, which attempt, and the answer kept
-    whole (the server's signed object goes into the Reversal Record byte for byte, as it came)."""
-
-    step: str
-    plan: str | None = None
-    attempt: int | None = None
-    answer: Any = None
-    failed: str | None = None
-
-
-class IntentAsSent(BodyModel):
-    """``undo-intent`` as the executor reads it: the request kept whole, to be sent again as it was."""
-
-    step: str
-    plan: str | None = None
-    request: dict[str, Any]
-
-
-class ReversalLine(BodyModel):
-    """One line of a Reversal Record; ``receipt`` is the server's signed answer, kept whole."""
-
-    entry: str
-    status: str
-    retry: bool = False
-    step: int | None = None
-    summary: str = ""
-    undo: str | None = None
-    reason: str = ""
-    remedy: str | None = None
-    receipt: Any = None
-
-
-class ReversalBody(BodyModel):
-    plan: str
-    counts: dict[str, int] = Field(default_factory=dict)
-    steps: list[ReversalLine] = Field(default_factory=list)
-
-
-class HaltedBody(BodyModel):
-    plan: str
-    code: str = ""
-    reason: str = ""
-    before: str | None = None
+    ask: Annotated[str | None, OrAbsent] = None
+    server: Annotated[str | None, OrAbsent] = None
+    directory: Annotated[str | None, OrAbsent] = None
 
 
 class MailBody(BodyModel):
@@ -367,6 +208,10 @@ class NoticeBody(BodyModel):
     after: str | None = None
     mailed_to: list[str] | None = None
     mail_to: list[str] | None = None
+    message_id: str | None = None
+    subject: str | None = None
+    text: str | None = None
+    """The queued mail (``notice_mail.py``): its addresses, Message-ID, subject and text."""
 
 
 class NoteOutcome(BodyModel):
@@ -374,6 +219,8 @@ class NoteOutcome(BodyModel):
 
     status: str = ""
     after_step: int | None = None
+    continues: Annotated[str | None, OrAbsent] = None
+    """``continue_run``'s: the run it continues (one that is not a string: none)."""
 
 
 class NoteBody(BodyModel):
@@ -393,9 +240,125 @@ class MentionBody(BodyModel):
     code: str = ""
 
 
+class LinkBody(MentionBody):
+    """``link``: a reviewer's confirmation that call ``entry`` relied on ``on`` (``confirm-link``)."""
+
+    on: str | None = None
+    source: str = ""
+    via: str | None = None
+    by: str | None = None
+
+
 class OtherBody(BodyModel):
     """A kind no reader looks into."""
 
+
+class _Typed(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class CallEntry(_Typed):
+    kind: Literal["call"]
+    body: CallBody
+
+
+class AskEntry(_Typed):
+    kind: Literal["ask"]
+    body: AskBody
+
+
+class PlanEntry(_Typed):
+    kind: Literal["plan"]
+    body: PlanBody
+
+
+class DecisionEntry(_Typed):
+    kind: Literal["decision"]
+    body: DecisionBody
+
+
+class IntentEntry(_Typed):
+    kind: Literal["undo-intent"]
+    body: IntentBody
+
+
+class OutcomeEntry(_Typed):
+    kind: Literal["undo-outcome"]
+    body: OutcomeBody
+
+
+class ReversalEntry(_Typed):
+    kind: Literal["reversal"]
+    body: ReversalBody
+
+
+class HaltedEntry(_Typed):
+    kind: Literal["undo-halted"]
+    body: HaltedBody
+
+
+class MailFailedEntry(_Typed):
+    kind: Literal["mail-failed"]
+    body: MailFailedBody
+
+
+class MailDeferredEntry(_Typed):
+    kind: Literal["mail-deferred"]
+    body: MailDeferredBody
+
+
+class MailDeliveredEntry(_Typed):
+    kind: Literal["mail-delivered"]
+    body: MailDeliveredBody
+
+
+class NoticeEntry(_Typed):
+    kind: Literal["review", "reminder", "escalation", "lapse"]
+    body: NoticeBody
+
+
+class NoteEntry(_Typed):
+    kind: Literal["note"]
+    body: NoteBody
+
+
+class LinkEntry(_Typed):
+    kind: Literal["link"]
+    body: LinkBody
+
+
+class MentionEntry(_Typed):
+    kind: Literal["withdrawn"]
+    body: MentionBody
+
+
+class OtherEntry(_Typed):
+    """``refused`` and ``seen``: kinds no reader looks into."""
+
+    kind: Literal["refused", "seen"]
+    body: OtherBody
+
+
+TypedEntry = Annotated[
+    CallEntry
+    | AskEntry
+    | PlanEntry
+    | DecisionEntry
+    | IntentEntry
+    | OutcomeEntry
+    | ReversalEntry
+    | HaltedEntry
+    | MailFailedEntry
+    | MailDeferredEntry
+    | MailDeliveredEntry
+    | NoticeEntry
+    | NoteEntry
+    | LinkEntry
+    | MentionEntry
+    | OtherEntry,
+    Field(discriminator="kind"),
+]
+"""Every entry as its readers see it: one member per kind (``kinds.EntryKind``), its body typed."""
 
 Body = (
     CallBody
@@ -410,30 +373,41 @@ Body = (
     | MailDeferredBody
     | MailDeliveredBody
     | NoticeBody
+    | NoteBody
+    | LinkBody
     | MentionBody
     | OtherBody
 )
 
-BODY_MODELS: dict[str, type[Body]] = {
-    "call": CallBody,
-    "ask": AskBody,
-    "plan": PlanBody,
-    "decision": DecisionBody,
-    "undo-intent": IntentBody,
-    "undo-outcome": OutcomeBody,
-    "reversal": ReversalBody,
-    "undo-halted": HaltedBody,
-    "mail-failed": MailFailedBody,
-    "mail-deferred": MailDeferredBody,
-    "mail-delivered": MailDeliveredBody,
-    "review": NoticeBody,
-    "reminder": NoticeBody,
-    "escalation": NoticeBody,
-    "lapse": NoticeBody,
-    "withdrawn": MentionBody,
-    "link": MentionBody,
-}
-"""The model each kind's body is read with; any other kind reads as :class:`OtherBody`."""
+
+def _models_by_kind() -> dict[str, type[Body]]:
+    members = get_args(get_args(TypedEntry)[0])
+    return {
+        kind: cast("type[Body]", member.model_fields["body"].annotation)
+        for member in members
+        for kind in get_args(member.model_fields["kind"].annotation)
+    }
+
+
+BODY_MODELS: Final[dict[str, type[Body]]] = _models_by_kind()
+"""The model each kind's body is read with, from :data:`TypedEntry`; an unknown kind reads as
+:class:`OtherBody` (a later Recorder's: the verifier is the one to report it)."""
+
+_TYPED_ENTRY: TypeAdapter[TypedEntry] = TypeAdapter(TypedEntry)
+
+
+def read_entry(entry: Entry) -> TypedEntry | Unreadable:
+    """``entry`` as its kind's member of :data:`TypedEntry` (an unknown kind: unreadable)."""
+    try:
+        return _TYPED_ENTRY.validate_python({"kind": entry.kind, "body": entry.body})
+    except ValidationError as error:
+        return unreadable(ReadCode.BODY_UNREADABLE, error)
+
+
+def kind_of(entry: Entry) -> EntryKind | None:
+    """``entry``'s kind, if it is one a Recorder writes."""
+    return cast("EntryKind", entry.kind) if entry.kind in BODY_MODELS else None
+
 
 B = TypeVar("B", bound=BodyModel)
 
@@ -473,12 +447,14 @@ def read_own(model: type[B], entry: Entry) -> B:
     return body
 
 
+def mentioned(entry: Entry) -> Mentioned:
+    """What ``entry`` names (never a failure: see :class:`Mentioned`)."""
+    return Mentioned.model_validate(entry.body)
+
+
 def asked_in(entry: Entry) -> str | None:
     """The id of the ask ``entry`` follows up, if it names one (a string)."""
-    try:
-        return AskedBody.model_validate(entry.body).ask
-    except ValidationError:
-        return None
+    return mentioned(entry).ask
 
 
 def reversed_entries(entries: list[Entry]) -> set[str]:

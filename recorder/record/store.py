@@ -33,6 +33,7 @@ from hatp_journal.recorder.record.answers import (
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal_and_plain
 from hatp_journal.recorder.record.committer import Append, GroupCommit
 from hatp_journal.recorder.record.errors import BadEntry, RunExists
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import (
     Checkpoint,
     Entry,
@@ -119,7 +120,7 @@ class RunStore(StoreReads):
     def append(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),
@@ -144,7 +145,7 @@ class RunStore(StoreReads):
     async def append_async(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),
@@ -174,7 +175,7 @@ class RunStore(StoreReads):
     def _append_once(
         self,
         run_id: str,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         tokens: Sequence[tuple[str, str, str]],
         answer: KeptAnswer | None,

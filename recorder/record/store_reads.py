@@ -29,6 +29,7 @@ from hatp_journal.recorder.record.answers import (
 )
 from hatp_journal.recorder.record.chain import genesis_hash
 from hatp_journal.recorder.record.committer import GroupCommit
+from hatp_journal.recorder.record.entry_bodies import Mentioned, mentioned
 from hatp_journal.recorder.record.errors import RecordError, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.kept_connection import KeptConnection
@@ -243,7 +244,7 @@ class StoreReads:
                 session.add(rows[-1])
                 session.commit()
             if server_keys is None:
-                server_keys = _pinned_keys(session, (entry.body.get("server") for entry in entries))
+                server_keys = _pinned_keys(session, (mentioned(entry).server for entry in entries))
             directories: dict[str, dict[str, Any]] = {}
             for digest in _directory_digests(entries):
                 row = session.get(RecDirectory, digest)
@@ -294,7 +295,7 @@ class StoreReads:
                 out.write(b"".join((comma, data[:cut], b',"hash":"', digest.encode(), b'"', data[cut:])))
                 last = digest
                 if server_keys is None:
-                    servers.add(parse_json(data)["body"].get("server"))
+                    servers.add(Mentioned.model_validate(parse_json(data)["body"]).server)
         if (count, last) != (size, head):
             raise RecordError(f"run {run_id!r}: the stored entries are not the {size} its head was read at")
         if server_keys is None:
@@ -321,7 +322,7 @@ class StoreReads:
                 .where(RecEntry.run == run_id, RecEntry.kind == "decision", col(RecEntry.seq) <= size)
                 .order_by(col(RecEntry.seq))
             )
-            named = (parse_json(data)["body"].get("directory") for data in decisions)
+            named = (Mentioned.model_validate(parse_json(data)["body"]).directory for data in decisions)
             directories: dict[str, dict[str, Any]] = {}
             for digest in dict.fromkeys(d for d in named if isinstance(d, str)):
                 kept = session.get(RecDirectory, digest)
@@ -433,8 +434,8 @@ def _canonical_directory(snapshot: Mapping[str, Any]) -> tuple[bytes, str]:
 
 def _directory_digests(entries: Sequence[Entry]) -> list[str]:
     """The directory snapshots named by decisions, in first-named order."""
-    named = (entry.body.get("directory") for entry in entries if entry.kind == "decision")
-    return list(dict.fromkeys(d for d in named if isinstance(d, str)))
+    named = (mentioned(entry).directory for entry in entries if entry.kind == "decision")
+    return list(dict.fromkeys(d for d in named if d is not None))
 
 
 def _get_run(session: Session, run_id: str) -> RecRun:

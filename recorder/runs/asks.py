@@ -22,6 +22,7 @@ from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     AskBody,
     BodyModel,
+    CalledTool,
     DecisionBody,
     MentionBody,
     OwnBodyUnreadable,
@@ -30,6 +31,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     asked_in,
     read_as,
 )
+from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.written_bodies import (
     AskTerms,
     CallApproval,
@@ -126,8 +128,9 @@ class Asks:
         self, run: str, body: dict[str, Any], *, now: datetime, approver: str, within: timedelta | None
     ) -> Entry:
         """Record an ask for the call in ``body`` with its deadline and who may decide."""
+        call = CalledTool.model_validate(body)
         terms = AskTerms(
-            call_digest=call_digest(body["server"], body["tool"], body["arguments"]),
+            call_digest=call_digest(call.server, call.tool, call.arguments),
             approver=approver,
             decide_by=wire_time(now + (within or DEFAULT_DECIDE_WITHIN)),
         )
@@ -231,7 +234,7 @@ class Asks:
         self,
         run: str,
         ask: Ask,
-        kind: str,
+        kind: EntryKind,
         body: dict[str, Any],
         *,
         tokens: Sequence[tuple[str, str, str]] = (),

@@ -32,10 +32,11 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from hatp_journal.recorder.config import RUN_KEY_SHAPE
 from hatp_journal.recorder.record import RunStore
+from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as
 from hatp_journal.recorder.record.errors import UnknownRun
 from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.lease import process_alive
-from hatp_journal.recorder.undo.links import LinkIndex
+from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
@@ -448,13 +449,11 @@ class RunSessions:
             entries = []
         for entry in entries:
             if entry.kind == "call":
-                state.links.add(entry.id, entry.body)
-            elif (
-                entry.kind == "note" and (entry.body.get("server"), entry.body.get("tool")) == CONTINUED_NOTE
-            ):
-                outcome = entry.body.get("outcome")
-                continues = outcome.get("continues") if isinstance(outcome, dict) else None
-                state.continues = continues if isinstance(continues, str) else None
+                state.links.add(entry.id, LinkedCall.of(entry.body))
+            elif entry.kind == "note":
+                note = read_as(NoteBody, entry)
+                if isinstance(note, NoteBody) and (note.server, note.tool) == CONTINUED_NOTE:
+                    state.continues = note.outcome.continues if note.outcome is not None else None
         state.unsettled = {
             a.entry.id for a in Asks(self.store).all(run) if a.state in ("pending", "approved")
         }

@@ -18,9 +18,18 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Final, get_args
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.record import Entry, RunStore
+from hatp_journal.recorder.record.entry_bodies import (
+    MailBody,
+    MailDeliveredBody,
+    NoticeBody,
+    read_as,
+    read_body,
+)
+from hatp_journal.recorder.record.kinds import MailKind, NoticeKind
 from hatp_journal.recorder.record.written_bodies import (
     MailDeferredRecord,
     MailDeliveredRecord,
@@ -30,8 +39,8 @@ from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import MailDeliveryError
 
-MAILED_KINDS = ("review", "reminder", "escalation")
-MAIL_OUTCOMES = ("mail-delivered", "mail-deferred", "mail-failed")
+MAILED_KINDS: Final[tuple[NoticeKind, ...]] = ("review", "reminder", "escalation")
+MAIL_OUTCOMES: Final[tuple[MailKind, ...]] = get_args(MailKind)
 
 MAIL_ATTEMPTS = 5
 """Attempts per mail before it is recorded as ``mail-failed``."""
@@ -90,29 +99,22 @@ def queued_mail(entries: Sequence[Entry]) -> list[QueuedMail]:
     retry_at: dict[str, str] = {}
     finished: set[str] = set()
     for entry in entries:
-        notice = entry.body.get("notice")
-        if entry.kind not in MAIL_OUTCOMES or not isinstance(notice, str):
-            continue
+        outcome = read_as(MailBody, entry) if entry.kind in MAIL_OUTCOMES else None
+        if not isinstance(outcome, MailBody):
+            continue  # not an outcome, or one naming no notice (an edited store): nothing to count
         if entry.kind == "mail-deferred":
-            attempts[notice] = attempts.get(notice, 0) + 1
-            at = entry.body.get("retryAt")
-            retry_at[notice] = at if isinstance(at, str) else entry.time
+            attempts[outcome.notice] = attempts.get(outcome.notice, 0) + 1
+            retry_at[outcome.notice] = outcome.retry_at or entry.time
         else:
-            finished.add(notice)
+            finished.add(outcome.notice)
     queued: list[QueuedMail] = []
     for entry in entries:
-        body = entry.body
-        to, message_id, subject, text = (body.get(k) for k in ("mailTo", "messageId", "subject", "text"))
-        if (
-            entry.kind not in MAILED_KINDS
-            or entry.id in finished
-            or not (isinstance(to, list) and to and all(isinstance(a, str) for a in to))
-            or not all(isinstance(v, str) for v in (message_id, subject, text))
-        ):
+        notice = read_as(NoticeBody, entry) if entry.kind in MAILED_KINDS else None
+        if not isinstance(notice, NoticeBody) or entry.id in finished:
             continue
-        assert isinstance(message_id, str)
-        assert isinstance(subject, str)
-        assert isinstance(text, str)
+        to, message_id, subject, text = notice.mail_to, notice.message_id, notice.subject, notice.text
+        if not to or message_id is None or subject is None or text is None:
+            continue
         queued.append(
             QueuedMail(
                 entry.run,
@@ -132,17 +134,16 @@ def queued_mail(entries: Sequence[Entry]) -> list[QueuedMail]:
 def delivered_to(entries: Sequence[Entry]) -> dict[str, list[str]]:
     """Notice entry id → the addresses its mail reached (``mail-delivered``; before the queue, a
     notice's ``mailedTo`` with no ``mail-failed`` after it)."""
-    failed = {e.body.get("notice") for e in entries if e.kind == "mail-failed"}
+    read = [(entry, read_body(entry)) for entry in entries]
+    failed = {
+        body.notice for entry, body in read if entry.kind == "mail-failed" and isinstance(body, MailBody)
+    }
     reached: dict[str, list[str]] = {}
-    for entry in entries:
-        body = entry.body
-        if entry.kind == "mail-delivered" and isinstance(body.get("notice"), str):
-            to = body.get("to")
-            reached[body["notice"]] = [a for a in to if isinstance(a, str)] if isinstance(to, list) else []
-        elif entry.kind in MAILED_KINDS and isinstance(body.get("mailedTo"), list) and body["mailedTo"]:
-            if entry.id in failed:
-                continue
-            reached[entry.id] = [a for a in body["mailedTo"] if isinstance(a, str)]
+    for entry, body in read:
+        if isinstance(body, MailDeliveredBody):
+            reached[body.notice] = list(body.to or [])
+        elif isinstance(body, NoticeBody) and body.mailed_to and entry.id not in failed:
+            reached[entry.id] = list(body.mailed_to)
     return reached
 
 

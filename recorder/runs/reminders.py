@@ -23,12 +23,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final, get_args
 
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import BodyModel, NoticeBody, read_as, reversed_entries
+from hatp_journal.recorder.record.kinds import NoticeKind
 from hatp_journal.recorder.record.written_bodies import NoticeRecord
 from hatp_journal.recorder.runs.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
 from hatp_journal.recorder.runs.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
@@ -37,7 +39,7 @@ from hatp_journal.recorder.undo.steps import Step, steps_of
 from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.mail import compose, send_message
 
-NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
+NOTICE_KINDS: Final[tuple[NoticeKind, ...]] = get_args(NoticeKind)
 NOTICE_FAILED = "NOTICE_FAILED"
 """Logged (as ``code``) by ``tick`` for a notice it could not record; the other notices go on."""
 
@@ -49,7 +51,7 @@ class Notice:
     """One thing due: the entry to append and the mail to send (if anyone has an address)."""
 
     run: str
-    kind: str
+    kind: NoticeKind
     body: NoticeRecord
     to: list[str]
     subject: str
@@ -107,37 +109,14 @@ def _due_in_run(
     principal = [run.principal]
     windows = _open_windows(entries)
     if ("review", None) not in done:
-        lines = [
-            f"- {_line(step)}" + " (closed)" * ((step.undo_by or "") <= wire_time(now)) for step in windows
-        ]
-        lines = lines or ["- nothing in this run can be undone"]
-        text = f"What {run.agent} did for you can still be undone until:\n" + "\n".join(lines)
-        notices.append(
-            Notice(
-                run.id,
-                "review",
-                NoticeRecord(to=principal, link=link),
-                principal,
-                f"Review of {run.agent}'s run {run.id}",
-                f"{text}\n\nReview it: {link}\n",
-            )
-        )
+        notices.append(_review(run, windows, link, now))
     for step in windows:
         assert step.undo_by is not None
         undo_by = parse_wire_time(step.undo_by)
         about = NoticeRecord(step=step.id, undo_by=step.undo_by, summary=step.summary)
         if now >= undo_by:
             if ("lapse", step.id) not in done:
-                # What reached whom: only mail the SMTP server accepted counts.
-                got = [
-                    {"kind": e.kind, "notice": e.id, "to": reached[e.id]}
-                    for e in entries
-                    if e.kind in ("reminder", "escalation") and _notice_step(e) == step.id and e.id in reached
-                ]
-                after = "escalation" if any(g["kind"] == "escalation" for g in got) else "quiet"
-                reminded = any(g["kind"] == "reminder" for g in got)
-                lapse = about.model_copy(update={"after": after, "reminded": reminded, "reached": got})
-                notices.append(Notice(run.id, "lapse", lapse, [], "", ""))
+                notices.append(_lapse(run, step.id, about, entries, reached))
             continue
         if (
             now >= undo_by - timedelta(seconds=rules.remind_before_seconds)
@@ -173,6 +152,36 @@ def _due_in_run(
                 )
             )
     return notices
+
+
+def _review(run: Run, windows: list[Step], link: str, now: datetime) -> Notice:
+    """The run's review notice: each undo window still open (or closed) and where to review it."""
+    lines = [f"- {_line(step)}" + " (closed)" * ((step.undo_by or "") <= wire_time(now)) for step in windows]
+    lines = lines or ["- nothing in this run can be undone"]
+    text = f"What {run.agent} did for you can still be undone until:\n" + "\n".join(lines)
+    return Notice(
+        run.id,
+        "review",
+        NoticeRecord(to=[run.principal], link=link),
+        [run.principal],
+        f"Review of {run.agent}'s run {run.id}",
+        f"{text}\n\nReview it: {link}\n",
+    )
+
+
+def _lapse(
+    run: Run, step: str, about: NoticeRecord, entries: list[Entry], reached: dict[str, list[str]]
+) -> Notice:
+    """A step's lapse: its window closed, with what reached whom (only mail the SMTP server accepted)."""
+    got = [
+        {"kind": e.kind, "notice": e.id, "to": reached[e.id]}
+        for e in entries
+        if e.kind in ("reminder", "escalation") and _notice_step(e) == step and e.id in reached
+    ]
+    after = "escalation" if any(g["kind"] == "escalation" for g in got) else "quiet"
+    reminded = any(g["kind"] == "reminder" for g in got)
+    lapse = about.model_copy(update={"after": after, "reminded": reminded, "reached": got})
+    return Notice(run.id, "lapse", lapse, [], "", "")
 
 
 def tick(

@@ -25,6 +25,7 @@ from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry, RunStore, VerifyReport, verify_record
+from hatp_journal.recorder.record.entry_bodies import ReversalBody, read_own
 from hatp_journal.recorder.undo import Step, execute_plan, find_plan
 from hatp_journal.recorder.undo.actions import authority_now
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -245,7 +246,7 @@ class Org:
     def reversal(self, run: str) -> dict[str, str]:
         """The latest Reversal Record: each step's status by entry id."""
         [*_, reversal] = [e for e in self.entries(run) if e.kind == "reversal"]
-        return {s["entry"]: s["status"] for s in reversal.body["steps"]}
+        return {line.entry: line.status for line in read_own(ReversalBody, reversal).steps}
 
 
 def make_org(

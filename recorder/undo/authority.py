@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import ValidationError
 
@@ -32,7 +32,7 @@ from hatp_journal.toolkit.wire import Receipt
 AuthorityNow = Callable[[], tuple[Directory, Policy]]
 """The organisation's directory and policy as they are now: read again at every call."""
 
-HALTED = "undo-halted"
+HALTED: Final = "undo-halted"
 
 Check = Literal["undoAuthority", "listed", "role", "key"]
 

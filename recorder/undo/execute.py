@@ -30,6 +30,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     read_as,
     read_own,
 )
+from hatp_journal.recorder.record.undo_bodies import OverridesAsSigned
 from hatp_journal.recorder.record.written_bodies import (
     IntentRecord,
     OutcomeRecord,
@@ -276,7 +277,7 @@ def _request(
         assert ask.decision is not None
         decided = read_own(DecisionBody, ask.decision)
         index = next(i for i, o in enumerate(decided.overrides) if o.override.step == step.id)
-        signed = ask.decision.body["overrides"][index]  # the person's signed object, as recorded
+        signed = read_own(OverridesAsSigned, ask.decision).overrides[index]  # as the person signed it
         override = {
             "approval": f"{ask.run}/{ask.decision.id}#{step.id}",
             "by": decided.approval.by,

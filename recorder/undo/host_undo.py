@@ -191,12 +191,10 @@ def changed_nothing(member: Mapping[str, Any]) -> bool:
     return member.get("after") == member.get("restored")
 
 
-def host_resource(body: Mapping[str, Any]) -> str | None:
+def host_resource(member: Any, *, succeeded: bool) -> str | None:
     """The resource a call the host undoes wrote, as its registry declared it (links and chains
-    follow it as they follow a server's declaration); None for any other call."""
-    member = body.get(HOST_MEMBER)
-    outcome = body.get("outcome")
-    succeeded = isinstance(outcome, dict) and outcome.get("status") == "ok"
+    follow it as they follow a server's declaration); None for any other call. ``member`` is the
+    call's ``hostUndo`` as recorded, ``succeeded`` whether its outcome was ``ok``."""
     if succeeded and undoable(member) and not changed_nothing(member):
         return str(member["resource"])
     return None

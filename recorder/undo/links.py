@@ -13,9 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, StrictStr
 
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import LinkBody, read_as
+from hatp_journal.recorder.record.unreadable import BodyModel, OrAbsent
 from hatp_journal.recorder.undo.host_undo import host_resource
 
 LinkSource = Literal["declared", "host", "inferred", "confirmed", "default"]
@@ -37,6 +41,80 @@ class Link:
         return {"on": self.on, "source": self.source, **({"via": self.via} if self.via else {})}
 
 
+class _View(BodyModel):
+    """A part of a call's body as links read it: a member that does not fit reads as absent."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Written(_View):
+    resource: StrictStr
+    fields: Any = None
+
+
+class _Used(_View):
+    resource: Any
+
+
+class _Effect(_View):
+    resource: Annotated[StrictStr | None, OrAbsent] = None
+    fields: Any = None
+    also: Annotated[list[Annotated[_Written | None, OrAbsent]] | None, OrAbsent] = None
+    uses: Annotated[list[Annotated[_Used | None, OrAbsent]] | None, OrAbsent] = None
+
+    def written(self) -> list[tuple[str, Any]]:
+        """Each resource the effect names as written, with the field values it left there."""
+        if self.resource is None:
+            return []
+        return [(self.resource, self.fields)] + [(w.resource, w.fields) for w in self.also or [] if w]
+
+
+class _Journal(_View):
+    effect: Annotated[_Effect | None, OrAbsent] = None
+
+
+class _Status(_View):
+    status: Any = None
+    kind: Any = None
+
+
+class _Host(_View):
+    uses: Annotated[list[Any] | None, OrAbsent] = None
+
+
+class _Recorded(_View):
+    on: Any
+    source: Any = None
+    via: Any = ""
+
+
+class LinkedCall(_View):
+    """A ``call`` body as links read it (one being journaled, or one recorded)."""
+
+    intake: Annotated[_Status | None, OrAbsent] = None
+    journal: Annotated[_Journal | None, OrAbsent] = None
+    outcome: Annotated[_Status | None, OrAbsent] = None
+    arguments: Any = None
+    host: Annotated[_Host | None, OrAbsent] = None
+    host_undo: Any = None
+    links: Annotated[list[Annotated[_Recorded | None, OrAbsent]] | None, OrAbsent] = None
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> LinkedCall:
+        """The view of ``body`` (which every member that does not fit leaves out: never a failure)."""
+        return cls.model_validate(body)
+
+    def verified(self) -> bool:
+        return self.intake is not None and self.intake.status == "verified"
+
+    def host_written(self) -> str | None:
+        ok = self.outcome is not None and self.outcome.status == "ok"
+        return host_resource(self.host_undo, succeeded=ok)
+
+    def effect(self) -> _Effect | None:
+        return self.journal.effect if self.journal is not None else None
+
+
 class LinkIndex:
     """What the calls of one run wrote so far, to link each new call as it is journaled.
 
@@ -49,22 +127,23 @@ class LinkIndex:
         self._values: dict[str, str] = {}  # id-like value → the call that wrote it
         self._last: str | None = None
 
-    def links(self, body: Mapping[str, Any]) -> list[dict[str, str]]:
-        """The links of a call about to be journaled with ``body``."""
+    def links(self, call: LinkedCall) -> list[dict[str, str]]:
+        """The links of a call about to be journaled (read with :meth:`LinkedCall.of`)."""
         found: list[dict[str, str]] = []
-        journal = body.get("journal") if isinstance(body.get("journal"), dict) else None
-        verified = isinstance(body.get("intake"), dict) and body["intake"].get("status") == "verified"
-        if verified and journal is not None:
-            for resource in _uses(journal):
-                if resource in self._writers:
+        verified = call.verified()
+        effect = call.effect()
+        if verified and call.journal is not None:
+            for used in (effect.uses or []) if effect is not None else []:
+                resource = str(used.resource) if used is not None else None
+                if resource is not None and resource in self._writers:
                     found.append(Link("", self._writers[resource], "declared", resource).wire())
-        written = host_resource(body)  # the host registry declares what the call touches
+        written = call.host_written()  # the host registry declares what the call touches
         if written is not None and written in self._writers:
             found.append(Link("", self._writers[written], "declared", written).wire())
         verified = verified or written is not None
-        hosted = _host_uses(body)
+        hosted = [u for u in (call.host.uses or []) if isinstance(u, str)] if call.host is not None else []
         found += [Link("", on, "host").wire() for on in hosted]
-        for value in sorted(set(_strings(body.get("arguments")))):
+        for value in sorted(set(_strings(call.arguments))):
             writer = self._values.get(value)
             if writer is not None and not any(link["on"] == writer for link in found):
                 found.append(Link("", writer, "inferred", value).wire())
@@ -72,16 +151,12 @@ class LinkIndex:
             found.append({"on": self._last, "source": "default", "via": "everything earlier"})
         return found
 
-    def add(self, entry_id: str, body: Mapping[str, Any]) -> None:
+    def add(self, entry_id: str, call: LinkedCall) -> None:
         """Remember what the call journaled as ``entry_id`` wrote."""
         self._last = entry_id
-        journal = body.get("journal")
-        effect = journal.get("effect") if isinstance(journal, dict) else None
-        if host_resource(body) is not None:
-            effect = {"resource": host_resource(body)}
-        if not isinstance(effect, dict) or not isinstance(effect.get("resource"), str):
-            return
-        for resource, fields in _each_written(effect):
+        host = call.host_written()
+        effect = _Effect(resource=host) if host is not None else call.effect()
+        for resource, fields in effect.written() if effect is not None else []:
             self._writers[resource] = entry_id
             for value in (resource, resource.rstrip("/").rsplit("/", 1)[-1], *_strings(fields)):
                 self._values[value] = entry_id
@@ -99,19 +174,26 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
     index = LinkIndex()
     calls: list[str] = []
     position: dict[str, int] = {}
-    recorded: dict[str, list[dict[str, str]]] = {}
+    recorded: dict[str, list[_Recorded]] = {}
     confirmed: dict[str, set[str]] = {}
     writer: dict[str, str] = {}  # resource → the latest call of the run that wrote it
     previous_write: dict[str, set[str]] = {}  # call → the run's writes of its resources just before it
     for entry in entries:
-        if entry.kind == "link" and entry.body.get("source") == "confirmed":
-            confirmed.setdefault(str(entry.body.get("entry")), set()).add(str(entry.body.get("on")))
+        if entry.kind == "link":
+            link = read_as(LinkBody, entry)
+            if isinstance(link, LinkBody) and link.source == "confirmed":
+                confirmed.setdefault(str(link.entry), set()).add(str(link.on))
         if entry.kind != "call":
             continue
-        links = entry.body.get("links")
-        recorded[entry.id] = links if isinstance(links, list) else index.links(entry.body)
-        index.add(entry.id, entry.body)
-        for written in _written(entry.body):
+        linked = LinkedCall.of(entry.body)
+        kept = (
+            linked.links
+            if linked.links is not None
+            else [_Recorded.model_validate(n) for n in index.links(linked)]
+        )
+        recorded[entry.id] = [link for link in kept if link is not None]
+        index.add(entry.id, linked)
+        for written in _written(linked):
             if written in writer:
                 previous_write.setdefault(entry.id, set()).add(writer[written])
             writer[written] = entry.id
@@ -119,12 +201,12 @@ def dependencies(entries: Iterable[Entry]) -> dict[str, set[str]]:
         calls.append(entry.id)
     depends: dict[str, set[str]] = {}
     for at, call in enumerate(calls):
-        links = [link for link in recorded[call] if isinstance(link, dict)]
-        chosen = {str(link["on"]) for link in links if link.get("source") in ("declared", "host")}
+        links = recorded[call]
+        chosen = {str(link.on) for link in links if link.source in ("declared", "host")}
         chosen |= confirmed.get(call, set())
         chosen |= previous_write.get(call, set())
-        if any(link.get("source") == "default" for link in links) and not (
-            confirmed.get(call) or any(link.get("source") == "host" for link in links)
+        if any(link.source == "default" for link in links) and not (
+            confirmed.get(call) or any(link.source == "host" for link in links)
         ):
             chosen |= set(calls[:at])
         depends[call] = {on for on in chosen if position.get(on, at) < at}
@@ -143,59 +225,29 @@ def dependents(entries: Iterable[Entry]) -> dict[str, set[str]]:
 
 def inferred(entries: Iterable[Entry]) -> list[Link]:
     """Every inferred link recorded in the run (shown to reviewers, who may confirm them)."""
-    return [
-        Link(entry.id, str(link["on"]), "inferred", str(link.get("via", "")))
-        for entry in entries
-        if entry.kind == "call" and isinstance(entry.body.get("links"), list)
-        for link in entry.body["links"]
-        if isinstance(link, dict) and link.get("source") == "inferred"
-    ]
-
-
-def _written(body: Mapping[str, Any]) -> list[str]:
-    """The resources a verified compensable call (or one the host undoes) wrote: ``effect.resource``
-    and, for a call that wrote several, each of ``effect.also``."""
-    if host_resource(body) is not None:
-        return [str(host_resource(body))]
-    intake = body.get("intake")
-    if (
-        not isinstance(intake, dict)
-        or intake.get("status") != "verified"
-        or intake.get("kind") != "compensate"
-    ):
-        return []
-    outcome = body.get("outcome")
-    if isinstance(outcome, dict) and outcome.get("status") in ("error", "failed"):
-        return []  # refused or failed: it wrote nothing a later write could follow on
-    journal = body.get("journal")
-    effect = journal.get("effect") if isinstance(journal, dict) else None
-    if not isinstance(effect, dict) or not isinstance(effect.get("resource"), str):
-        return []
-    return [resource for resource, _ in _each_written(effect)]
-
-
-def _each_written(effect: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Each resource an effect names as written, with the field values it left there."""
-    found = [(str(effect["resource"]), effect.get("fields"))]
-    also = effect.get("also")
-    for write in also if isinstance(also, list) else []:
-        if isinstance(write, dict) and isinstance(write.get("resource"), str):
-            found.append((write["resource"], write.get("fields")))
+    found: list[Link] = []
+    for entry in entries:
+        recorded = LinkedCall.of(entry.body).links if entry.kind == "call" else None
+        found += [
+            Link(entry.id, str(link.on), "inferred", str(link.via))
+            for link in recorded or []
+            if link is not None and link.source == "inferred"
+        ]
     return found
 
 
-def _uses(journal: Mapping[str, Any]) -> list[str]:
-    effect = journal.get("effect")
-    uses = effect.get("uses") if isinstance(effect, dict) else None
-    if not isinstance(uses, list):
-        return []  # not the wire format (a record kept before intake checked it): declares nothing
-    return [str(u["resource"]) for u in uses if isinstance(u, dict) and "resource" in u]
-
-
-def _host_uses(body: Mapping[str, Any]) -> list[str]:
-    host = body.get("host")
-    uses = host.get("uses") if isinstance(host, dict) else None
-    return [u for u in uses or [] if isinstance(u, str)]
+def _written(call: LinkedCall) -> list[str]:
+    """The resources a verified compensable call (or one the host undoes) wrote: ``effect.resource``
+    and, for a call that wrote several, each of ``effect.also``."""
+    host = call.host_written()
+    if host is not None:
+        return [host]
+    if call.intake is None or call.intake.status != "verified" or call.intake.kind != "compensate":
+        return []
+    if call.outcome is not None and call.outcome.status in ("error", "failed"):
+        return []  # refused or failed: it wrote nothing a later write could follow on
+    effect = call.effect()
+    return [resource for resource, _ in effect.written()] if effect is not None else []
 
 
 def _strings(value: Any) -> Iterable[str]:

@@ -251,17 +251,7 @@ def _place(
 ) -> None:
     """Put one step in the section it belongs to, by its server's ``check`` answer if compensable."""
     item = _step_item(step)
-    if step.kind == "unresolved":
-        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
-        return
-    if step.kind in ("none", "unknown"):
-        remedy = step.journal.get("remedy")
-        kind = "none" if step.kind == "none" else "unknown"
-        plan.not_reversible.append(
-            NotReversible(
-                **item, kind=kind, reason=step.reason or kind, remedy=str(remedy) if remedy else None
-            )
-        )
+    if _placed_unchecked(plan, step, item):
         return
     if not _needs_check(step, now):
         plan.expired.append(Expired(**item, undo_by=step.undo_by))
@@ -295,19 +285,7 @@ def _place(
         elif status == "conflict" and after is not None and not ours:
             message, changes = _attributed(read, after, answers.get(chains.newest(step).id))
     if status == "ok" or ours:
-        cost = step.undo.get("cost")
-        plan.steps.append(
-            UndoStep(
-                **item,
-                undo=undo,
-                side_effects=step.side_effects,
-                cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
-                resource=step.resource,
-                undo_by=step.undo_by,
-                after=after.id if ours and after is not None else None,
-                undone_by="host" if step.by_host else None,
-            )
-        )
+        plan.steps.append(_undo_step(step, item, after.id if ours and after is not None else None))
     elif status == "conflict":
         plan.conflicts.append(
             Conflict(
@@ -330,6 +308,38 @@ def _place(
     else:
         why = f"check answered {read.code or status}: {read.message}".rstrip(": ")
         plan.unresolved.append(Unresolved(**item, reason=why))
+
+
+def _placed_unchecked(plan: Sections, step: Step, item: dict[str, Any]) -> bool:
+    """Put a step no ``check`` is asked about (unresolved, or not reversible) in its section."""
+    if step.kind == "unresolved":
+        plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
+        return True
+    if step.kind in ("none", "unknown"):
+        remedy = step.journal.get("remedy")
+        kind = "none" if step.kind == "none" else "unknown"
+        plan.not_reversible.append(
+            NotReversible(
+                **item, kind=kind, reason=step.reason or kind, remedy=str(remedy) if remedy else None
+            )
+        )
+        return True
+    return False
+
+
+def _undo_step(step: Step, item: dict[str, Any], after: str | None) -> UndoStep:
+    """A step its server said can be undone (``after``: the later step of its chain undone first)."""
+    cost = step.undo.get("cost")
+    return UndoStep(
+        **item,
+        undo=step.undo_text,
+        side_effects=step.side_effects,
+        cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
+        resource=step.resource,
+        undo_by=step.undo_by,
+        after=after,
+        undone_by="host" if step.by_host else None,
+    )
 
 
 def _attributed(

@@ -16,6 +16,7 @@ from hatp_journal.recorder.gateway.tokens import Kept, misplaced, new_call, reda
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
+from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
@@ -77,32 +78,38 @@ async def perform_remedy(store: RunStore, ask: Ask, servers: UndoServers) -> Ent
     """Make the approved remedying call and journal it; a failure is journaled too."""
     if ask.state != "approved" or ask.decision is None:
         raise UndoError(UndoCode.PLAN_NOT_APPROVED, f"{ask.ref} is {ask.state}, not approved")
-    asked = ask.entry.body
-    body: dict[str, Any] = {
-        key: asked[key]
-        for key in ("agent", "principal", "server", "tool", "arguments", "argumentsDigest", "remedies")
-    }
-    body["decision"] = {"action": "approved", "by": read_own(DecisionBody, ask.decision).approval.by}
+    asked = ask.terms
+    call = CallRecord(
+        agent=asked.agent,
+        principal=asked.principal,
+        server=asked.server,
+        tool=asked.tool,
+        arguments=asked.arguments,
+        arguments_digest=asked.arguments_digest,
+        remedies=asked.remedies,
+        decision={"action": "approved", "by": read_own(DecisionBody, ask.decision).approval.by},
+    )
     try:
         bound = new_call(ask.run)
-        downstream, result = await servers.call(body["server"], body["tool"], body["arguments"], bound)
+        downstream, result = await servers.call(call.server, call.tool, call.arguments, bound)
     except DownstreamError as error:
-        body["outcome"] = {"status": "failed", "error": str(error)}
-        return Asks(store).settle(ask.run, ask, "call", body)
+        failed = call.model_copy(update={"outcome": Outcome(status="failed", error=str(error))})
+        return Asks(store).settle(ask.run, ask, "call", failed.wire())
     astray = misplaced(result.model_dump(mode="json", by_alias=True, exclude_none=True))
     if astray is not None:  # a token anywhere but its place: nothing of the object is kept
-        body.update(refused_journal(astray))
+        members = refused_journal(astray)
         tokens: list[Kept] = []
     else:
         intake = take_in(
             result.meta,
-            tool=body["tool"],
-            arguments=body["arguments"],
+            tool=call.tool,
+            arguments=call.arguments,
             server_keys=downstream.keys,
             declared_kind="unknown",
             call=bound,
         )
-        body["intake"] = intake.wire()
-        body["journal"], tokens = redact(downstream.name, intake.raw)
-    body["outcome"] = {"status": "error" if result.is_error else "ok"}
-    return Asks(store).settle(ask.run, ask, "call", body, tokens=tokens)
+        journal, tokens = redact(downstream.name, intake.raw)
+        members = {"intake": intake.wire(), "journal": journal}
+    outcome = Outcome(status="error" if result.is_error else "ok")
+    done = call.model_copy(update={**members, "outcome": outcome})
+    return Asks(store).settle(ask.run, ask, "call", done.wire(), tokens=tokens)

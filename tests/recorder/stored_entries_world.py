@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import time
 import traceback
 from collections import Counter
@@ -419,12 +420,17 @@ def read_with_commands(tally: Tally, shared: Store, run: str) -> None:
             tally.unnamed.append(f"show {run}: {entry} not shown as unreadable")
     command(tally, shared.config, "show", run, "--json")
     command(tally, shared.config, "plan", run, "--from", "1", "--by", DANA)
+    command(tally, shared.config, "review", run, "--as", DANA, "--now", "2026-11-07T18:00:00Z")
+    command(tally, shared.config, "export", run, "--out", str(shared.root / "export.json"))
     decidable = [e for e in shared.store.entries(run) if e.kind in ("ask", "plan")]
     for entry in decidable[:DECIDED_PER_RUN]:
         verb = "approve" if entry.seq % 2 else "deny"
         command(
             tally, Path(config), verb, f"{run}/{entry.id}", "--as", LEE, "--key", str(shared.root / "lee.key")
         )
+    plans = [e for e in decidable[:DECIDED_PER_RUN] if e.kind == "plan"]
+    if plans:  # run (or refuse to run) the first plan once it may have been approved
+        command(tally, shared.config, "undo", f"{run}/{plans[0].id}")
 
 
 def read_whole_store(tally: Tally, shared: Store) -> None:
@@ -465,18 +471,18 @@ def signed_in_pages(config: Path) -> Iterator[tuple[WebApprover, TestClient]]:
 
 
 def read_pages(tally: Tally, client: TestClient, shared: Store, run: str) -> None:
-    paths = ["/asks", "/runs", f"/runs/{run}", f"/runs/{run}/timeline"]
+    """Every page of the run, then each form one of them shows sent back as a person would."""
+    paths = ["/", "/asks", "/runs", f"/runs/{run}", f"/runs/{run}/timeline"]
     for entry in shared.store.entries(run):
         if entry.kind == "ask":
             paths.append(f"/asks/{run}/{entry.id}")
         if entry.kind == "plan":
             paths += [f"/plans/{run}/{entry.id}", f"/plans/{run}/{entry.id}/outcome"]
+    forms: dict[str, dict[str, str]] = {}
     for path in paths:
-        page = path.split("/")[1] + ("/" + path.split("/")[-1] if path.count("/") > 3 else "")
-        name = f"web {page if not page.startswith('runs/run_') else 'runs/RUN'}"
-        with tally.reading(name):
+        with tally.reading(_page_name("web", path)):
             answer = client.get(path)
-            tally.add(name, str(answer.status_code))
+            tally.add(_page_name("web", path), str(answer.status_code))
             if answer.status_code >= 500:
                 tally.tracebacks.append(f"{path} answered {answer.status_code}")
             if path == "/asks" and shared.control_ask not in answer.text:
@@ -485,6 +491,45 @@ def read_pages(tally: Tally, client: TestClient, shared: Store, run: str) -> Non
                 for ref in unreadable_asks(shared.store, run):
                     if ref not in answer.text:
                         tally.unnamed.append(f"/asks: the unreadable ask {ref} is not named")
+            form = hidden_fields(answer.text)
+            if "form" in form and path not in ("/", "/asks", "/runs"):
+                forms.setdefault(_form_action(path), form)
+    for action, form in list(forms.items())[:FORMS_PER_RUN]:
+        send_form(tally, client, action, form)
+
+
+FORMS_PER_RUN = 4
+"""Forms sent back per run (a decision, an undo asked for, a resume): each is one POST."""
+
+
+def _page_name(verb: str, path: str) -> str:
+    page = path.split("/")[1] + ("/" + path.split("/")[-1] if path.count("/") > 3 else "")
+    return f"{verb} {page if not page.startswith('runs/run_') else 'runs/RUN'}"
+
+
+def hidden_fields(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+
+
+def _form_action(page: str) -> str:
+    """Where the form a page shows is sent: a decision to the page itself, an undo from a run's
+    pages to its ``/plan``, a resume from an outcome page."""
+    if page.startswith("/runs/"):
+        return "/runs/" + page.split("/")[2] + "/plan"
+    if page.endswith("/outcome"):
+        return page.removesuffix("/outcome") + "/resume"
+    return page
+
+
+def send_form(tally: Tally, client: TestClient, action: str, form: dict[str, str]) -> None:
+    """POST ``form`` to ``action`` as its button would (deny a decision, undo from step 1)."""
+    pressed = {"from": "1"} if action.endswith("/plan") else {"decision": "deny"}
+    name = _page_name("web POST", action)
+    with tally.reading(name):
+        answer = client.post(action, data={**form, **pressed})
+        tally.add(name, str(answer.status_code))
+        if answer.status_code >= 500:
+            tally.tracebacks.append(f"POST {action} answered {answer.status_code}")
 
 
 # -- the agent ----------------------------------------------------------------------------------------
@@ -524,6 +569,7 @@ def agent_calls(seen: int) -> list[tuple[str, dict[str, Any]]]:
         ("shop_publish", {"n": seen}),
         ("shop_publish", {"n": seen}),
         ("hatp_list_changes", {}),
+        ("hatp_explain", {"server": "shop", "tool": "publish", "arguments": {"n": seen}}),
         ("hatp_checkpoint", {"label": f"c{seen}"}),
         ("hatp_request_undo", {"from_step": 1}),
     ]

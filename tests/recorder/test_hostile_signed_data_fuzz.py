@@ -45,7 +45,7 @@ from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import ReadCode
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.runs.reminders import RUN_UNREADABLE, tick
-from hatp_journal.recorder.undo.links import LinkIndex
+from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
 from hatp_journal.recorder.undo.plan import plan_text
 from hatp_journal.recorder.undo.planner import CheckUnavailable, UndoRequest, build_plan
 from hatp_journal.recorder.undo.steps import Step
@@ -365,9 +365,10 @@ def write_call(
         **members,
         "outcome": {"status": "ok"},
     }
-    body["links"] = links.links(body)
+    linked = LinkedCall.of(body)
+    body["links"] = links.links(linked)
     entry = store.append(run, "call", body, tokens=tokens)
-    links.add(entry.id, body)
+    links.add(entry.id, linked)
     return entry
 
 

@@ -3,9 +3,12 @@
 Each example is one run of 8-24 entries of any kind, each a genuine-looking body with members
 dropped or replaced by values of the wrong type or at the edges (dates, sizes, nesting), written
 straight into a real SQLite Run Store (chained and sealed by its append, past the Recorder's own
-writers). Then ``show``, ``plan``, ``approve`` and ``deny`` run on that run, the approver's pages of
-the run are read, and a live agent whose own run holds the same entries calls again; every few
-runs ``asks``, ``runs`` and ``tick`` read the whole store. No reader raises, no page answers 500, the
+writers). Then ``show``, ``plan``, ``review``, ``export``, ``approve``, ``deny`` and ``undo`` run on
+that run, the approver's pages of the run are read (home, asks, runs, the run, its timeline, each
+ask, plan and outcome) and the forms they show are sent back (a denial, an undo asked for, a
+resume), and a live agent whose own run holds the same entries calls again (the held call, its
+list of changes, explain, a checkpoint, an undo request); every few runs ``asks``, ``runs`` and
+``tick`` read the whole store. No reader raises, no page answers 500, the
 agent's server logs no exception; every entry that does not fit its kind is shown as unreadable by
 ``show``, every unreadable ask is named by ``asks`` and the Asks page, and a control run's pending
 ask is always listed. Hypothesis runs derandomized; ``bench/stored_entries.py`` runs it with 10^4+
