@@ -16,9 +16,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
+import anyio
 import pytest
+from sqlalchemy import text
 
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
@@ -68,6 +71,7 @@ class Kept:
     folder: Path
     config: Path
     first: str  # what the first explain printed
+    store: bytes  # the Recorder's database as serve left it (the keys it pinned)
 
     @property
     def file(self) -> Path:
@@ -76,28 +80,46 @@ class Kept:
 
 @pytest.fixture(scope="module")
 def kept_once(tmp_path_factory: pytest.TempPathFactory) -> Kept:
-    """One real start of the server for the whole module (each costs seconds)."""
+    """One real start of the server for the whole module (each costs seconds): ``serve``'s connect
+    keeps the list; the script fails from then on, so the explain here answers from that list."""
     folder = tmp_path_factory.mktemp("explain-kept")
     config = configure(folder)
     server(folder, WORKS)
+    served = anyio.run(partial(serve_connects, config))
+    server(folder, FAILS)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         status = main(["--config", str(config), "explain", "crm", "update_deal"])
     assert status == 0
-    assert "listed: as the server listed its tools just now" in out.getvalue()
-    return Kept(folder, config, out.getvalue())
+    assert "crm_update_deal" in served
+    assert "(--refresh asks it now)" in out.getvalue()  # from the list serve kept: not started again
+    return Kept(folder, config, out.getvalue(), (folder / "recorder.db").read_bytes())
+
+
+async def serve_connects(config_file: Path) -> list[str]:
+    """What ``hatp-recorder serve`` does at its start: connect its servers (keeping their lists)."""
+    config = load_config(config_file)
+    store = RunStore(config.recorder.store, SigningKey.generate())
+    recorder = Recorder(config, store=store, policy=Policy())
+    try:
+        async with AsyncExitStack() as stack:
+            await recorder.start(stack)
+            return sorted(recorder.forwards)
+    finally:
+        store.dispose()
 
 
 @pytest.fixture
 def kept(kept_once: Kept) -> Iterator[Kept]:
-    """The kept list, the config and a failing script; as they were again after the test."""
+    """The kept list, the config, the store and a failing script; as they were again after the test."""
     saved = kept_once.file.read_bytes()
     server(kept_once.folder, FAILS)
     yield kept_once
     configure(kept_once.folder)
     kept_once.file.write_bytes(saved)
-    for name in ("recorder.db", "recorder.db-wal", "recorder.db-shm"):
+    for name in ("recorder.db-wal", "recorder.db-shm"):
         (kept_once.folder / name).unlink(missing_ok=True)
+    (kept_once.folder / "recorder.db").write_bytes(kept_once.store)
 
 
 def decision_lines(output: str) -> list[str]:
@@ -138,8 +160,11 @@ def test_a_key_pinned_in_the_store_since_the_list_was_kept_ignores_it(
     kept: Kept, capfd: pytest.CaptureFixture[str]
 ) -> None:
     engine = create_store_engine(kept.folder / "recorder.db")
+    with engine.begin() as connection:  # serve pinned the server's key: another is pinned in its place
+        connection.execute(text("DELETE FROM rec_pin WHERE server = 'crm'"))
+        connection.execute(text("DELETE FROM rec_pin_set WHERE server = 'crm'"))
     other = SigningKey.generate().public
-    PinStore(engine).pin_first("crm", {other.kid: other})
+    assert PinStore(engine).pin_first("crm", {other.kid: other}) == {other.kid: other}
     engine.dispose()
 
     status, _, err = explain(kept.config, capfd)
@@ -193,21 +218,9 @@ def test_a_list_read_again_after_a_broken_one_is_kept_again(
 
 
 @pytest.mark.anyio
-async def test_what_serve_listed_at_its_connect_answers_explain(tmp_path: Path) -> None:
-    config = load_config(configure(tmp_path))
-    server(tmp_path, WORKS)
-    store = RunStore(config.recorder.store, SigningKey.generate())
-    recorder = Recorder(config, store=store, policy=Policy())
-    try:
-        async with AsyncExitStack() as stack:
-            await recorder.start(stack)
-            served = sorted(recorder.forwards)
-    finally:
-        store.dispose()
-    server(tmp_path, FAILS)
-
-    explained = await explain_call(config, Policy(), "crm", "update_deal", {}, utc_now())
+async def test_what_serve_listed_at_its_connect_answers_explain(kept: Kept) -> None:
+    # kept_once: serve connected once; no explain has started the server since (the script fails).
+    explained = await explain_call(load_config(kept.config), Policy(), "crm", "update_deal", {}, utc_now())
 
     assert explained.listed_at is not None  # not started: the script would have failed
-    assert "crm_update_deal" in served
     assert explained.decision.reversibility is not None

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from support.waiting import POLL_CAP, until_set
 
 from hatp_journal.recorder.front import stdio as front
 from hatp_journal.recorder.front.stdio import LIBRARY_BACKLOG, _Lines
@@ -31,9 +32,12 @@ async def agent_pipe(lines: _Lines) -> AsyncIterator[Any]:
 
 
 async def until_ended(lines: _Lines) -> None:
-    while not lines.ended:
-        await lines.more.wait()
+    for _ in range(POLL_CAP):  # each turn is a chunk read from the pipe: only a hung test reaches the cap
+        if lines.ended:
+            return
+        await until_set(lines.more, "more of the pipe read")
         lines.more.clear()
+    raise AssertionError(f"the pipe did not end after {POLL_CAP} chunks")
 
 
 async def test_lines_split_across_writes_are_taken_whole_in_order_and_a_last_line_needs_no_newline() -> None:
@@ -68,14 +72,18 @@ async def test_stdin_is_not_read_while_the_library_has_a_backlog_and_is_read_aga
         agent.close()
         taken: list[bytes] = []
         paused = False
-        while not (lines.ended and not lines.library):
-            await lines.more.wait()
+        for _ in range(POLL_CAP):  # each turn is a chunk read: only a hung test reaches the cap
+            if lines.ended and not lines.library:
+                break
+            await until_set(lines.more, "more of the pipe read")
             lines.more.clear()
             paused = paused or lines.paused
             while lines.library:
                 taken.append(lines.library.popleft())
                 assert lines.transport is not None
                 lines.resume_if_drained(lines.transport)
+        else:
+            raise AssertionError(f"the pipe did not end after {POLL_CAP} chunks")
     assert paused
     assert taken == [b'{"n":%d}\n' % n for n in range(count)]
 

@@ -30,6 +30,7 @@ import pytest
 from fastmcp import Client
 from sqlmodel import Session, select
 from support.ports import free_port, wait_listening
+from support.waiting import until_set
 
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
@@ -208,7 +209,7 @@ async def waited_for(config: Path, agent: Agent, url: str, amount: str) -> Any:
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
-        await waiting.wait()
+        await until_set(waiting, "the held charge's first progress notice")
         approve(config, agent.run, agent.asks[amount])
     return answers[0]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
-from support.waiting import poll
+from support.waiting import SAFETY_CAP_SECONDS, poll, until_set
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
@@ -162,6 +163,15 @@ def served(one_recorder: Served) -> Served:
     return one_recorder
 
 
+def ended(process: subprocess.Popen[bytes]) -> str:
+    """What a Recorder process told on stderr once it ended; only a hung one reaches the cap."""
+    try:
+        return process.communicate(timeout=SAFETY_CAP_SECONDS)[1].decode()
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise AssertionError(f"a Recorder did not end after {SAFETY_CAP_SECONDS:g} s") from None
+
+
 def raw_call(name: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """A 2026-era ``tools/call`` as a client sends it."""
     params = {"name": name, "arguments": arguments, "_meta": {**ENVELOPE, **(meta or {})}}
@@ -243,7 +253,7 @@ async def test_a_call_asking_for_progress_gets_it_while_it_waits_and_its_result_
             )
 
         tasks.start_soon(call)
-        await told.wait()
+        await until_set(told, "the first progress notice")
         served.approve(await served.ask_for("wait"))
 
     [result] = results
@@ -478,7 +488,7 @@ async def test_an_ask_held_by_one_recorder_process_and_approved_is_forwarded_onc
     finally:
         for process, _, _ in started:
             process.send_signal(signal.SIGTERM)
-        errors = [process.communicate()[1].decode() for process, _, _ in started]  # each ends on SIGTERM
+        errors = [ended(process) for process, _, _ in started]  # each ends on SIGTERM
 
     assert held.structured_content is not None
     assert held.structured_content["status"] == "pending_approval"

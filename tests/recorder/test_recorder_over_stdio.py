@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from support.waiting import poll
 
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.gateway.tokens import TokenStore
@@ -63,13 +63,12 @@ def write_config(folder: Path, smtp_port: int) -> Path:
     return folder / "recorder.toml"
 
 
-async def closed_within(store: RunStore, run: str, seconds: float) -> bool:
+async def until_closed(store: RunStore, run: str, log: Path) -> None:
     """The Recorder closes and signs the run as it shuts down, after the client has let go."""
-    with anyio.move_on_after(seconds):
-        while store.run(run).closed_at is None:
-            await anyio.sleep(0.05)
-        return True
-    return False
+    try:
+        await poll(lambda: store.run(run).closed_at is not None, "the Recorder to sign the run's close")
+    except AssertionError as waited:
+        raise AssertionError(f"{waited}; its log ends:\n{log.read_text()[-3000:]}") from None
 
 
 def structured(result: Any) -> dict[str, Any]:
@@ -145,4 +144,4 @@ async def test_an_agent_over_stdio_gets_reversible_calls_through_and_waits_for_a
     assert "compensationToken" not in entries[0].body["journal"]
     assert TokenStore(store.engine).token(entries[0].body["journal"]["compensationTokenDigest"]) is not None
     assert entries[0].body["intake"]["status"] == "verified"
-    assert await closed_within(store, run, seconds=15), (tmp_path / "recorder.log").read_text()[-3000:]
+    await until_closed(store, run, tmp_path / "recorder.log")

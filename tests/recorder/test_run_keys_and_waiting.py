@@ -19,6 +19,7 @@ import plain_server
 import pytest
 from fastmcp import Client
 from sqlalchemy import text as sql
+from support.waiting import until_set
 
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.config import (
@@ -252,7 +253,7 @@ async def test_a_waiting_call_sends_progress_and_is_forwarded_once_approved(held
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
-        await waiting.wait()
+        await until_set(waiting, "the held call's first progress notice")
         run = held.recorder.run_id
         assert run is not None
         [ask] = [a for a in held.recorder.asks.all(run) if a.entry.body["arguments"] == {"text": "wait"}]

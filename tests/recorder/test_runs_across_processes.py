@@ -20,6 +20,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
+from support.waiting import until_set
 
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.record import RunStore
@@ -155,7 +156,7 @@ async def test_two_http_connections_share_a_run_and_one_waits_for_the_approval_o
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(wait_on_second)
-                await waiting.wait()
+                await until_set(waiting, "the held call's first progress notice")
                 approve(config, run, ask)
             repeat = await first.call_tool_mcp("plain_shout", {"text": "hi"}, meta={"hatp/runKey": key})
     finally:

@@ -14,6 +14,7 @@ import anyio
 import pytest
 from fastmcp import Client, Context, FastMCP
 from fastmcp.client.logging import LogMessage
+from support.waiting import until_set
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
@@ -106,7 +107,7 @@ async def test_a_log_message_while_two_calls_are_in_flight_stays_in_the_recorder
         with caplog.at_level(logging.INFO, logger="fastmcp.client.from_server"):
             async with anyio.create_task_group() as calls:
                 calls.start_soon(agent.call_tool_mcp, "shop_wait", {})
-                await waiting.wait()
+                await until_set(waiting, "shop_wait to start")
                 await agent.call_tool_mcp("shop_tell", {})
 
     assert heard.messages == []

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, Context, FastMCP
 from support.stdio_front import stdio_front
+from support.waiting import until_set
 
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.testing import RecorderWorld, recorder_world
@@ -310,7 +311,7 @@ async def test_requests_still_queued_when_stdin_closes_are_answered_initialize_i
         call = {"name": "crm_get_deal", "arguments": {"deal_id": "D-881"}}
         wire.send({"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": call})
         wire.close()  # at once: nothing has been answered yet
-        await wire.ended.wait()
+        await until_set(wire.ended, "the front to close its end")
 
     assert wire.answers_to("init")[0]["result"]["protocolVersion"] == "2025-11-25"
     assert wire.answers_to("list")[0]["result"]["tools"]

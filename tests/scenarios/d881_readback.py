@@ -30,9 +30,18 @@ def play(workdir: Path, capsys: pytest.CaptureFixture[str], *variant: str) -> st
 def play_in_process(workdir: Path, *, eve: bool = False, override: bool = False) -> str:
     """The story with its mail sink and the people's commands in this process and the servers
     mailing inline (none of these tests is about a kill); what it printed."""
+    return play_told_in_process(workdir, eve=eve, override=override)[0]
+
+
+def play_told_in_process(
+    workdir: Path, *, eve: bool = False, override: bool = False, tracing: bool = False
+) -> tuple[str, d881.Told]:
+    """:func:`play_in_process`, and what the story told (its run, its plan)."""
     printed = io.StringIO()
-    anyio.run(lambda: d881.run(workdir, printed, eve=eve, override=override, in_process=True))
-    return printed.getvalue()
+    told = anyio.run(
+        lambda: d881.run(workdir, printed, eve=eve, override=override, in_process=True, tracing=tracing)
+    )
+    return printed.getvalue(), told
 
 
 def deal_stage(workdir: Path) -> str:

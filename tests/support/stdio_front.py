@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 
 from hatp_journal.recorder.front.stdio import serve_pipes
 from hatp_journal.recorder.gateway.core import Recorder
+from support.waiting import POLL_CAP, until_set
 
 
 class Wire:
@@ -53,12 +54,14 @@ class Wire:
 
     async def answer(self, request_id: Any) -> dict[str, Any]:
         """The front's answer to ``request_id``, once it is written."""
-        while not (found := self.answers_to(request_id)):
+        for _ in range(POLL_CAP):  # each turn is a message the front wrote: only a hung test reaches the cap
+            if found := self.answers_to(request_id):
+                return found[0]  # type: ignore[no-any-return]
             if self.ended.is_set():
                 raise AssertionError(f"the front ended without answering {request_id!r}")
             self.arrived.clear()
-            await self.arrived.wait()
-        return found[0]  # type: ignore[no-any-return]
+            await until_set(self.arrived, f"the front's answer to {request_id!r}")
+        raise AssertionError(f"no answer to {request_id!r} among {POLL_CAP} messages")
 
     @asynccontextmanager
     async def sdk_session(self, **options: Any) -> AsyncIterator[ClientSession]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
@@ -71,3 +71,16 @@ async def poll(
             raise AssertionError(f"it ended before {what}")
         await anyio.sleep(every)
     raise AssertionError(f"still waiting for {what} after looking {cap} times")
+
+
+class _Settable(Protocol):
+    async def wait(self) -> Any: ...
+
+
+async def until_set(event: _Settable, what: str, *, cap: float = SAFETY_CAP_SECONDS) -> None:
+    """Wait for ``event`` (anyio's or asyncio's) to be set. It is set by progress; only a hung test
+    reaches ``cap``, and then it stops with an AssertionError naming ``what``."""
+    with anyio.move_on_after(cap):
+        await event.wait()
+        return
+    raise AssertionError(f"still waiting for {what} after {cap:g} s")

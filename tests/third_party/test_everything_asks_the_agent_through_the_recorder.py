@@ -26,6 +26,7 @@ from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 from mcp import types as mcp_types
 from support.stdio_front import stdio_front
+from support.waiting import poll
 from third_party_servers import NODE_BIN, require
 
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
@@ -220,8 +221,7 @@ async def over_http(recorder: Recorder, mcp: Any, asked: Asked) -> None:
     web = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(lambda: web.serve(sockets=[listener]))
-        while not web.started:  # the server's own word that it listens
-            await anyio.sleep(0.01)
+        await poll(lambda: web.started, "the HTTP server to listen")  # the server's own word
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
         try:
             async with Client(url, mode="legacy", sampling_handler=sampled) as agent:

@@ -46,7 +46,14 @@ People = list[dict[str, Any]]
 
 @pytest.fixture
 def org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
-    """The chain server over stdio, a process of its own: these tests kill it mid-compensation."""
+    """The chain server in this process over streamable HTTP: these tests are about who may undo."""
+    return make_org(tmp_path, capfd)
+
+
+@pytest.fixture
+def stdio_org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
+    """The chain server over stdio, a process of its own for each command: its compensation hangs
+    (a ``hang…`` key) while the executor is killed inside it."""
     return make_org(tmp_path, capfd, stdio=True)
 
 
@@ -287,8 +294,9 @@ def wait_for_intent(org: Org, run: str, step: str, process: subprocess.Popen[byt
 
 @pytest.mark.slow
 def test_an_executor_killed_after_approval_and_resumed_after_the_approver_left_runs_nothing_more(
-    org: Org,
+    stdio_org: Org,
 ) -> None:
+    org = stdio_org
     # e2's compensation never answers: the executor is inside it when it is killed.
     run = org.agent(
         [

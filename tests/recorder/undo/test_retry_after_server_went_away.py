@@ -30,6 +30,13 @@ def org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
     return make_org(tmp_path, capfd, stdio=True)
 
 
+@pytest.fixture
+def staying_org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
+    """The chain server in this process over streamable HTTP, for tests whose server stays up and
+    answers (a conflict, a failure with a code): nothing here needs a process to kill."""
+    return make_org(tmp_path, capfd)
+
+
 def three_puts(middle: str) -> list[tuple[str, dict[str, Any]]]:
     return [
         ("chain_put", {"key": "a", "value": "1"}),
@@ -132,7 +139,8 @@ def test_a_compensation_that_committed_but_whose_answer_was_lost_is_retried_and_
     assert org.verify(run).problems == []
 
 
-def test_a_conflict_the_server_answered_is_final_and_a_resume_sends_nothing_again(org: Org) -> None:
+def test_a_conflict_the_server_answered_is_final_and_a_resume_sends_nothing_again(staying_org: Org) -> None:
+    org = staying_org
     run = org.agent(three_puts("b"))
     ref = approved_not_run(org, run)
 
@@ -154,7 +162,8 @@ def test_a_conflict_the_server_answered_is_final_and_a_resume_sends_nothing_agai
     assert len(undo_log(org.db())) == 2
 
 
-def test_a_failure_the_server_reported_with_a_code_is_final_and_not_retried(org: Org) -> None:
+def test_a_failure_the_server_reported_with_a_code_is_final_and_not_retried(staying_org: Org) -> None:
+    org = staying_org
     run = org.agent(three_puts("fail-b"))
     ref, _ = org.plan(run, "--from", "1")
     first, _, _ = org.approve(ref)

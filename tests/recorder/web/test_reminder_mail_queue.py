@@ -5,13 +5,13 @@ never stops the others."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from support.flaky_smtp import FlakySmtp, flaky_smtp
 from support.undo_org import Org, mailing, make_org
+from support.waiting import wait_until
 
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import Entry
@@ -206,10 +206,13 @@ def test_the_approvers_scheduler_outlives_a_tick_that_fails_as_a_whole(
         approver = WebApprover(load_config(org.config))
         try:
             with serving(approver.app, scheduler=True):
-                told = ""
-                while "TICK_FAILED" not in told:  # the scheduler's tick failed at least once
-                    told += capfd.readouterr().err
-                    time.sleep(0.02)
+                told: list[str] = []
+
+                def tick_failed() -> bool:  # the scheduler's tick failed at least once
+                    told.append(capfd.readouterr().err)
+                    return "TICK_FAILED" in "".join(told)
+
+                wait_until(tick_failed, "the scheduler to report TICK_FAILED", every=0.02)
                 policy.write_text(good)
                 [review] = mail.wait_for(1, timeout=30)
         finally:

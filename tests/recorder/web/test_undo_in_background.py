@@ -25,13 +25,24 @@ from hatp_journal.recorder.undo.lease import RecUndoLease
 
 @pytest.fixture
 def approver(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Iterator[Approver]:
-    """The chain server over stdio, a process of its own: one test holds back its start (GATED)."""
+    """The chain server in this process over streamable HTTP."""
+    with approver_for(make_org(tmp_path, capfd)) as served:
+        yield served
+
+
+@pytest.fixture
+def stdio_approver(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Iterator[Approver]:
+    """The chain server over stdio, a process of its own: the test holds back its start (GATED)."""
     with approver_for(make_org(tmp_path, capfd, stdio=True)) as served:
         yield served
 
 
 @pytest.fixture
 def planned(approver: Approver) -> tuple[str, str]:
+    return two_puts_planned(approver)
+
+
+def two_puts_planned(approver: Approver) -> tuple[str, str]:
     """(run, plan ref): two puts of one key, and a plan to undo both waiting for the team lead."""
     run = approver.org.agent(
         [("chain_put", {"key": "a", "value": "1"}), ("chain_put", {"key": "a", "value": "2"})]
@@ -91,9 +102,10 @@ def test_an_approved_undo_runs_in_the_background_and_the_outcome_page_shows_its_
 
 
 def test_approve_answers_before_any_tool_server_is_asked_and_the_check_then_counts_it_and_runs_the_undo(
-    approver: Approver, planned: tuple[str, str], tmp_path: Path
+    stdio_approver: Approver, tmp_path: Path
 ) -> None:
-    run, ref = planned
+    approver = stdio_approver
+    run, ref = two_puts_planned(approver)
     gate = tmp_path / "gate"
     os.mkfifo(gate)
     chain = approver.web.config.servers["chain"]
