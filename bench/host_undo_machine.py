@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,22 +36,20 @@ BIN = ROOT / "third_party" / "node_modules" / ".bin"
 COMMANDS = {"graph": BIN / "mcp-server-memory", "files": BIN / "mcp-server-filesystem"}
 
 
-def machine_for(server: str, root: Path, portal: Any) -> Any:
-    """The state machine for ``server``, pointed at a fresh org in ``root``."""
+def machine_for(server: str, root: Path, portal: Any) -> tuple[Any, Any]:
+    """The state machine for ``server``, pointed at a fresh org in ``root``, and what ends its session."""
     if server == "graph":
         memory = root / "memory.jsonl"
         org = HostOrg.make(
             root, graph_machine.memory_servers(COMMANDS[server], memory), graph_machine.memory_policy()
         )
-        graph_machine.configure(org, memory, portal)
-        return graph_machine.GraphMachine
+        return graph_machine.GraphMachine, graph_machine.configure(org, memory, portal)
     folder = root / "files"
     folder.mkdir()
     org = HostOrg.make(
         root, files_machine.files_servers(COMMANDS[server], folder), files_machine.files_policy()
     )
-    files_machine.configure(org, folder, portal)
-    return files_machine.FilesMachine
+    return files_machine.FilesMachine, files_machine.configure(org, folder, portal)
 
 
 def main() -> None:
@@ -59,12 +58,14 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--steps", type=int, default=12, help="rules per example")
     parser.add_argument("--seed", type=int, default=None, help="derandomize with this seed")
+    parser.add_argument("--progress", type=float, default=60, help="seconds between progress lines")
     options = parser.parse_args()
     if not COMMANDS[options.server].exists():
         sys.exit(f"{COMMANDS[options.server]} is missing: run make setup")
     with tempfile.TemporaryDirectory() as folder, start_blocking_portal() as portal:
-        machine = machine_for(options.server, Path(folder), portal)
+        machine, end = machine_for(options.server, Path(folder), portal)
         started = time.perf_counter()
+        progress(options, machine.stats, started)
         try:
             run_state_machine_as_test(
                 machine,
@@ -83,11 +84,30 @@ def main() -> None:
         report(options, machine.stats, time.perf_counter() - started, ended)
         if ended == "interrupted":  # the example cut short still holds its session: leave at once
             os._exit(130)
+        end()
+
+
+def progress(options: argparse.Namespace, stats: dict[str, int], started: float) -> None:
+    """A line every ``--progress`` seconds: examples and undos so far, and the machine's load."""
+
+    def tell() -> None:
+        while True:
+            time.sleep(options.progress)
+            took = time.perf_counter() - started
+            print(
+                f"{options.server}: {stats.get('examples started', 0)} examples, {stats.get('undos', 0)}"
+                f" undos after {took:.0f} s (load {os.getloadavg()[0]:.1f})",
+                flush=True,
+            )
+
+    threading.Thread(target=tell, daemon=True).start()
 
 
 def report(options: argparse.Namespace, stats: dict[str, int], took: float, ended: str) -> None:
     examples = stats.get("examples started", 0)
+    load = " / ".join(f"{n:.1f}" for n in os.getloadavg())
     print(f"{options.server}: {examples} examples of at most {options.steps} rules in {took:.0f} s ({ended})")
+    print(f"  load average at the end (1 / 5 / 15 min): {load}")
     for what, count in sorted(stats.items()):
         print(f"  {what}: {count}")
     sys.stdout.flush()

@@ -12,9 +12,11 @@ import re
 import warnings
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
 from fastmcp.exceptions import NotFoundError
+from fastmcp.prompts import PromptResult
 from fastmcp.resources import ResourceResult
 from fastmcp.server.context import _get_client_log_level
 from fastmcp.server.dependencies import get_context
@@ -29,6 +31,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.gateway.arguments import check_arguments
+from hatp_journal.recorder.gateway.prompt_policy import decided_prompt, prompt_class
 from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 
 if TYPE_CHECKING:
@@ -150,7 +153,7 @@ async def publish(recorder: Recorder, downstream: Downstream) -> None:
     client = downstream.client
     if client is None:
         return
-    capabilities = client.initialize_result.capabilities if client.initialize_result else None
+    capabilities = client.server_capabilities  # either era: a 2026-era server has no initialize result
     if capabilities is None:
         return
 
@@ -168,7 +171,7 @@ async def publish(recorder: Recorder, downstream: Downstream) -> None:
             )
     if capabilities.prompts is not None:
         for prompt in await _offered(client.list_prompts()):
-            recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, downstream.name))
+            recorder.mcp.add_prompt(ForwardPrompt.mirror(connected, prompt, recorder, downstream.name))
 
 
 def instructions(downstreams: Iterable[Downstream]) -> str | None:
@@ -269,16 +272,28 @@ class JournaledTemplate(ProxyTemplate):
 
 
 class ForwardPrompt(ProxyPrompt):
-    """One prompt of a server, as ``{server}_{prompt}``; getting it is forwarded (it changes nothing)."""
+    """One prompt of a server, as ``{server}_{prompt}``. Getting it is forwarded; for a server the
+    host classes by its registry it is decided and journaled first, like a call (prompt_policy.py)."""
 
     _published: mcp_types.Prompt | None = PrivateAttr(default=None)
+    _recorder: Any = PrivateAttr(default=None)
+    _server: str = PrivateAttr(default="")
 
     @classmethod
-    def mirror(cls, client: Any, prompt: mcp_types.Prompt, server: str) -> ForwardPrompt:
+    def mirror(cls, client: Any, prompt: mcp_types.Prompt, recorder: Recorder, server: str) -> ForwardPrompt:
         mirrored = cls.from_mcp_prompt(client, prompt)
         renamed = cast(ForwardPrompt, mirrored.model_copy(update={"name": f"{server}_{prompt.name}"}))
-        renamed._published = prompt
+        renamed._published, renamed._recorder, renamed._server = prompt, recorder, server
         return renamed
+
+    async def render(self, arguments: dict[str, Any]) -> PromptResult:  # type: ignore[override]
+        assert self._published is not None
+        prompt = self._published.name
+        reversibility = prompt_class(self._recorder, self._server, prompt)
+        if reversibility is None:
+            return await super().render(arguments)
+        forward = partial(ProxyPrompt.render, self, arguments)
+        return await decided_prompt(self._recorder, self._server, prompt, arguments, reversibility, forward)
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         """The prompt as its server listed it, under its name at the Recorder."""

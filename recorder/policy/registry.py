@@ -108,6 +108,23 @@ class ToolEntry(WireModel):
         return self
 
 
+class PromptEntry(WireModel):
+    """One prompt: getting it is a call like any other (``mcp-server-fetch``'s ``fetch`` prompt makes
+    a GET), with its class, why, the evidence and the prompt's argument names."""
+
+    rclass: RClass = Field(alias="class")
+    rationale: str = Field(min_length=1)
+    evidence: Evidence
+    disclosure: StrictBool = False
+    arguments: tuple[str, ...] = Field(default=(), description="the prompt's argument names, as checked")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PromptEntry:
+        if self.disclosure and self.rclass != "R4":
+            raise ValueError("a disclosure is R4")
+        return self
+
+
 class ServerInfo(WireModel):
     """Which server the file classifies: its registry id, package and the version reviewed."""
 
@@ -117,13 +134,15 @@ class ServerInfo(WireModel):
 
 
 class RegistryFile(WireModel):
-    """One registry file: one server, each of its tools."""
+    """One registry file: one server, each of its tools and the prompts it classifies (a prompt it
+    does not name is classed as nothing classifies it: R4)."""
 
     format: Literal["hatp-registry/1"]
     server: ServerInfo
     status: Literal["draft", "reviewed"]
     reviewed_by: str | None = Field(default=None, min_length=1)
     tools: dict[str, ToolEntry]
+    prompts: dict[str, PromptEntry] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,12 +166,8 @@ class Record:
             return None
         return max((entry.rclass, *(rule.rclass for rule in entry.rules)), key=CLASS_RANK.index)
 
-    def judge(self, tool: str, arguments: Mapping[str, Any]) -> ClassVerdict | None:
-        """The class of a call of ``tool`` with ``arguments``; None when the file does not list it."""
-        entry = self.file.tools.get(tool)
-        if entry is None:
-            return None
-        evidence: dict[str, Any] = {
+    def _evidence(self, entry: ToolEntry | PromptEntry) -> dict[str, Any]:
+        return {
             "registry": self.file.server.id,
             "status": self.file.status,
             "version": entry.evidence.version,
@@ -160,6 +175,23 @@ class Record:
             "file": self.source,
             "digest": self.digest,
         }
+
+    def judge_prompt(self, prompt: str) -> ClassVerdict | None:
+        """The class of getting ``prompt``; None when the file does not list it."""
+        entry = self.file.prompts.get(prompt)
+        if entry is None:
+            return None
+        evidence = {**self._evidence(entry), "prompt": prompt}
+        return verdict(
+            entry.rclass, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
+        )
+
+    def judge(self, tool: str, arguments: Mapping[str, Any]) -> ClassVerdict | None:
+        """The class of a call of ``tool`` with ``arguments``; None when the file does not list it."""
+        entry = self.file.tools.get(tool)
+        if entry is None:
+            return None
+        evidence = self._evidence(entry)
         for index, rule in enumerate(entry.rules):
             if rule.matches(arguments):
                 return verdict(

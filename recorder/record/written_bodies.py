@@ -86,6 +86,7 @@ class RefusedRecord(Written):
     code: str
     run_key_digest: str | None = None
     host: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = None  # the policy's, when it refused (a prompt: prompt_policy.py)
 
 
 class AskTerms(Written):

@@ -282,7 +282,12 @@ async def host_compensate(
         unverified = {**base, "status": "unverified", "code": ErrorCode.UNDO_UNVERIFIED, "message": message}
         return _signed(unverified, key, now())
     message = "undone by the host, not the server"
-    if kept:
+    wanted = _wanted(member, found)
+    lost = changes(wanted, left) if kept and wanted is not None and not same(left, wanted) else []
+    if lost:  # left as before the call: what changed since went with it, as the override allowed
+        message += f"; the override overwrote what changed since the call: {listed(lost)}"
+        kept = []
+    elif kept:
         message += f"; kept what changed since the call: {listed(kept)}"
     return _signed({**base, "status": "done", "message": message, "changes": kept}, key, now())
 

@@ -4,8 +4,8 @@ content back; a person lowered it to R1 so the agent's writes go through): the a
 files that exist, some writing what is already there, so changing nothing), writes of new files
 (no snapshot can be taken: they ask and never run), reads, a colleague's edits made directly in the
 folder, and undo plans approved and run, with and without overrides. One Recorder session, one
-server and one set of undo connections per machine run (a BlockingPortal keeps them in one event
-loop).
+server and one set of undo connections for all examples (a BlockingPortal keeps them in one event
+loop); each example starts from the same two files, in a run of its own.
 
 Invariants, checked after every undo:
 - no colleague's content is removed unless a signed override named the step that overwrote it;
@@ -20,8 +20,7 @@ bench/host_undo_machine.py (many).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -75,31 +74,27 @@ class FilesMachine(RuleBasedStateMachine):
             (self.folder / name).write_text(f"{name} as the colleague left it\n")
         self.colleague: dict[str, str] = contents(self.folder)  # what is hers, still there
         self.edited = False  # a colleague edited a file since the run began
-        self.session = self.portal.wrap_async_context_manager(self._session())
-        self.agent = self.session.__enter__()
+        shared = self.world["shared"]
+        shared.next_run()  # a run of its own, on the server processes every example shares
+        self.recorder, self.agent, self.servers = shared.recorder, shared.agent, shared.servers
         self.steps = 0
+        self.noops: set[str] = set()  # the calls an undo of this run found had changed nothing
         self._count("examples started")
         self.new_files = 0
-
-    @asynccontextmanager
-    async def _session(self) -> AsyncIterator[Any]:
-        async with AsyncExitStack() as stack:
-            recorder, agent = await self.org.session(stack)
-            self.recorder = recorder
-            self.servers = self.org.undo_servers(stack)
-            yield agent
-            recorder.close()
-
-    def teardown(self) -> None:
-        self.session.__exit__(None, None, None)
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
         answer = self.portal.call(self.agent.call_tool_mcp, f"fs_{tool}", arguments)
         self.steps += 1
+        self._count("agent calls")
         now = contents(self.folder)
         # What the agent overwrote of hers is no longer hers.
         self.colleague = {name: text for name, text in self.colleague.items() if now.get(name) == text}
         return answer
+
+    def teardown(self) -> None:
+        self.stats["no-op calls seen by an undo"] = self.stats.get("no-op calls seen by an undo", 0) + len(
+            self.noops
+        )
 
     def _count(self, what: str) -> None:
         self.stats[what] = self.stats.get(what, 0) + 1
@@ -139,6 +134,7 @@ class FilesMachine(RuleBasedStateMachine):
         path.write_text(text)
         self.colleague[name] = text
         self.edited = True
+        self._count("colleague edits")
 
     # -- undo ---------------------------------------------------------------------------------
 
@@ -178,6 +174,7 @@ class FilesMachine(RuleBasedStateMachine):
         self._count("reversed steps" if "reversed" in status.values() else "undos reversing nothing")
 
         noops = {e.id for e in calls if _undoable(e) and changed_nothing(e.body[HOST_MEMBER])}
+        self.noops |= noops
         reads = {e.id for e in calls if e.body.get("tool") != "write_file"}
         planned = {s["entry"] for s in plan["steps"]} | {c["entry"] for c in plan["conflicts"]}
         assert not planned & noops, f"a call that changed nothing was planned: {planned & noops}"
@@ -227,6 +224,13 @@ def _path_of(entry: Any) -> str:
 
 
 def configure(org: Any, folder: Path, portal: Any) -> Callable[[], None]:
-    """Point the machine at ``org`` and return a function that clears it again."""
-    FilesMachine.world = {"org": org, "folder": folder, "portal": portal}
-    return lambda: FilesMachine.world.clear()
+    """Point the machine at ``org``, start its Recorder session (one for every example: the server
+    processes start once) and return a function that ends it and clears the machine again."""
+    session = portal.wrap_async_context_manager(org.shared())
+    FilesMachine.world = {"org": org, "folder": folder, "portal": portal, "shared": session.__enter__()}
+
+    def clear() -> None:
+        FilesMachine.world.clear()
+        session.__exit__(None, None, None)
+
+    return clear

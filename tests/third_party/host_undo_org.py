@@ -8,8 +8,8 @@ tool servers are the real ones (stdio) or in memory (``embedded``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.runs.asks import Asks
+from hatp_journal.recorder.runs.keys import RunSessions
 from hatp_journal.recorder.undo.actions import ask_for_plan, authority_now, decide_on_plan, run_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -82,6 +83,15 @@ class HostOrg:
         client = await stack.enter_async_context(Client(mcp))
         return recorder, client
 
+    @asynccontextmanager
+    async def shared(self) -> AsyncIterator[SharedSession]:
+        """One Recorder, its agent and the undo's connections for many state-machine examples: the
+        server processes start once, each example is a run of its own (:meth:`SharedSession.next_run`)."""
+        async with AsyncExitStack() as stack:
+            recorder, agent = await self.session(stack)
+            yield SharedSession(recorder, agent, self.undo_servers(stack))
+            recorder.close()
+
     def approve_call(self, answer: Any) -> None:
         """Lee approves the call ``answer`` said waits (its ask)."""
         ask = answer.structured_content
@@ -120,6 +130,24 @@ class HostOrg:
             return ask.plan.wire(), None
         reversal = await run_plan(self.store, ask.ref, servers, utc_now(), authority_now(self.config))
         return ask.plan.wire(), reversal
+
+
+@dataclass
+class SharedSession:
+    """A Recorder session kept across examples (:meth:`HostOrg.shared`)."""
+
+    recorder: Recorder
+    agent: Client[Any]
+    servers: UndoServers
+
+    def next_run(self) -> None:
+        """Close the run so far (its head is signed) and let the next call open a new one, as a new
+        ``hatp-recorder`` process would, without starting the servers again."""
+        self.recorder.close()
+        section = self.recorder.config.recorder
+        self.recorder.sessions = RunSessions(
+            self.recorder.store, agent=section.agent, principal=section.principal, configured=section.run_key
+        )
 
 
 def statuses(reversal: Entry | None) -> dict[str, str]:

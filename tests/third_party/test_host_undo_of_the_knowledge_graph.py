@@ -107,6 +107,20 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 servers, run, UndoRequest(steps=(2, 1)), overrides=(ids[1], ids[0])
             )
             told["after_override"] = graph_file(memory)
+            # another run: the agent creates Cy, the colleague adds an observation to Cy, and the
+            # undo is approved with an override: deleting Cy takes her observation with it
+            async with AsyncExitStack() as again:
+                recorder, agent = await org.session(again)
+                await agent.call_tool_mcp("kg_create_entities", {"entities": [entity("Cy")]})
+                recorder.close()
+            second = recorder.run_id
+            assert second is not None
+            graph = graph_file(memory)
+            graph["entities"][-1]["observations"].append("joined on Monday")
+            colleague_writes(memory, graph)
+            [cy] = [e.id for e in org.store.entries(second) if e.kind == "call"]
+            told["overwrote"] = await org.undo(servers, second, UndoRequest(steps=(1,)), overrides=(cy,))
+            told["after_overwrite"] = graph_file(memory)
 
     anyio.run(story)
     return told
@@ -217,3 +231,18 @@ def test_the_agent_is_listed_the_calls_that_changed_something_not_the_read_nor_t
         (2, "create_relations", "reversible"),
         (5, "delete_entities", "reversible"),
     ]
+
+
+def test_an_overridden_undo_that_takes_a_colleagues_change_with_it_says_it_overwrote_it(
+    world: dict[str, Any],
+) -> None:
+    _, reversal = world["overwrote"]
+    [line] = reversal.body["steps"]
+    message = line["receipt"]["message"]
+
+    assert line["status"] == "reversed"
+    assert "Cy" not in [e["name"] for e in world["after_overwrite"]["entities"]]
+    assert "the override overwrote what changed since the call" in message
+    assert '"joined on Monday"' in message
+    assert "kept" not in message
+    assert line["receipt"]["changes"] == []

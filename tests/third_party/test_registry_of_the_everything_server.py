@@ -46,6 +46,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         )
         async with able as direct:
             told["direct"] = {tool.name: tool for tool in await direct.list_tools()}
+            told["prompts"] = {
+                p.name: [a.name for a in p.arguments or []] for p in await direct.list_prompts()
+            }
         async with AsyncExitStack() as stack:
             recorder, agent = await org.session(stack)
             call = agent.call_tool_mcp
@@ -55,6 +58,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             told["gzip"] = await call("every_gzip-file-as-resource", {"data": "http://127.0.0.1:9/x"})
             told["toggle"] = await call("every_toggle-simulated-logging", {})
             await call("every_toggle-simulated-logging", {})  # and off again
+            told["prompt"] = await agent.get_prompt("every_args-prompt", {"city": "Oslo"})
             told["run"] = recorder.run_id
 
     anyio.run(story)
@@ -116,3 +120,22 @@ def test_the_registry_names_a_source_line_that_registers_each_tool() -> None:
         source = Path(require(NODE_BIN)).parent / "@modelcontextprotocol" / "server-everything" / file
         lines = source.read_text().splitlines()
         assert "registerTool" in lines[int(line) - 1], name
+
+
+def test_the_shipped_entry_classifies_every_prompt_the_server_offers_with_its_arguments(
+    world: dict[str, Any],
+) -> None:
+    entries = shipped()[EVERYTHING].file.prompts
+
+    assert set(entries) == set(world["prompts"])
+    for name, arguments in world["prompts"].items():
+        assert set(entries[name].arguments) == set(arguments), name
+
+
+def test_a_prompt_the_registry_classes_r0_is_got_and_journaled_with_its_class(world: dict[str, Any]) -> None:
+    got = decision(world, "prompts/get")
+
+    assert "Oslo" in world["prompt"].messages[0].content.text
+    assert got["action"] == "allow"
+    assert (got["reversibility"]["class"], got["reversibility"]["rule"]) == ("R0", "registry")
+    assert got["reversibility"]["evidence"]["prompt"] == "args-prompt"

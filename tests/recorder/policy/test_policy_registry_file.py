@@ -230,3 +230,43 @@ def test_the_committed_registry_schema_equals_the_code_and_the_shipped_files_fol
         jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**CRM, "status": "approved"}, schema)
+
+
+GREETING = {
+    "class": "R0",
+    "rationale": "Returns a fixed message.",
+    "evidence": {"version": "4.2.0", "source": "crm/prompts.py:3"},
+}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "marker"),
+    [
+        ({**GREETING, "class": "R9"}, '"class": "R9"'),
+        ({**GREETING, "disclosure": True}, '"greeting"'),
+        ({**GREETING, "evidence": {"version": "4.2.0"}}, '"evidence"'),
+        ({**GREETING, "rules": []}, '"rules"'),
+    ],
+    ids=["unknown class", "disclosure not R4", "no source", "argument rules (tools only)"],
+)
+def test_a_bad_prompt_entry_is_refused_with_its_file_and_line(
+    tmp_path: Path, prompt: dict[str, Any], marker: str
+) -> None:
+    written(tmp_path, {**CRM, "prompts": {"greeting": prompt}})
+
+    error = refused(tmp_path / "policy.json")
+
+    assert error.path == str(tmp_path / "crm.json")
+    assert error.line == line_of(tmp_path / "crm.json", marker)
+
+
+def test_a_prompt_entry_classes_getting_that_prompt_and_no_other(tmp_path: Path) -> None:
+    written(tmp_path, {**CRM, "prompts": {"greeting": GREETING}})
+    record = load_policy(tmp_path / "policy.json").host_registry().record_for("crm")
+    assert record is not None
+
+    got = record.judge_prompt("greeting")
+
+    assert got is not None
+    assert (got.rclass, got.rule, got.evidence["prompt"]) == ("R0", "registry", "greeting")
+    assert record.judge_prompt("export_report") is None  # a tool's name is not a prompt's
