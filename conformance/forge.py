@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, answer_payload, digest_call_payload
 
 Record = dict[str, Any]

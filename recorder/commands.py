@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal._shared.clock import parse_wire_time, utc_now, wire_time
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder import tracing
 from hatp_journal.recorder.ask_words import ask_row
 from hatp_journal.recorder.asks import Asks, in_doubt
@@ -46,10 +48,8 @@ from hatp_journal.recorder.undo.approval import listed_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.verify_cli import verify_command
 from hatp_journal.recorder.web.views import review
-from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
 from hatp_journal.toolkit.signing import SigningKey
-from hatp_journal.toolkit.text import shown
 
 _log = logging.getLogger(__name__)
 

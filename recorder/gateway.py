@@ -26,6 +26,9 @@ from mcp.types import Tool as McpTool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
+from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal._shared.clock import utc_now
+from hatp_journal._shared.crashpoints import crash_point
 from hatp_journal.recorder import kept_tools, passthrough
 from hatp_journal.recorder.agent_answers import said
 from hatp_journal.recorder.arguments import Refusal, check_arguments
@@ -78,9 +81,6 @@ from hatp_journal.recorder.tokens import (
 )
 from hatp_journal.recorder.tracing import answered, traced
 from hatp_journal.recorder.waiting import Progress, Wait, wait_for_decision, wait_of
-from hatp_journal.toolkit.canonical import canonical_bytes
-from hatp_journal.toolkit.clock import utc_now
-from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.wire import META_KEY
 
 HOST_META_KEY = "hatp/host"

@@ -19,6 +19,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal._shared.crashpoints import crash_point
+from hatp_journal._shared.mail import MailDeliveryError
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.written_bodies import (
@@ -26,9 +29,6 @@ from hatp_journal.recorder.record.written_bodies import (
     MailDeliveredRecord,
     MailFailedRecord,
 )
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import MailDeliveryError
 
 MAILED_KINDS = ("review", "reminder", "escalation")
 MAIL_OUTCOMES = ("mail-delivered", "mail-deferred", "mail-failed")

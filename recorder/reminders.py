@@ -24,6 +24,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal._shared.mail import compose, send_message
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
@@ -34,8 +36,6 @@ from hatp_journal.recorder.record.entry_bodies import BodyModel, NoticeBody, rea
 from hatp_journal.recorder.record.written_bodies import NoticeRecord
 from hatp_journal.recorder.run_walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.steps import Step, steps_of
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.mail import compose, send_message
 
 NOTICE_KINDS = ("review", "reminder", "escalation", "lapse")
 NOTICE_FAILED = "NOTICE_FAILED"
@@ -296,7 +296,7 @@ def _address(directory: Directory, person_id: str) -> str | None:
 
 
 def _send(mail: MailSection, to: list[str], subject: str, text: str, message_id: str) -> None:
-    # Headers only through the email library (a server's summary is in the subject): toolkit/mail.py.
+    # Headers only through the email library (a server's summary is in the subject): _shared/mail.py.
     message = compose(mail.sender, to, subject, text)
     message["Message-ID"] = message_id
     assert mail.smtp_port is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.ask_words import arguments_text, reaches
 from hatp_journal.recorder.class_words import class_words
 from hatp_journal.recorder.columns import aligned
@@ -34,7 +35,6 @@ from hatp_journal.recorder.record.entry_bodies import (
     read_body,
     read_journal,
 )
-from hatp_journal.toolkit.text import shown
 
 Line = tuple[str, str, str, str]
 _SECTIONS = ("steps", "conflicts", "notReversible")

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from hatp_journal._shared.files import FileProblem, read_text
 from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
@@ -16,7 +17,6 @@ from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
 from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.override_people import override_problems
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
-from hatp_journal.toolkit.files import FileProblem, read_text
 
 
 def load_policy(path: str | Path, *, directory: str | Path | None = None) -> Policy:

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.report import Check, Findings
 from hatp_journal.recorder.record.signature_workers import POOL_AFTER, SignatureChecks, Then
 from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import (
     SignatureTask,

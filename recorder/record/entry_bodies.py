@@ -17,9 +17,9 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.alias_generators import to_camel
 
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.text import shown
 from hatp_journal.toolkit.wire import CallBinding, EffectInfo, Money, Receipt, UndoAnswer, UndoKind, Via
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.asks import Ask, Asks
 from hatp_journal.recorder.downstream import DownstreamError
 from hatp_journal.recorder.intake import take_in
@@ -20,7 +21,6 @@ from hatp_journal.recorder.tokens import Kept, misplaced, new_call, redact, refu
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.steps import steps_of
-from hatp_journal.toolkit.canonical import sha256_digest
 
 
 def ask_remedy(

@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.asks import Asks, in_doubt
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
@@ -75,7 +76,6 @@ from hatp_journal.recorder.web.views import (
     undo_steps,
     unreadable_line,
 )
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
 

@@ -19,19 +19,19 @@ from pydantic import BaseModel, Field
 
 from hatp_journal.toolkit import (
     Effect,
-    RecordView,
     ResourceState,
     ToolFailed,
     Tx,
     UndoFailed,
     Undone,
-    Use,
     compensates,
     irreversible,
     read_only,
     summarize,
     undoable,
 )
+from hatp_journal.toolkit.testing import Use
+from hatp_journal.toolkit.ui import RecordView
 
 from .browser import BrowserThread, first_line
 from .evidence import EvidenceFiles

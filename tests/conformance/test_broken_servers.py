@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conformance_helpers import broken_module, failures, run_broken, run_broken_over_stdio
 
-from hatp_journal.toolkit import undo
+from hatp_journal.toolkit import _undo as undo
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.cli import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.explain import explain as explain_call
@@ -27,7 +28,6 @@ from hatp_journal.recorder.gateway import Recorder
 from hatp_journal.recorder.pins import PinStore
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.store import create_store_engine
 

@@ -33,6 +33,7 @@ from support.waiting import poll
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder import front_http
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
@@ -41,7 +42,6 @@ from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import b64url
 
 pytestmark = pytest.mark.anyio

@@ -20,6 +20,7 @@ import pytest
 from fastmcp import Client
 from sqlalchemy import text as sql
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.cli import main as recorder_cli
 from hatp_journal.recorder.config import (
     ConfigError,
@@ -35,7 +36,6 @@ from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs import ClaimState, RunKeys, key_digest
 from hatp_journal.recorder.runs_wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.schema import render
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.testing import FakeClock

@@ -19,11 +19,12 @@ from typing import Any
 from fastmcp import FastMCP
 
 from hatp_journal.servers.crm import build
-from hatp_journal.toolkit import Invocation, Journal, SigningKey, create_store_engine, utc_now
-from hatp_journal.toolkit import server as toolkit_server
-from hatp_journal.toolkit import undo as toolkit_undo
+from hatp_journal.toolkit import Journal, SigningKey, create_store_engine
+from hatp_journal.toolkit import _server as toolkit_server
+from hatp_journal.toolkit import _undo as toolkit_undo
 from hatp_journal.toolkit.signing import call_payload
-from hatp_journal.toolkit.wire import JournalObject
+from hatp_journal.toolkit.testing import Invocation
+from hatp_journal.toolkit.wire import JournalObject, utc_now
 
 ARGUMENTS: list[str] = []
 """The command line of the variant being built: ``sys.argv[1:]`` as a script, or what the in-process

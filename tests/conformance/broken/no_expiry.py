@@ -2,7 +2,7 @@
 
 import _crm
 
-from hatp_journal.toolkit import undo
+from hatp_journal.toolkit import _undo as undo
 
 
 def never_expire(journal: object) -> None:

@@ -2,7 +2,7 @@
 
 import _crm
 
-from hatp_journal.toolkit import undo
+from hatp_journal.toolkit import _undo as undo
 
 
 def ignore_if_version(journal: object) -> None:

@@ -16,14 +16,15 @@ from typing import Any
 import _crm
 from fastmcp.tools import ToolResult
 
-from hatp_journal.toolkit import META_KEY, CompensateRequest, Journal, SigningKey, UndoAnswer, Undone
-from hatp_journal.toolkit import server as toolkit_server
-from hatp_journal.toolkit import undo as toolkit_undo
+from hatp_journal.toolkit import Journal, SigningKey, Undone
+from hatp_journal.toolkit import _server as toolkit_server
+from hatp_journal.toolkit import _undo as toolkit_undo
+from hatp_journal.toolkit._testing_surface import ConformanceSurface
+from hatp_journal.toolkit._undo import UndoEngine
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import answer_payload
 from hatp_journal.toolkit.store import UndoRecord
-from hatp_journal.toolkit.testing_surface import ConformanceSurface
-from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.wire import META_KEY, CompensateRequest, UndoAnswer
 
 STRANGER = SigningKey.generate()
 HANG_SECONDS = 12.0

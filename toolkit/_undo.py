@@ -24,18 +24,24 @@ from pydantic_core import to_jsonable_python
 from sqlalchemy import update
 from sqlmodel import Session, col
 
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import wire_time
-from hatp_journal.toolkit.conflicts import conflict_words
-from hatp_journal.toolkit.effects import ResourceState, Tx, Undone
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.clock import wire_time
+from hatp_journal.toolkit._effects import ResourceState, Tx, Undone
+from hatp_journal.toolkit._undo_writes import Kept, found, not_restored, others_of
 from hatp_journal.toolkit.errors import ErrorCode, JournalError, UndoFailed
 from hatp_journal.toolkit.signing import VerifyKey, answer_payload, b64url_decode, compensate_payload, verify
 from hatp_journal.toolkit.store import UndoAttempt, UndoBinding, UndoRecord, hash_token
-from hatp_journal.toolkit.undo_writes import Kept, found, not_restored, others_of
-from hatp_journal.toolkit.wire import CompensateRequest, FieldChange, ResourceFound, UndoAnswer, UndoStatus
+from hatp_journal.toolkit.wire import (
+    CompensateRequest,
+    FieldChange,
+    ResourceFound,
+    UndoAnswer,
+    UndoStatus,
+    conflict_words,
+)
 
 if TYPE_CHECKING:
-    from hatp_journal.toolkit.journal import Journal
+    from hatp_journal.toolkit._journal import Journal
 
 Operation = Literal["check", "compensate"]
 
