@@ -22,14 +22,23 @@ from hatp_journal._shared.lazy import lazy_exports
 
 REMOVED_IN = "0.2"
 
-_SHARED = ("canonical", "clock", "durations", "text", "files", "extras", "lazy", "mail")
+_SHARED: tuple[str, ...] = ("canonical", "clock", "durations", "text", "files", "extras", "lazy", "mail")
 _SHARED += ("recorder_adapter", "pytest_postgres", "crashpoints")
-_PRIVATE = ("after_commit", "arguments", "aria", "cli", "effects", "fingerprint", "journal", "samples")
+_PRIVATE: tuple[str, ...] = (
+    "after_commit",
+    "arguments",
+    "aria",
+    "cli",
+    "effects",
+    "fingerprint",
+    "journal",
+    "samples",
+)
 _PRIVATE += ("server", "spec", "testing_surface", "tombstones", "undeclared", "undo", "undo_writes")
 
 MOVED_MODULES: dict[str, str] = {
-    **{f"hatp_journal.toolkit.{name}": f"hatp_journal._shared.{name}" for name in _SHARED},
-    **{f"hatp_journal.toolkit.{name}": f"hatp_journal.toolkit._{name}" for name in _PRIVATE},
+    **{f"hatp_journal.toolkit.{name}": f"hatp_journal._shared.{name}" for name in _SHARED.split()},
+    **{f"hatp_journal.toolkit.{name}": f"hatp_journal.toolkit._{name}" for name in _PRIVATE.split()},
     "hatp_journal.toolkit.conflicts": "hatp_journal.toolkit.wire",
 }
 """Old module path → the module that now holds its code."""
