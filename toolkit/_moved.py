@@ -22,19 +22,9 @@ from hatp_journal._shared.lazy import lazy_exports
 
 REMOVED_IN = "0.2"
 
-_SHARED: tuple[str, ...] = ("canonical", "clock", "durations", "text", "files", "extras", "lazy", "mail")
-_SHARED += ("recorder_adapter", "pytest_postgres", "crashpoints")
-_PRIVATE: tuple[str, ...] = (
-    "after_commit",
-    "arguments",
-    "aria",
-    "cli",
-    "effects",
-    "fingerprint",
-    "journal",
-    "samples",
-)
-_PRIVATE += ("server", "spec", "testing_surface", "tombstones", "undeclared", "undo", "undo_writes")
+_SHARED = "canonical clock durations text files extras lazy mail recorder_adapter pytest_postgres crashpoints"
+_PRIVATE = "after_commit arguments aria cli effects fingerprint journal samples server spec testing_surface "
+_PRIVATE += "tombstones undeclared undo undo_writes"
 
 MOVED_MODULES: dict[str, str] = {
     **{f"hatp_journal.toolkit.{name}": f"hatp_journal._shared.{name}" for name in _SHARED.split()},
