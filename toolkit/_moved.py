@@ -35,11 +35,11 @@ MOVED_MODULES: dict[str, str] = {
 
 _HOMES = {
     "wire": "META_KEY CompensateRequest Declaration EffectChange EffectInfo JournalObject Money Override "
-    "UndoAnswer canonical_bytes content_etag sha256_digest parse_wire_time utc_now wire_time "
+    "UndoAnswer Use canonical_bytes content_etag sha256_digest parse_wire_time utc_now wire_time "
     "format_window parse_window",
     "errors": "ErrorCode JournalError KeyFileError StoreError UndoUnverified",
     "ui": "RecordReadError RecordView read_record record_fingerprint",
-    "testing": "Invocation Sample Use outside_edit_for sample_for",
+    "testing": "Invocation Sample outside_edit_for sample_for",
     "signing": "VerifyKey verify_answer verify_call",
     "versions": "Summary field_changes next_revision delete_versioned restore_versioned versioned_state",
 }

@@ -23,14 +23,13 @@ from hatp_journal.toolkit._journal import Invocation, Journal
 from hatp_journal.toolkit._samples import outside_edit_for, sample_for
 from hatp_journal.toolkit._spec import spec_of
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, prove_compensate, verify_answer, verify_call
-from hatp_journal.toolkit.wire import CompensateRequest, Override, Sample, UndoAnswer, Use
+from hatp_journal.toolkit.wire import CompensateRequest, Override, Sample, UndoAnswer
 
 __all__ = [
     "FakeClock",
     "Invocation",
     "JournalHarness",
     "Sample",
-    "Use",
     "outside_edit_for",
     "sample_for",
     "spec_of",

@@ -44,7 +44,7 @@ from hatp_journal.servers.calendar.store import (
     write_event,
 )
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, summarize
-from hatp_journal.toolkit.testing import Use
+from hatp_journal.toolkit.wire import Use
 
 CANCEL_NOTICE = "attendees get a cancellation notice"
 UPDATE_NOTICE = "attendees get an updated invitation"

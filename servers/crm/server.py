@@ -34,8 +34,7 @@ from hatp_journal.toolkit import (
     summarize,
     undoable,
 )
-from hatp_journal.toolkit.testing import Use
-from hatp_journal.toolkit.wire import Money, utc_now, wire_time
+from hatp_journal.toolkit.wire import Money, Use, utc_now, wire_time
 
 from .moves import MOVE_TOOLS
 from .store import (

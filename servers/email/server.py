@@ -39,9 +39,8 @@ from hatp_journal.toolkit import (
     read_only,
     undoable,
 )
-from hatp_journal.toolkit.testing import Use
 from hatp_journal.toolkit.versions import field_changes
-from hatp_journal.toolkit.wire import utc_now, wire_time
+from hatp_journal.toolkit.wire import Use, utc_now, wire_time
 
 from .store import (
     SERVER,

@@ -52,7 +52,7 @@ from hatp_journal.toolkit import (
     summarize,
     undoable,
 )
-from hatp_journal.toolkit.testing import Use
+from hatp_journal.toolkit.wire import Use
 
 SERVER = "chain://store"
 
