@@ -90,6 +90,8 @@ def test_the_warning_points_at_the_importing_line_and_a_name_never_exported_is_a
         "import warnings; warnings.simplefilter('always')\n"
         "import hatp_journal.toolkit.mail\n"
         "from hatp_journal.toolkit import wire_time\n"
+        "from hatp_journal.toolkit import journal\n"
+        "assert journal.Journal is __import__('hatp_journal.toolkit').toolkit.Journal\n"
         "from hatp_journal.toolkit import no_such_name\n"
     )
 
@@ -99,6 +101,10 @@ def test_the_warning_points_at_the_importing_line_and_a_name_never_exported_is_a
         shown.stderr
     )
     assert "<string>:3: DeprecationWarning: hatp_journal.toolkit.wire_time moved to " in shown.stderr
+    assert (
+        "<string>:4: DeprecationWarning: hatp_journal.toolkit.journal moved to hatp_journal.toolkit._journal"
+        in (shown.stderr)
+    )
     assert "ImportError: cannot import name 'no_such_name' from 'hatp_journal.toolkit'" in shown.stderr
 
 
