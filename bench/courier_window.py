@@ -34,10 +34,10 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from hatp_journal._shared.mail import Envelope, SmtpSession
 from hatp_journal.servers.courier import Deliverer, SentMark
 from hatp_journal.servers.outbox import Outbox
 from hatp_journal.toolkit import Tx, create_store_engine
-from hatp_journal.toolkit.mail import Envelope, SmtpSession
 
 
 class TimedMark(SentMark):

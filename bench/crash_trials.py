@@ -547,7 +547,8 @@ def _eve_edits(
     from hatp_journal.servers.calendar.itip import InvalidEventError
     from hatp_journal.servers.calendar.store import edit_event, uid_of
     from hatp_journal.servers.crm.store import edit_deal
-    from hatp_journal.toolkit import create_store_engine, utc_now
+    from hatp_journal.toolkit import create_store_engine
+    from hatp_journal.toolkit.wire import utc_now
 
     resource = rng.choice(sorted({resource for _, resource in resources.values()}))
     if resource.startswith("calendar://"):

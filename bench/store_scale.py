@@ -38,9 +38,9 @@ from typing import Any
 
 from recorder_overhead import BODY, DEAL, STAGES, client, recorder_command  # sibling scripts
 
+from hatp_journal._shared.pytest_postgres import ThrowawayCluster, find_postgres, require_postgres
 from hatp_journal.recorder.record import RunStore, verify_record
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster, find_postgres, require_postgres
 
 WRITERS = (1, 8, 32)
 RECORDERS = (1, 4)

@@ -36,6 +36,7 @@ from typing import Any
 
 from sqlalchemy import event
 
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.cli import command_line as cli
 from hatp_journal.recorder.cli import verify as verify_cli
 from hatp_journal.recorder.directory import Directory
@@ -45,7 +46,6 @@ from hatp_journal.recorder.record import verify as verify_module
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.runs.asks import call_digest
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.store import create_store_engine
 

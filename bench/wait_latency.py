@@ -21,13 +21,13 @@ from typing import Any
 import anyio
 from fastmcp import Client
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import b64url
 
 LEAD = "human://acme.com/role/team-lead"

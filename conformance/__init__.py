@@ -9,7 +9,7 @@ policy: see :func:`attest`. What a target must offer is in ``docs/conformance.md
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.conformance.attestation import Attestation, attest, verify_attestation
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from hatp_journal.conformance.results import CheckOutcome, SuiteResult
     from hatp_journal.conformance.runner import run_recorder_suite, run_server_suite
     from hatp_journal.conformance.target import Target, TargetError
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

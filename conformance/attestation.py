@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.conformance.results import SuiteResult
 from hatp_journal.toolkit.attestation import (
     ATTESTATION_TYPE,
@@ -19,8 +21,6 @@ from hatp_journal.toolkit.attestation import (
     attestation_payload,
     verify_attestation,
 )
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.signing import SigningKey
 
 __all__ = [

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hatp_journal._shared.extras import needs_extras
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.extras import needs_extras
 
 if TYPE_CHECKING:
     from hatp_journal.conformance.results import SuiteResult
@@ -39,13 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     # Imported once the arguments are read: --help should not wait for the MCP stack.
     import anyio
 
+    from hatp_journal._shared.canonical import canonical_bytes
+    from hatp_journal._shared.clock import utc_now
     from hatp_journal.conformance.attestation import NothingToAttest, attest
     from hatp_journal.conformance.expected import ExpectedFailuresError, load_expected_failures
     from hatp_journal.conformance.report import summary
     from hatp_journal.conformance.runner import run_suites
     from hatp_journal.conformance.target import TargetError
-    from hatp_journal.toolkit.canonical import canonical_bytes
-    from hatp_journal.toolkit.clock import utc_now
     from hatp_journal.toolkit.signing import SigningKey
 
     try:

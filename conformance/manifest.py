@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hatp_journal.toolkit.canonical import sha256_digest
+from hatp_journal._shared.canonical import sha256_digest
 
 TargetKind = Literal["server", "recorder"]
 

@@ -6,7 +6,7 @@ its verifier. An adapter runs the Recorder in front of the suite's stub server
 calls an agent would, and hands back the exported record. Name an adapter on the command line as
 ``--recorder module:factory``. A Recorder ships its own adapter: this project's is
 ``hatp_journal.recorder.gateway.conformance_adapter:reference``. The values passed between suite and
-adapter are in :mod:`hatp_journal.toolkit.recorder_adapter`, so an adapter needs nothing from here.
+adapter are in :mod:`hatp_journal._shared.recorder_adapter`, so an adapter needs nothing from here.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import importlib
 from collections.abc import Sequence
 from typing import Protocol
 
+from hatp_journal._shared.recorder_adapter import AgentCall, RecordedRun, RecordVerdict
 from hatp_journal.conformance.target import TargetError
-from hatp_journal.toolkit.recorder_adapter import AgentCall, RecordedRun, RecordVerdict
 
 __all__ = ["AgentCall", "RecordVerdict", "RecordedRun", "RecorderUnderTest", "load_recorder"]
 

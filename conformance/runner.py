@@ -16,6 +16,8 @@ from fastmcp import Client
 from mcp.types import Tool
 from pydantic import ValidationError
 
+from hatp_journal._shared.clock import utc_now, wire_time
+
 # Importing the check modules registers their checks.
 from hatp_journal.conformance.checks import declarations, effects, several, undo  # noqa: F401
 from hatp_journal.conformance.checks import recorder as recorder_checks
@@ -29,7 +31,6 @@ from hatp_journal.conformance.results import CheckOutcome, OperationReport, Suit
 from hatp_journal.conformance.session import TargetSession
 from hatp_journal.conformance.target import Target, TargetError
 from hatp_journal.toolkit.attestation import SuiteInfo
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import BINDING_TOOLS, META_KEY, TESTING_TOOLS, Declaration, KeysAnswer

@@ -14,8 +14,8 @@ from fastmcp import Client
 from mcp.types import CallToolResult, Tool
 from pydantic import ValidationError
 
+from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.conformance.checks.outcome import NotTestable
-from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.wire import (
     CHECK_TOOL,
     CLOCK_TOOL,

@@ -30,11 +30,9 @@ from hatp_journal.toolkit import (
     compensates,
     create_store_engine,
     undoable,
-    utc_now,
-    wire_time,
 )
 from hatp_journal.toolkit.signing import call_payload
-from hatp_journal.toolkit.wire import META_KEY
+from hatp_journal.toolkit.wire import META_KEY, utc_now, wire_time
 
 SERVER = "stub://conformance"
 

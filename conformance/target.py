@@ -17,7 +17,7 @@ from typing import Any
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from hatp_journal.toolkit.testing_surface import TESTING_ENV
+from hatp_journal._shared.testing_env import TESTING_ENV
 
 
 class TargetError(ValueError):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS
-from hatp_journal.toolkit.files import MAX_NESTING, FileProblem, check_nesting, read_text, too_deep
+from hatp_journal._shared.durations import MAX_WINDOW_SECONDS
+from hatp_journal._shared.files import MAX_NESTING, FileProblem, check_nesting, read_text, too_deep
 
 SAFE_INTEGER = 2**53 - 1
 
@@ -200,7 +200,7 @@ class RecorderConfig(BaseModel):
 def load_config(path: Path) -> RecorderConfig:
     """Read and validate ``path``; relative paths in it are taken from its folder.
 
-    The file is read through :mod:`hatp_journal.toolkit.files` (size, UTF-8, nesting limits).
+    The file is read through :mod:`hatp_journal._shared.files` (size, UTF-8, nesting limits).
     """
     try:
         text = read_text(path, limit=MAX_CONFIG_BYTES)

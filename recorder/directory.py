@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from hatp_journal._shared.files import FileProblem, check_nesting, read_text
 from hatp_journal.recorder.policy.locate import LocateError, located
 from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.runs.not_counted import NotCounted, Refused
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.files import FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import VerifyKey, b64url_decode
 
 
@@ -67,7 +67,7 @@ class Directory(BaseModel):
     def load(cls, path: Path) -> Directory:
         """Read ``path``; every error names the file and the line, ``path:line:column: what``.
 
-        Read through :mod:`hatp_journal.toolkit.files` (size, UTF-8 and nesting limits). Duplicate
+        Read through :mod:`hatp_journal._shared.files` (size, UTF-8 and nesting limits). Duplicate
         JSON keys and public keys that are not Ed25519 keys are refused like the policy file's errors.
         """
         try:

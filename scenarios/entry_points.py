@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hatp_journal.toolkit.extras import needs_extras, require_extra
+from hatp_journal._shared.extras import needs_extras, require_extra
 
 
 @needs_extras

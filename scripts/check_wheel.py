@@ -44,7 +44,7 @@ def main() -> int:
     data = ("*.py", "py.typed", "*.json", "*.html", "*.css", "*.js", "*.toml")
     sources = {
         "hatp_journal/" + str(path.relative_to(ROOT))
-        for folder in ("toolkit", "servers", "recorder", "scenarios", "conformance")
+        for folder in ("_shared", "toolkit", "servers", "recorder", "scenarios", "conformance")
         for pattern in data
         for path in (ROOT / folder).rglob(pattern)
         if "__pycache__" not in path.parts

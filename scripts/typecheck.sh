@@ -4,7 +4,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 tree="$root/build/typecheck/hatp_journal"
 mkdir -p "$tree"
-for folder in toolkit servers recorder scenarios conformance; do
+for folder in _shared toolkit servers recorder scenarios conformance; do
   ln -sfn "$root/$folder" "$tree/$folder"
 done
 cd "$root"

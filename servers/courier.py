@@ -33,10 +33,10 @@ from sqlalchemy import Connection, Engine, RootTransaction, create_engine, updat
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal._shared.crashpoints import crash_point
+from hatp_journal._shared.mail import Envelope, MailDeliveryError, SmtpSession
 from hatp_journal.servers.outbox import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
-from hatp_journal.toolkit.clock import utc_now, wire_time
-from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
 from hatp_journal.toolkit.store import configure_sqlite
 
 __all__ = [
@@ -141,11 +141,11 @@ def stop_courier(engine: Engine, *, wait_seconds: float = 30.0) -> int | None:
 
 
 class SentMark:
-    """A notice's ``sent`` mark (a :class:`~hatp_journal.toolkit.mail.DeliveryMark`): staged in an
+    """A notice's ``sent`` mark (a :class:`~hatp_journal._shared.mail.DeliveryMark`): staged in an
     open transaction before the message goes out, committed the moment its ``250`` is read.
 
     On SQLite the staged mark holds the store's write lock while the server stores the message, so
-    the commit after the ``250`` waits for nobody; :data:`~hatp_journal.toolkit.mail.
+    the commit after the ``250`` waits for nobody; :data:`~hatp_journal._shared.mail.
     MARK_HOLD_SECONDS` bounds that hold.
     """
 

@@ -48,9 +48,10 @@ from email.utils import parseaddr
 from sqlalchemy import Engine, LargeBinary
 from sqlmodel import Column, Field, Session, SQLModel, col, select
 
-from hatp_journal.toolkit import Tx, wire_time
-from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import probe
+from hatp_journal._shared.crashpoints import crash_point
+from hatp_journal._shared.mail import probe
+from hatp_journal.toolkit import Tx
+from hatp_journal.toolkit.wire import wire_time
 
 __all__ = [
     "COURIERS",
@@ -207,7 +208,7 @@ class Batch:
     def stage(self, message: EmailMessage, *, kind: str, about: str) -> Staged:
         """Write ``message`` to the outbox in the transaction; it is delivered after the commit.
 
-        Sets the message's Message-ID. Raises :class:`~hatp_journal.toolkit.mail.MailDeliveryError`
+        Sets the message's Message-ID. Raises :class:`~hatp_journal._shared.mail.MailDeliveryError`
         (nothing staged) if the server can't be reached, refuses the sender, or every recipient.
         """
         outbox, tx = self._outbox, self._tx

@@ -1,6 +1,6 @@
-"""The servers' name for the shared SMTP sender, which lives in :mod:`hatp_journal.toolkit.mail`."""
+"""The servers' name for the shared SMTP sender, which lives in :mod:`hatp_journal._shared.mail`."""
 
-from hatp_journal.toolkit.mail import (
+from hatp_journal._shared.mail import (
     Envelope,
     MailDeliveryError,
     SmtpSession,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 # postgres_url and store_url (SQLite, then PostgreSQL): one throwaway cluster per session.
-pytest_plugins = ["hatp_journal.toolkit.pytest_postgres"]
+pytest_plugins = ["hatp_journal._shared.pytest_postgres"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -19,7 +19,7 @@ from hatp_journal.recorder.directory import Directory, Person
 DOCS = Path(__file__).parents[1] / "docs"
 
 PROGRAMS = {
-    "hatp-journal": "hatp_journal.toolkit.cli",
+    "hatp-journal": "hatp_journal.toolkit._cli",
     "hatp-recorder": "hatp_journal.recorder.cli.command_line",
     "hatp-conformance": "hatp_journal.conformance.cli",
     "hatp-demo": "hatp_journal.scenarios.cli",

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-FOLDERS = ("toolkit", "servers", "recorder", "scenarios", "conformance")
+FOLDERS = ("_shared", "toolkit", "servers", "recorder", "scenarios", "conformance")
 
 
 def test_every_folder_with_an_init_is_a_declared_package() -> None:

@@ -65,7 +65,7 @@ def test_the_recorders_commands_that_read_the_record_do_not_load_the_mcp_stack()
 def _lazy_packages() -> list[Path]:
     return sorted(
         init
-        for folder in ("toolkit", "servers", "recorder", "scenarios", "conformance")
+        for folder in ("_shared", "toolkit", "servers", "recorder", "scenarios", "conformance")
         for init in (ROOT / folder).rglob("__init__.py")
         if "lazy_exports(" in init.read_text(encoding="utf-8")
     )
@@ -116,7 +116,7 @@ def test_a_name_a_lazy_package_does_not_export_is_an_attribute_error() -> None:
 
 
 def test_a_lazy_name_that_is_also_its_modules_name_is_refused() -> None:
-    from hatp_journal.toolkit.lazy import lazy_exports
+    from hatp_journal._shared.lazy import lazy_exports
 
     with pytest.raises(ValueError, match="decide"):
         lazy_exports("hatp_journal.recorder.policy", {"hatp_journal.recorder.policy.decide": ["decide"]})

@@ -19,7 +19,7 @@ BEING_SPLIT = frozenset(
         # entry once their branch is merged.
         "recorder/record/verify.py",
         "recorder/record/bodies.py",
-        "toolkit/undo.py",
+        "toolkit/_undo.py",
         "conformance/forge.py",
         "servers/ui/tools.py",
         "recorder/undo/planner.py",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hatp_journal.toolkit.extras import MISSING_EXTRA, install_hint
+from hatp_journal._shared.extras import MISSING_EXTRA, install_hint
 
 pytestmark = pytest.mark.slow
 

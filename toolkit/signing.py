@@ -19,9 +19,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
+from hatp_journal._shared.files import BOM, MAX_KEY_BYTES, FileCode, FileProblem, read_bytes
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.files import BOM, MAX_KEY_BYTES, FileCode, FileProblem, read_bytes
 from hatp_journal.toolkit.wire import PublicKey, Receipt
 
 

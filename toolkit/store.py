@@ -15,13 +15,13 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Field, SQLModel, create_engine
 
-from hatp_journal.toolkit.after_commit import PendingAction
+from hatp_journal._shared.extras import install_hint, missing_extra
+from hatp_journal.toolkit._after_commit import PendingAction
+from hatp_journal.toolkit._tombstones import Tombstone
+from hatp_journal.toolkit._undo_writes import UndoWrite
 from hatp_journal.toolkit.errors import StoreCode, StoreError
-from hatp_journal.toolkit.extras import install_hint, missing_extra
 from hatp_journal.toolkit.signing import token_digest
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
-from hatp_journal.toolkit.tombstones import Tombstone
-from hatp_journal.toolkit.undo_writes import UndoWrite
 
 
 class UndoRecord(SQLModel, table=True):

@@ -1,5 +1,7 @@
-"""Test helpers for server authors: a movable clock and a harness that drives a
-journal without MCP, so a compensation can be unit-tested in a few lines::
+"""Test helpers for server authors: a movable clock, a harness that drives a journal without MCP (so
+a compensation can be unit-tested in a few lines), the hooks that feed the conformance suite's test-only
+surface (:func:`sample_for`, :func:`outside_edit_for`) and :func:`spec_of`, which reads a tool's
+declaration back::
 
     harness = JournalHarness(update_deal, restore_stage, store=tmp_path / "t.db")
     call = harness.call("update_deal", deal_id="D-881", stage="Won")
@@ -15,13 +17,23 @@ from typing import Any, Literal
 
 from sqlalchemy import Engine
 
-from hatp_journal.toolkit.clock import wire_time
-from hatp_journal.toolkit.durations import parse_window
-from hatp_journal.toolkit.journal import Invocation, Journal
+from hatp_journal._shared.clock import wire_time
+from hatp_journal._shared.durations import parse_window
+from hatp_journal.toolkit._journal import Invocation, Journal
+from hatp_journal.toolkit._samples import outside_edit_for, sample_for
+from hatp_journal.toolkit._spec import spec_of
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, prove_compensate, verify_answer, verify_call
-from hatp_journal.toolkit.wire import CompensateRequest, Override, UndoAnswer
+from hatp_journal.toolkit.wire import CompensateRequest, Override, Sample, UndoAnswer
 
-__all__ = ["FakeClock", "JournalHarness"]
+__all__ = [
+    "FakeClock",
+    "Invocation",
+    "JournalHarness",
+    "Sample",
+    "outside_edit_for",
+    "sample_for",
+    "spec_of",
+]
 
 
 class FakeClock:

@@ -5,12 +5,21 @@ The JSON Schema of each top-level model is published under ``docs/schema/``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from hatp_journal.toolkit.canonical import sha256_digest
+# Canonical JSON, wire times and windows: what a server writes into the wire's fields.
+from hatp_journal._shared.canonical import canonical_bytes as canonical_bytes
+from hatp_journal._shared.canonical import content_etag as content_etag
+from hatp_journal._shared.canonical import sha256_digest as sha256_digest
+from hatp_journal._shared.clock import parse_wire_time as parse_wire_time
+from hatp_journal._shared.clock import utc_now as utc_now
+from hatp_journal._shared.clock import wire_time as wire_time
+from hatp_journal._shared.durations import format_window as format_window
+from hatp_journal._shared.durations import parse_window as parse_window
 from hatp_journal.toolkit.errors import ErrorCode
 
 META_KEY = "hatp/journal"
@@ -387,3 +396,16 @@ SCHEMA_MODELS: dict[str, type[WireModel]] = {
     "testing-samples-answer": SamplesAnswer,
     "testing-state-answer": StateAnswer,
 }
+
+
+def conflict_words(conflicts: Sequence[ResourceFound]) -> str:
+    """``crm://…/D-2: amount is now 9.00 (v4), changed by eve@acme.com; …``: each conflict named."""
+    said = []
+    for one in conflicts:
+        if one.version_found is None:
+            said.append(f"{one.resource}: it no longer exists")
+            continue
+        what = ", ".join(f"{c.field} is now {c.now}" for c in one.changes) or "it changed"
+        by = f", changed by {one.changed_by}" if one.changed_by else ""
+        said.append(f"{one.resource}: {what} ({one.version_found}){by}")
+    return "; ".join(said)

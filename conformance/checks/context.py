@@ -9,9 +9,9 @@ from typing import Any, Literal
 from mcp.types import Tool
 from pydantic import ValidationError
 
+from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.conformance.checks.outcome import CheckFailed, NotTestable, expect, require
 from hatp_journal.conformance.session import Reply, TargetSession
-from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.signing import VerifyKey, verify_answer
 from hatp_journal.toolkit.wire import (
     META_KEY,

@@ -6,10 +6,10 @@ import secrets
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.durations import parse_window
 from hatp_journal.conformance.checks.context import CheckContext
 from hatp_journal.conformance.checks.outcome import CheckFailed, expect
 from hatp_journal.conformance.checks.registry import server_check
-from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.wire import CHECK_TOOL, COMPENSATE_TOOL, KEYS_TOOL, META_KEY, Declaration
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal._shared.durations import parse_window
 from hatp_journal.conformance.checks.context import CheckContext
 from hatp_journal.conformance.checks.outcome import NotTestable, expect, require
 from hatp_journal.conformance.checks.registry import server_check
-from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.signing import verify_call
 
 CLOCK_SLACK = timedelta(seconds=5)

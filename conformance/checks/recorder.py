@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.conformance.checks.outcome import CheckFailed, expect, require
 from hatp_journal.conformance.checks.registry import recorder_check
 from hatp_journal.conformance.recorder_target import AgentCall, RecordedRun, RecorderUnderTest
 from hatp_journal.conformance.run_record import RecordEntry, RunRecord
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 
 
 def set_value(value: str) -> AgentCall:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hatp_journal.toolkit.text import shown
+from hatp_journal._shared.text import shown
 
 GAP = "  "
 
@@ -15,7 +15,7 @@ GAP = "  "
 def aligned(rows: Sequence[Sequence[str]], *, indent: str = "") -> list[str]:
     """Each row as one line, every column but the last padded to its widest cell; empty columns
     (in every row) are left out, so there are no runs of blanks where nothing is said. Every cell is
-    made safe first (:func:`~hatp_journal.toolkit.text.shown`): a value is one cell of one line."""
+    made safe first (:func:`~hatp_journal._shared.text.shown`): a value is one cell of one line."""
     if not rows:
         return []
     width = max(len(row) for row in rows)

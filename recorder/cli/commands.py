@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal._shared.clock import parse_wire_time, utc_now, wire_time
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder import tracing
 from hatp_journal.recorder.cli.bad_input import said_as_bad_input
 from hatp_journal.recorder.cli.columns import aligned
@@ -48,9 +50,7 @@ from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import listed_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.web.views import review
-from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey
-from hatp_journal.toolkit.text import shown
 
 _log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hatp_journal.toolkit.extras import needs_extras
+from hatp_journal._shared.extras import needs_extras
 
 
 @needs_extras

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import anyio
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.explain import ExplainError, explain, explanation, parse_arguments
 from hatp_journal.recorder.policy import load_policy
-from hatp_journal.toolkit.clock import utc_now
 
 
 def explain_command(args: argparse.Namespace) -> int:

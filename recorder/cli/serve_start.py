@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack
 
 import anyio
 
+from hatp_journal._shared.extras import require_extra
 from hatp_journal.recorder import tracing
 from hatp_journal.recorder.cli.boot import spawn_stdio_servers
 from hatp_journal.recorder.config import (
@@ -25,7 +26,6 @@ from hatp_journal.recorder.config import (
     missing_commands,
     with_run_key,
 )
-from hatp_journal.toolkit.extras import require_extra
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.cli.columns import aligned
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -34,7 +35,6 @@ from hatp_journal.recorder.record.entry_bodies import (
 from hatp_journal.recorder.runs.ask_words import arguments_text, reaches
 from hatp_journal.recorder.runs.class_words import class_words
 from hatp_journal.recorder.runs.preview_words import preview_words
-from hatp_journal.toolkit.text import shown
 
 Line = tuple[str, str, str, str]
 _SECTIONS = ("steps", "conflicts", "notReversible")

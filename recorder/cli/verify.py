@@ -14,13 +14,13 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record import Checkpoint, verify_record
 from hatp_journal.recorder.record.witness_checks import WitnessPins
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
-from hatp_journal.toolkit.text import shown
 from hatp_journal.toolkit.wire import PublicKey
 
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.gateway.intake import SAFE_INTEGER, _unicode
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 ARGUMENTS_NOT_CANONICAL = "ARGUMENTS_NOT_CANONICAL"
 ARGUMENTS_TOO_DEEP = "ARGUMENTS_TOO_DEEP"

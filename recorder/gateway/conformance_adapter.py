@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+from hatp_journal._shared.recorder_adapter import AgentCall, RecordedRun, RecordVerdict
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Autonomy, Policy
 from hatp_journal.recorder.record import RunStore, verify_record
-from hatp_journal.toolkit.recorder_adapter import AgentCall, RecordedRun, RecordVerdict
 from hatp_journal.toolkit.signing import SigningKey
 
 STUB = "stub"

@@ -19,6 +19,7 @@ from fastmcp.tools import ToolResult
 from fastmcp.tools.base import InputRequiredToolResult
 from mcp.types import InputRequiredResult
 
+from hatp_journal._shared.crashpoints import crash_point
 from hatp_journal.recorder.gateway import agent_tools, passthrough
 from hatp_journal.recorder.gateway.arguments import check_arguments
 from hatp_journal.recorder.gateway.call_body import call_wire, outcome
@@ -72,7 +73,6 @@ from hatp_journal.recorder.undo.host_undo import (
     snapshot_asks,
     take_snapshot,
 )
-from hatp_journal.toolkit.crashpoints import crash_point
 
 
 class Recorder(RecorderBase):

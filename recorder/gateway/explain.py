@@ -9,12 +9,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from hatp_journal._shared.text import shown_lines
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.gateway import kept_tools
 from hatp_journal.recorder.gateway.call_facts import ListedServer, for_call, tool_facts
 from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
 from hatp_journal.recorder.policy.classes import CLASS_MEANINGS, ClassOrigin
-from hatp_journal.toolkit.text import shown_lines
 
 EXPLAINED_RUN = "explain"
 """The run an explained call is decided in: a run of its own, with nothing spent (a per-run cap

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal._shared.files import FileProblem, read_bytes
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import utc_now, wire_time
-from hatp_journal.toolkit.files import FileProblem, read_bytes
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
 from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, select
 
-from hatp_journal.toolkit.clock import utc_now, wire_time
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
 from hatp_journal.toolkit.store_schema import ensure_schema
 

@@ -27,8 +27,8 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.gateway.intake import bounded
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 SAMPLING = "sampling/createMessage"
 ELICITATION = "elicitation/create"

@@ -24,9 +24,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer, prune_answers
-from hatp_journal.toolkit.clock import wire_time
 
 IDEMPOTENCY_META = "hatp/idempotencyKey"
 """Where a call names itself for retries: ``_meta["hatp/idempotencyKey"]``, 1-255 characters."""

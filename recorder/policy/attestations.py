@@ -22,13 +22,13 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal._shared.durations import MAX_WINDOW_SECONDS
+from hatp_journal._shared.files import FileProblem, check_nesting, read_text
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.toolkit.attestation import Attestation, verify_attestation
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.files import FileProblem, check_nesting, read_text
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import PublicKey, WireModel
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal, DecimalException
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.policy.facts import CallFacts
 from hatp_journal.recorder.policy.model import MoneyCaps
 from hatp_journal.recorder.policy.money import MoneySpent, add, amount_of, show
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode, Totals, Verdict, reason
-from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.wire import Money
 
 

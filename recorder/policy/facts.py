@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from hatp_journal._shared.durations import parse_window
 from hatp_journal.recorder.policy.classes import ClassVerdict, Hints, declared_class
-from hatp_journal.toolkit.durations import parse_window
 from hatp_journal.toolkit.wire import Declaration, Money, Via
 
 Kind = Literal["compensate", "none", "unknown", "read"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.files import FileProblem, read_text
 from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.classes import rank
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
@@ -14,7 +15,6 @@ from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.override_people import override_problems
 from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
-from hatp_journal.toolkit.files import FileProblem, read_text
 
 
 def load_policy(path: str | Path, *, directory: str | Path | None = None) -> Policy:

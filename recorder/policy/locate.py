@@ -14,7 +14,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from hatp_journal.toolkit.files import FileProblem, check_nesting
+from hatp_journal._shared.files import FileProblem, check_nesting
 
 Path = tuple[str | int, ...]
 _WHITESPACE = " \t\n\r"
@@ -80,7 +80,7 @@ class KeyMap:
 def located(text: str, source: str) -> KeyMap:
     """Check that ``text`` is one acceptable JSON document and map its keys; ``source`` names it.
 
-    Nesting is bounded first (:func:`~hatp_journal.toolkit.files.check_nesting`): both the standard
+    Nesting is bounded first (:func:`~hatp_journal._shared.files.check_nesting`): both the standard
     parser and :func:`locate` recurse once per level. Raises :class:`LocateError` for anything wrong.
     """
     try:

@@ -20,15 +20,15 @@ from pydantic import (
     model_validator,
 )
 
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.durations import MAX_WINDOW_SECONDS, parse_window
 from hatp_journal.recorder.policy.attestations import Attestations, AttestationTrust
 from hatp_journal.recorder.policy.classes import RClass
 from hatp_journal.recorder.policy.registry import Registry
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.durations import MAX_WINDOW_SECONDS, parse_window
 from hatp_journal.toolkit.wire import Money, WireModel
 
 Seconds = Annotated[int, Field(ge=0, le=MAX_WINDOW_SECONDS)]
-"""A policy's ``…Seconds``: at most :data:`~hatp_journal.toolkit.durations.MAX_WINDOW_SECONDS` (100
+"""A policy's ``…Seconds``: at most :data:`~hatp_journal._shared.durations.MAX_WINDOW_SECONDS` (100
 years), so that every time it is added to or taken from stays a date (docs/policy.md)."""
 
 PositiveSeconds = Annotated[int, Field(gt=0, le=MAX_WINDOW_SECONDS)]

@@ -1,7 +1,7 @@
 """The host registry: files that classify each tool of one MCP server, with a rationale, the
 evidence it was checked against, and narrow argument rules (docs/policy.md, "The host registry").
 
-A file is JSON, read like the policy: through :mod:`hatp_journal.toolkit.files` (size, UTF-8,
+A file is JSON, read like the policy: through :mod:`hatp_journal._shared.files` (size, UTF-8,
 nesting) and :mod:`.locate` (duplicate keys, line numbers), then validated strictly. Anything
 doubtful (an unknown class, a rule that does not parse, a rule naming an argument the tool does
 not have, a disclosure that is not R4) is refused with the file and line.
@@ -19,14 +19,14 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.files import FileProblem, read_text
 from hatp_journal.recorder.policy.classes import CLASSES as CLASS_RANK
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
 from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
 from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry_compensation import Compensation, ToolShape
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.files import FileProblem, read_text
 from hatp_journal.toolkit.wire import WireModel
 
 FORMAT = "hatp-registry/1"

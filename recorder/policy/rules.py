@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.policy.attestations import AttestationProblem, Attestations, Judgement
 from hatp_journal.recorder.policy.classes import CLASSES, ClassSource
 from hatp_journal.recorder.policy.facts import KINDS, VIAS, CallFacts
 from hatp_journal.recorder.policy.model import Action, Autonomy, ClassActions, MoneyCaps, PolicyOverride
 from hatp_journal.recorder.policy.money import MoneySpent
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode, Totals, Verdict, reason
-from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.wire import Money
 
 NOT_ATTESTED = AttestationProblem.NOT_ATTESTED

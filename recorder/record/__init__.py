@@ -8,7 +8,7 @@ pinned keys. See ``docs/run-record.md``.
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.recorder.record.chain import genesis_hash
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from hatp_journal.recorder.record.report import Check, Problem, VerifyReport
     from hatp_journal.recorder.record.store import RunStore
     from hatp_journal.recorder.record.verify import verify_record
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, LargeBinary, delete, or_, select
 from sqlmodel import Column, Field, SQLModel
 
-from hatp_journal.toolkit.clock import wire_time
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.toolkit.store_schema import ensure_schema
 
 

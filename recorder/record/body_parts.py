@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SignatureTask, VerifyKey, signature_task, strict_receipt, verify
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from hatp_journal._shared.canonical import canonical_and_plain, sha256_digest
 from hatp_journal.recorder.record.models import Run
-from hatp_journal.toolkit.canonical import canonical_and_plain, sha256_digest
 
 
 def genesis_hash(run: Run) -> str:

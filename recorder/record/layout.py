@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record.report import Check, Findings
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 ENTRY_KEYS = ("body", "hash", "id", "kind", "prevHash", "run", "seq", "time")
 """An entry's members in RFC 8785 order; ``hash`` is the one not hashed."""

@@ -9,7 +9,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.toolkit.wire import PublicKey, Receipt, WireModel
 
 RECORD_FORMAT: Final = "hatp-run-record/2"

@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, SQLModel, select
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.record.answers import (
     KeptAnswer,
     answer_row,
@@ -56,7 +57,6 @@ from hatp_journal.recorder.record.tables import (
     RecDirectory,
     RecRun,
 )
-from hatp_journal.toolkit.clock import wire_time
 
 _APPEND_ATTEMPTS = 20
 """Retries after losing a race on ``UNIQUE(run, seq)`` (only databases without BEGIN IMMEDIATE)."""

@@ -19,6 +19,8 @@ from sqlalchemy import Engine, Row, bindparam, inspect, text
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, SQLModel, col, select
 
+from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.recorder.record.answers import (
     FIND_BY_KEY_SQL,
     FIND_BY_TOOL_SQL,
@@ -52,8 +54,6 @@ from hatp_journal.recorder.record.tables import (
     RecRun,
 )
 from hatp_journal.recorder.record.witnessed import ensure_witnessed, kept_cosignatures
-from hatp_journal.toolkit.canonical import canonical_bytes
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 from hatp_journal.toolkit.store import create_store_engine
 from hatp_journal.toolkit.store_schema import ensure_schema

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record.layout import (
     ENTRY_KEYS,
     DuplicateKey,
@@ -29,7 +30,6 @@ from hatp_journal.recorder.record.layout import (
     _object,
 )
 from hatp_journal.recorder.record.report import Check, Findings
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 CHUNK = 1 << 20
 """Bytes read at a time."""

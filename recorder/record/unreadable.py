@@ -18,8 +18,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.toolkit.text import shown
 
 
 class ReadCode(StrEnum):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
 from hatp_journal.recorder.record.layout import read_export
@@ -32,7 +33,6 @@ from hatp_journal.recorder.record.signature_workers import POOL_AFTER
 from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.record.witness_checks import WitnessCheck, WitnessPins
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode, verify
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, LargeBinary, delete, insert, select
 from sqlmodel import Column, Field, SQLModel
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.record.models import Cosignature
-from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.store_schema import ensure_schema
 
 

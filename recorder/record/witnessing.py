@@ -20,6 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal._shared.text import shown
 from hatp_journal.recorder.config import ConfigError, WitnessConfig
 from hatp_journal.recorder.record.chain import genesis_hash
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature
@@ -27,10 +29,8 @@ from hatp_journal.recorder.record.store import RunStore
 from hatp_journal.recorder.record.witnessed import Due, dues, keep_cosignature, latest_cosigned, note_due
 from hatp_journal.recorder.witness.client import Unreachable, latest_head, send_cosign
 from hatp_journal.recorder.witness.wire import MAX_REQUEST_BYTES, CosignRequest, WitnessCode, WitnessedHead
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import VerifyKey, b64url, verify
-from hatp_journal.toolkit.text import shown
 
 _T = TypeVar("_T")
 

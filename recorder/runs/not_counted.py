@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hatp_journal.toolkit.text import shown
+from hatp_journal._shared.text import shown
 
 
 class NotCounted(StrEnum):

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, get_args
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal._shared.crashpoints import crash_point
+from hatp_journal._shared.mail import MailDeliveryError
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
@@ -35,9 +38,6 @@ from hatp_journal.recorder.record.written_bodies import (
     MailDeliveredRecord,
     MailFailedRecord,
 )
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.crashpoints import crash_point
-from hatp_journal.toolkit.mail import MailDeliveryError
 
 MAILED_KINDS: Final[tuple[NoticeKind, ...]] = ("review", "reminder", "escalation")
 MAIL_OUTCOMES: Final[tuple[MailKind, ...]] = get_args(MailKind)

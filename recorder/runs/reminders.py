@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, get_args
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal._shared.mail import compose, send_message
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
@@ -36,8 +38,6 @@ from hatp_journal.recorder.runs.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, f
 from hatp_journal.recorder.runs.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
 from hatp_journal.recorder.runs.walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.steps import Step, steps_of
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
-from hatp_journal.toolkit.mail import compose, send_message
 
 NOTICE_KINDS: Final[tuple[NoticeKind, ...]] = get_args(NoticeKind)
 NOTICE_FAILED = "NOTICE_FAILED"
@@ -305,7 +305,7 @@ def _address(directory: Directory, person_id: str) -> str | None:
 
 
 def _send(mail: MailSection, to: list[str], subject: str, text: str, message_id: str) -> None:
-    # Headers only through the email library (a server's summary is in the subject): toolkit/mail.py.
+    # Headers only through the email library (a server's summary is in the subject): _shared/mail.py.
     message = compose(mail.sender, to, subject, text)
     message["Message-ID"] = message_id
     assert mail.smtp_port is not None

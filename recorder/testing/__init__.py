@@ -18,6 +18,7 @@ from typing import Any
 
 from fastmcp import Client, FastMCP
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig, WitnessConfig
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Policy
@@ -35,7 +36,6 @@ from hatp_journal.recorder.testing.org import (
     mailing,
     make_org,
 )
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 __all__ = [

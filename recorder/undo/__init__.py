@@ -3,7 +3,7 @@ remedies."""
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from hatp_journal.recorder.undo.plan import ReversalPlan, plan_schema, plan_text, undo_label
     from hatp_journal.recorder.undo.planner import CheckUnavailable, PlannedUndo, UndoRequest, build_plan
     from hatp_journal.recorder.undo.steps import Step, steps_of
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry, Run, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import (
@@ -39,7 +40,6 @@ from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.signing import SigningKey
 
 _log = logging.getLogger(__name__)

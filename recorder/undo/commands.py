@@ -17,6 +17,8 @@ import anyio
 import httpx2
 from mcp.shared.exceptions import MCPError
 
+from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal._shared.text import shown, shown_lines
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.downstream_errors import DownstreamCode
@@ -44,9 +46,7 @@ from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.views import side_effects_of
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey
-from hatp_journal.toolkit.text import shown, shown_lines
 
 
 async def run_command(args: argparse.Namespace, config: RecorderConfig, store: RunStore) -> int:

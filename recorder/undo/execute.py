@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     DecisionBody,
@@ -44,7 +45,6 @@ from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.links import dependents
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
-from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.signing import compensate_payload
 
 StepStatus = Literal["reversed", "conflicted", "failed", "skipped", "notReversible"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal._shared.canonical import canonical_bytes
 
 SHOWN_CHARS = 120
 """How much of a changed value a change shows (the rest is cut, marked with …)."""

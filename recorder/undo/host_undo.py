@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
 from hatp_journal.recorder.policy.registry_compensation import (
@@ -35,8 +37,6 @@ from hatp_journal.recorder.policy.registry_compensation import (
 from hatp_journal.recorder.policy.template_paths import resolve
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord
 from hatp_journal.recorder.undo.host_diff import changes, listed, only_in, same, undone
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
-from hatp_journal.toolkit.clock import wire_time
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import SigningKey, answer_payload
 from hatp_journal.toolkit.wire import PROTOCOL

@@ -11,8 +11,8 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.text import shown_lines
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.text import shown_lines
 from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, FieldChange, Money, ResourceFound, WireModel
 

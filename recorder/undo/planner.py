@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import anyio
 
+from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
@@ -40,7 +41,6 @@ from hatp_journal.recorder.undo.plan import (
 )
 from hatp_journal.recorder.undo.several import several_conflicts
 from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
-from hatp_journal.toolkit.clock import parse_wire_time
 from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
 
 

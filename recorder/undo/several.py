@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hatp_journal.recorder.undo.steps import Chains, Step
-from hatp_journal.toolkit.conflicts import conflict_words
-from hatp_journal.toolkit.wire import FieldChange, ResourceFound, UndoAnswer
+from hatp_journal.toolkit.wire import FieldChange, ResourceFound, UndoAnswer, conflict_words
 
 
 def several_conflicts(

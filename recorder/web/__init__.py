@@ -2,12 +2,12 @@
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.recorder.web.app import WebApprover
     from hatp_journal.recorder.web.errors import WebCode, WebRefusal
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -25,6 +25,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import CallBody, OwnBodyUnreadable, read_own
@@ -62,7 +63,6 @@ from hatp_journal.recorder.web.views import (
     timeline,
     unreadable_line,
 )
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 _log = logging.getLogger(__name__)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.web.app import WebApprover, sign_in_link
 from hatp_journal.recorder.web.server import serve_forever
-from hatp_journal.toolkit.clock import utc_now
 
 
 def run(args: argparse.Namespace, config: RecorderConfig) -> int:

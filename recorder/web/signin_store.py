@@ -22,8 +22,8 @@ from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 from hatp_journal.toolkit.store_schema import ensure_schema
 
 # A session remembers this many form nonces; older unused forms then read as stale.

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -28,7 +29,6 @@ from hatp_journal.recorder.runs.preview_words import preview_words
 from hatp_journal.recorder.undo.approval import PlanAsk
 from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.steps import steps_of
-from hatp_journal.toolkit.clock import parse_wire_time
 
 
 def time_left(until: str | None, now: datetime) -> str:

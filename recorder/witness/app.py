@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.witness.cosign import Refusal, Witness
 from hatp_journal.recorder.witness.wire import (
     MAX_REQUEST_BYTES,
@@ -20,7 +21,6 @@ from hatp_journal.recorder.witness.wire import (
     WitnessErrorBody,
     WitnessInfo,
 )
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 _STATUS = {
     WitnessCode.WITNESS_BAD_REQUEST: 400,

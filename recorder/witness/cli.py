@@ -66,7 +66,7 @@ def _key(command: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace, key: SigningKey) -> int:
-    from hatp_journal.toolkit.extras import require_extra
+    from hatp_journal._shared.extras import require_extra
 
     require_extra("serve")  # before the store is made, not once it runs
     import uvicorn

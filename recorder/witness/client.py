@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from pydantic import ValidationError
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.witness.wire import (
     CosignRequest,
     WitnessCode,
@@ -19,7 +20,6 @@ from hatp_journal.recorder.witness.wire import (
     WitnessError,
     WitnessErrorBody,
 )
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 MAX_ANSWER_BYTES = 1 << 20
 """The largest answer read from a witness: a head and a cosignature are a few hundred bytes."""

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.recorder.record.chain import genesis_hash
 from hatp_journal.recorder.record.models import Cosignature, cosignature_payload
 from hatp_journal.recorder.witness.store import WitnessStore
 from hatp_journal.recorder.witness.wire import CosignRequest, WitnessCode, WitnessedHead
-from hatp_journal.toolkit.canonical import canonical_bytes
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, b64url_decode, verify
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record.chain import seal
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature, Entry, RunRecordFile
 from hatp_journal.recorder.record.store import RunStore
@@ -26,7 +27,6 @@ from hatp_journal.recorder.record.witnessed import keep_cosignature
 from hatp_journal.recorder.witness.cosign import Refusal, Witness
 from hatp_journal.recorder.witness.store import WitnessStore
 from hatp_journal.recorder.witness.wire import CosignRequest, WitnessCode
-from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.signing import SigningKey, b64url
 
 RUN = "run_witnessed_example"

@@ -12,9 +12,9 @@ from sqlalchemy import LargeBinary, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Column, Field, SQLModel
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record.layout import parse_json
 from hatp_journal.recorder.witness.wire import WitnessedHead
-from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.store import create_store_engine
 from hatp_journal.toolkit.store_schema import ensure_schema
 

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.undo.approval import find_plan
@@ -44,7 +45,6 @@ from hatp_journal.scenarios.d881.world import (
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now, wire_time
 
 OUTCOME_SHOWN_SECONDS = 15.0
 """After the undo, how long the approver keeps serving until Lee's page has shown its outcome."""

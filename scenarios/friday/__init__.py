@@ -2,11 +2,11 @@
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.scenarios.friday.story import run
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from hatp_journal._shared.clock import parse_wire_time, utc_now, wire_time
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.scenarios.d881.world import (
     DANA,
@@ -39,7 +40,6 @@ from hatp_journal.scenarios.d881.world import (
 )
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import parse_wire_time, utc_now, wire_time
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("crm_charge_order", {"order_id": "O-1001", "amount": "1200.00", "currency": "USD"}),

@@ -6,7 +6,7 @@ attendee an iTIP CANCEL, undoing an update mails them the previous version. See 
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hatp_journal.servers.calendar.mail import Delivery, Mailer
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
         event_state,
         event_uri,
     )
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -104,7 +104,8 @@ def _edit(args: argparse.Namespace) -> int:
     if not args.by.strip():
         raise _BadInput("--by: say who made the edit, e.g. --by eve@acme.com")
     from hatp_journal.servers.calendar.store import edit_event
-    from hatp_journal.toolkit import create_store_engine, utc_now
+    from hatp_journal.toolkit import create_store_engine
+    from hatp_journal.toolkit.wire import utc_now
 
     engine = create_store_engine(_existing(args.db))
     edited = edit_event(
@@ -117,10 +118,10 @@ def _edit(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from sqlmodel import Session
 
+    from hatp_journal._shared.text import shown, shown_lines
     from hatp_journal.servers.calendar.store import all_events, require_event
     from hatp_journal.servers.calendar.tools import public
     from hatp_journal.toolkit import create_store_engine
-    from hatp_journal.toolkit.text import shown, shown_lines
 
     engine = create_store_engine(_existing(args.db))
     with Session(engine) as session:

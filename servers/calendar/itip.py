@@ -194,9 +194,9 @@ def invitation_email(ics: str, method: str, sender: str, to: list[str], subject:
         raise InvalidEventError("to", "an invitation needs at least one recipient")
     for address in to:
         _check_email("to", address)
-    from hatp_journal.toolkit.mail import compose  # here: the server starts without smtplib
+    from hatp_journal._shared.mail import compose  # here: the server starts without smtplib
 
-    # Headers through the email library only (toolkit/mail.py): the subject made one line there.
+    # Headers through the email library only (_shared/mail.py): the subject made one line there.
     message = compose(sender, to, subject, _plain_text(method, parse_event(ics)))
     message["Date"] = format_datetime(datetime.now(UTC))
     message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2])

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hatp_journal._shared.mail import MailDeliveryError
 from hatp_journal.servers.calendar.itip import EventData, invitation_email, parse_event, parse_method
 from hatp_journal.servers.outbox import Outbox, Staged
 from hatp_journal.toolkit import Tx
-from hatp_journal.toolkit.mail import MailDeliveryError
 
 __all__ = ["Delivery", "Mailer"]
 

@@ -32,8 +32,8 @@ from hatp_journal.toolkit import (
     create_store_engine,
     read_only,
     undoable,
-    utc_now,
 )
+from hatp_journal.toolkit.wire import utc_now
 
 __all__ = ["DEFAULT_ORGANIZER", "build", "calendar_tools", "check_organizer"]
 

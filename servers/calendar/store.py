@@ -18,7 +18,8 @@ from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.calendar.itip import EventData, InvalidEventError, build_request, parse_event
-from hatp_journal.toolkit import ResourceState, Revision, Tx, wire_time
+from hatp_journal.toolkit import ResourceState, Revision, Tx
+from hatp_journal.toolkit.wire import wire_time
 
 SERVER = "calendar://acme"
 RESOURCE_PREFIX = f"{SERVER}/event/"

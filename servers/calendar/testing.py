@@ -15,7 +15,8 @@ from typing import Any
 
 from hatp_journal.servers.calendar.itip import EventData, build_request
 from hatp_journal.servers.calendar.store import event_of, event_uri, require_event, uid_of, write_event
-from hatp_journal.toolkit import Sample, Tx, outside_edit_for, sample_for
+from hatp_journal.toolkit import Tx
+from hatp_journal.toolkit.testing import Sample, outside_edit_for, sample_for
 
 COLLEAGUE = "eve@acme.com"
 

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 
 from pydantic import AwareDatetime, BaseModel
 
+from hatp_journal._shared.mail import MailDeliveryError
 from hatp_journal.servers.calendar.itip import (
     EventData,
     InvalidEventError,
@@ -42,8 +43,8 @@ from hatp_journal.servers.calendar.store import (
     require_event,
     write_event,
 )
-from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, Use, summarize
-from hatp_journal.toolkit.mail import MailDeliveryError
+from hatp_journal.toolkit import Effect, ToolFailed, Tx, UndoFailed, Undone, summarize
+from hatp_journal.toolkit.wire import Use
 
 CANCEL_NOTICE = "attendees get a cancellation notice"
 UPDATE_NOTICE = "attendees get an updated invitation"

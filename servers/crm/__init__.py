@@ -6,12 +6,12 @@
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .server import REFUND_FEE, TOOLS, build
     from .store import SERVER, STAGES, Deal, Order, deal_uri, deal_view, edit_deal, order_uri, read_deal, seed
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

@@ -12,8 +12,7 @@ from decimal import Decimal
 from pydantic import BaseModel
 
 from hatp_journal.toolkit import Effect, ToolFailed, Tx, Undone, Write, compensates, undoable
-from hatp_journal.toolkit.effects import Summary
-from hatp_journal.toolkit.versions import changes_text
+from hatp_journal.toolkit.versions import Summary, changes_text
 from hatp_journal.toolkit.wire import EffectChange
 
 from .store import (

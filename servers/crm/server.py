@@ -21,23 +21,20 @@ from sqlmodel import col, select
 from hatp_journal.toolkit import (
     Effect,
     Journal,
-    Money,
     ResourceState,
     SigningKey,
     ToolFailed,
     Tx,
     UndoFailed,
     Undone,
-    Use,
     compensates,
     create_store_engine,
     irreversible,
     read_only,
     summarize,
     undoable,
-    utc_now,
-    wire_time,
 )
+from hatp_journal.toolkit.wire import Money, Use, utc_now, wire_time
 
 from .moves import MOVE_TOOLS
 from .store import (

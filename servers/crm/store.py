@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, select
 
-from hatp_journal.toolkit import ResourceState, Revision, ToolFailed, Tx, Versioned, utc_now, wire_time
+from hatp_journal.toolkit import ResourceState, Revision, ToolFailed, Tx, Versioned
+from hatp_journal.toolkit.wire import utc_now, wire_time
 
 from .constants import STAGES as STAGES  # re-exported; kept apart so the command line reads it cheaply
 

@@ -10,7 +10,8 @@ from decimal import Decimal
 
 from sqlmodel import select
 
-from hatp_journal.toolkit import Sample, Tx, outside_edit_for, sample_for
+from hatp_journal.toolkit import Tx
+from hatp_journal.toolkit.testing import Sample, outside_edit_for, sample_for
 
 from .store import (
     STAGES,

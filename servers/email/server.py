@@ -22,6 +22,7 @@ from fastmcp import FastMCP
 from pydantic import BaseModel
 from sqlmodel import col, select
 
+from hatp_journal._shared.mail import MailDeliveryError, compose
 from hatp_journal.servers.outbox import INLINE, Outbox
 from hatp_journal.toolkit import (
     Effect,
@@ -32,17 +33,14 @@ from hatp_journal.toolkit import (
     Tx,
     UndoFailed,
     Undone,
-    Use,
     compensates,
     create_store_engine,
-    field_changes,
     irreversible,
     read_only,
     undoable,
-    utc_now,
-    wire_time,
 )
-from hatp_journal.toolkit.mail import MailDeliveryError, compose
+from hatp_journal.toolkit.versions import field_changes
+from hatp_journal.toolkit.wire import Use, utc_now, wire_time
 
 from .store import (
     SERVER,

@@ -16,7 +16,8 @@ from sqlalchemy import Engine
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from hatp_journal.servers.outbox import OutboxNotice
-from hatp_journal.toolkit import Revision, ToolFailed, Versioned, wire_time
+from hatp_journal.toolkit import Revision, ToolFailed, Versioned
+from hatp_journal.toolkit.wire import wire_time
 
 SERVER = "email://acme"
 MAX_RECIPIENTS = 50

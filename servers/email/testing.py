@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import secrets
 
-from hatp_journal.toolkit import Sample, Tx, outside_edit_for, sample_for
+from hatp_journal.toolkit import Tx
+from hatp_journal.toolkit.testing import Sample, outside_edit_for, sample_for
 
 from .store import Draft, draft_fields, draft_uri, new_draft, set_draft_status
 

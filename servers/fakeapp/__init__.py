@@ -8,7 +8,7 @@ Run it with ``hatp-fakeapp serve`` or in-process with :class:`FakeApp`.
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._clock import Clock
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._knobs import LAYOUTS, Layout
     from ._runner import FakeApp
     from ._store import APP_USER, InvoiceStore
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

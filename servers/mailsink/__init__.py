@@ -6,12 +6,12 @@ then read what arrived with :meth:`MailSink.messages` or, after the fact, :func:
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._maildir import DeliveredMessage, Resend, read_maildir, resent
     from ._server import MailSink
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

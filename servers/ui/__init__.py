@@ -7,14 +7,14 @@ record each call changes, and undoes through the app's own reverse actions (prot
 
 from typing import TYPE_CHECKING
 
-from hatp_journal.toolkit.lazy import lazy_exports
+from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .browser import BrowserThread, BrowserUnavailable
     from .evidence import EvidenceFiles, evidence_file
     from .server import SERVER, RetentionMismatch, UiServer, UiSettings, app_retention_days, build
     from .tools import SEND_REASON, SEND_REMEDY
-else:  # imported on first use, so that a command's --help stays quick (toolkit/lazy.py)
+else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
         {

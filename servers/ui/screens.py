@@ -14,9 +14,15 @@ from typing import Final
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page
 
-from hatp_journal.toolkit import RecordView, ToolFailed, read_record
-from hatp_journal.toolkit.aria import AriaNode, parse_aria_snapshot
-from hatp_journal.toolkit.fingerprint import RecordReadError, record_in_table
+from hatp_journal.toolkit import ToolFailed
+from hatp_journal.toolkit.ui import (
+    AriaNode,
+    RecordReadError,
+    RecordView,
+    parse_aria_snapshot,
+    read_record,
+    record_in_table,
+)
 
 from .browser import first_line
 

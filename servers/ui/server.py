@@ -9,7 +9,8 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
-from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_engine, utc_now
+from hatp_journal.toolkit import Journal, SigningKey, ToolFailed, create_store_engine
+from hatp_journal.toolkit.wire import utc_now
 
 from .browser import BrowserThread
 from .constants import DEFAULT_CHROMIUM

@@ -20,7 +20,8 @@ from typing import Any, Final
 from urllib.error import URLError
 from urllib.request import Request, urlopen
 
-from hatp_journal.toolkit import Sample, ToolFailed, outside_edit_for, sample_for
+from hatp_journal.toolkit import ToolFailed
+from hatp_journal.toolkit.testing import Sample, outside_edit_for, sample_for
 
 from .tools import InvoiceUi
 

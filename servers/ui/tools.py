@@ -19,19 +19,19 @@ from pydantic import BaseModel, Field
 
 from hatp_journal.toolkit import (
     Effect,
-    RecordView,
     ResourceState,
     ToolFailed,
     Tx,
     UndoFailed,
     Undone,
-    Use,
     compensates,
     irreversible,
     read_only,
     summarize,
     undoable,
 )
+from hatp_journal.toolkit.ui import RecordView
+from hatp_journal.toolkit.wire import Use
 
 from .browser import BrowserThread, first_line
 from .evidence import EvidenceFiles
@@ -39,6 +39,9 @@ from .screens import INVOICES, InvoiceScreens
 
 InvoiceId = Annotated[str, Field(pattern=r"^INV-\d{4,9}$", description="on-screen id, e.g. INV-0001")]
 Text = Annotated[str, Field(max_length=200)]
+
+Tool = Callable[..., Effect]
+"""A journaled tool of this server, as its decorator returns it."""
 
 SEND_REASON: Final = "the invoice is delivered to the customer; the app has no way to unsend it"
 SEND_REMEDY: Final = "send the customer a corrected invoice or a credit note"
@@ -84,6 +87,21 @@ class InvoiceUi:
 
 def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
     """The journaled tools, compensations and reads, declared with the app's Trash retention."""
+    create_invoice, edit_invoice, delete_invoice = _undoable_tools(ui)
+    return (
+        create_invoice,
+        edit_invoice,
+        delete_invoice,
+        _send_tool(ui),
+        *_read_tools(ui),
+        *_compensations(ui, create_invoice, edit_invoice, delete_invoice),
+    )
+
+
+def _undoable_tools(
+    ui: InvoiceUi,
+) -> tuple[Callable[..., Effect], Callable[..., Effect], Callable[..., Effect]]:
+    """Create, edit and delete: each undone through the app's own reverse, within Trash retention."""
     window = f"P{ui.retention_days}D"
     moves = f"the invoice moves to the app's Trash, which keeps it {ui.retention_days} days"
 
@@ -153,6 +171,12 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
 
         return _acting(ui, job, f"a delete of {invoice_id}", ui.uri(invoice_id))
 
+    return create_invoice, edit_invoice, delete_invoice
+
+
+def _send_tool(ui: InvoiceUi) -> Tool:
+    """Sending, which the app cannot take back."""
+
     @irreversible(reason=SEND_REASON, remedy=SEND_REMEDY, via="ui")
     def send_invoice(invoice_id: InvoiceId) -> Effect:
         """Send a Draft invoice to its customer. This cannot be undone."""
@@ -172,6 +196,12 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
             )
 
         return _acting(ui, job, f"sending {invoice_id}", ui.uri(invoice_id))
+
+    return send_invoice
+
+
+def _read_tools(ui: InvoiceUi) -> tuple[Tool, ...]:
+    """One invoice, and the list, as a person sees them."""
 
     @read_only()
     def get_invoice(invoice_id: InvoiceId) -> Effect:
@@ -197,6 +227,18 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
             resource=f"{ui.server}/invoices",
             uses=[Use(resource=ui.uri(view.id), version=view.fingerprint) for view in views],
         )
+
+    return get_invoice, list_invoices
+
+
+def _compensations(
+    ui: InvoiceUi,
+    create_invoice: Tool,
+    edit_invoice: Tool,
+    delete_invoice: Tool,
+) -> tuple[Callable[..., Undone], ...]:
+    """The undo of each undoable tool, replayed on the app's screens, and the state readers that check
+    the record before and after."""
 
     def listed_state(resource: str, tx: Tx) -> ResourceState:
         """The invoice as the list shows it (a created invoice is gone once it is not listed)."""
@@ -254,17 +296,7 @@ def build_tools(ui: InvoiceUi) -> tuple[Callable[..., Any], ...]:
             side_effects=[f"{payload.invoice_id} restored from the app's Trash"],
         )
 
-    return (
-        create_invoice,
-        edit_invoice,
-        delete_invoice,
-        send_invoice,
-        get_invoice,
-        list_invoices,
-        delete_created_invoice,
-        edit_invoice_back,
-        restore_deleted_invoice,
-    )
+    return delete_created_invoice, edit_invoice_back, restore_deleted_invoice
 
 
 # -- helpers shared by the tools --------------------------------------------------------------

@@ -17,7 +17,7 @@ import anyio
 
 from hatp_journal.conformance import SuiteResult, Target, run_server_suite
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.testing_surface import TESTING_ENV
+from hatp_journal.toolkit._testing_surface import TESTING_ENV
 
 BROKEN = Path(__file__).parent / "broken"
 

@@ -10,8 +10,8 @@ from conformance_helpers import CliRun
 
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, decide, load_policy
 from hatp_journal.servers.crm import build
-from hatp_journal.toolkit import SigningKey, parse_wire_time
-from hatp_journal.toolkit.wire import Declaration
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.wire import Declaration, parse_wire_time
 
 
 def test_the_suites_attestation_lets_require_verified_allow_exactly_the_verified_operations(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conformance_helpers import broken_module, failures, run_broken, run_broken_over_stdio
 
-from hatp_journal.toolkit import undo
+from hatp_journal.toolkit import _undo as undo
 
 
 @pytest.mark.parametrize(
@@ -127,12 +127,12 @@ def test_an_undo_that_leaves_a_created_resource_in_place_fails_j_4_2_for_that_op
 def test_what_a_variant_built_in_process_replaces_in_the_toolkit_is_put_back_afterwards(
     tmp_path: Path,
 ) -> None:
-    expired, matches = undo._expired, undo._matches  # type: ignore[attr-defined]
+    expired, matches = undo.is_expired, undo.still_matches
 
     with broken_module("_crm").toolkit_put_back():
         for name in ("no_expiry", "no_version_check"):
             broken_module(name).VARIANT.build(["--db", str(tmp_path / f"{name}.db")])[1].engine.dispose()
-        replaced = (undo._expired, undo._matches) != (expired, matches)  # type: ignore[attr-defined]
+        replaced = (undo.is_expired, undo.still_matches) != (expired, matches)
 
     assert replaced
-    assert (undo._expired, undo._matches) == (expired, matches)  # type: ignore[attr-defined]
+    assert (undo.is_expired, undo.still_matches) == (expired, matches)

@@ -14,7 +14,7 @@ from conformance_helpers import CliRun, command, failures, suite
 from support.waiting import wait_until
 
 from hatp_journal.servers.mailsink import MailSink
-from hatp_journal.toolkit.testing_surface import TESTING_ENV
+from hatp_journal.toolkit._testing_surface import TESTING_ENV
 
 
 def test_the_crm_passes_every_check_and_all_its_operations_are_verified(crm_by_cli: CliRun) -> None:

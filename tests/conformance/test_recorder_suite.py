@@ -14,12 +14,12 @@ from unittest.mock import patch
 import anyio
 import pytest
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.conformance import AgentCall, RecordedRun, RecordVerdict, SuiteResult, run_recorder_suite
 from hatp_journal.conformance.recorder_target import RecorderUnderTest
 from hatp_journal.recorder.gateway import core as gateway
 from hatp_journal.recorder.gateway.conformance_adapter import ReferenceRecorder, reference
 from hatp_journal.recorder.gateway.intake import Intake, take_in
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 
 def suite(recorder: RecorderUnderTest) -> SuiteResult:

@@ -13,8 +13,8 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools import ToolResult
 
 from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit._server import error_result
 from hatp_journal.toolkit.errors import ErrorCode
-from hatp_journal.toolkit.server import error_result
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.wire import KEYS_TOOL, META_KEY
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 
+from hatp_journal._shared.durations import MAX_WINDOW, parse_window
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import check_key_shape
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, Policy, PolicyFileError, decide, parse_policy
 from hatp_journal.recorder.testing import recorder_world
-from hatp_journal.toolkit.durations import MAX_WINDOW, parse_window
 from hatp_journal.toolkit.wire import META_KEY, Declaration
 
 pytestmark = pytest.mark.anyio

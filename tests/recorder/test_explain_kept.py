@@ -23,6 +23,7 @@ import anyio
 import pytest
 from sqlalchemy import text
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.core import Recorder
@@ -30,7 +31,6 @@ from hatp_journal.recorder.gateway.explain import explain as explain_call
 from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 from hatp_journal.toolkit.store import create_store_engine
 

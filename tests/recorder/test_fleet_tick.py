@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from support.undo_org import Org, mailing, make_org
 
+from hatp_journal._shared.clock import parse_wire_time, utc_now
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
@@ -17,7 +18,6 @@ from hatp_journal.recorder.runs.fleet_lease import TICK_LEASE, fleet_lease
 from hatp_journal.recorder.runs.reminders import tick
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.servers.mailsink import MailSink
-from hatp_journal.toolkit.clock import parse_wire_time, utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 RECORDERS = 4

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from arguments_world import World, opened
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.recorder.config import ConfigError, load_config
 from hatp_journal.recorder.record import Entry
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 
 pytestmark = pytest.mark.anyio
 

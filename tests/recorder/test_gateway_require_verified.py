@@ -22,9 +22,9 @@ from hatp_journal.recorder.config import RecorderConfig, RecorderSection, Server
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.toolkit import META_KEY, SigningKey
+from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.testing import FakeClock
-from hatp_journal.toolkit.wire import Declaration
+from hatp_journal.toolkit.wire import META_KEY, Declaration
 
 EXAMPLE = Path(__file__).parents[1] / "toolkit" / "example_server.py"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.gateway.replies import oversized as _oversize
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 JOURNALS: dict[str, Any] = {
     "plain": {

@@ -20,12 +20,12 @@ from fastmcp import FastMCP
 from fastmcp.server.dependencies import get_context
 from fastmcp.tools import ToolResult
 
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import verify_record
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.testing import recorder_world
 from hatp_journal.servers.crm.server import build as build_crm
-from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.signing import SigningKey, call_payload
 from hatp_journal.toolkit.wire import KEYS_TOOL, META_KEY, RECORDER_META_KEY, KeysAnswer
 

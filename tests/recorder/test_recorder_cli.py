@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from hatp_journal._shared.files import MAX_KEY_BYTES, MAX_TEXT_BYTES
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import MAX_CONFIG_BYTES
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.asks import Asks
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.files import MAX_KEY_BYTES, MAX_TEXT_BYTES
 from hatp_journal.toolkit.signing import b64url
 
 LEAD = "human://acme.com/role/team-lead"

@@ -32,6 +32,7 @@ from sqlmodel import Session, select
 from support.ports import free_port, wait_listening
 from support.waiting import until_set
 
+from hatp_journal._shared.pytest_postgres import ThrowawayCluster
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore, verify_record
@@ -39,7 +40,6 @@ from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.servers.crm.store import Charge
 from hatp_journal.toolkit import SigningKey, create_store_engine
-from hatp_journal.toolkit.pytest_postgres import ThrowawayCluster
 from hatp_journal.toolkit.signing import b64url
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -34,6 +34,7 @@ from support.waiting import SAFETY_CAP_SECONDS, poll, until_set
 from test_recorder_data_plane import unchanged_but_for_the_token
 from test_runs_across_processes import approve, configure, forwarded, recorded
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.front import http as front_http
@@ -42,7 +43,6 @@ from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.servers.crm.server import build as build_crm
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import b64url
 
 pytestmark = pytest.mark.anyio

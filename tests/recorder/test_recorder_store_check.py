@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.cli.store_check import PART_TABLES  # every part's tables known, as in `serve`
 from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.keys import CLAIM_TTL, ClaimState, RunKeys
-from hatp_journal.toolkit import SigningKey, StoreError
-from hatp_journal.toolkit.clock import parse_wire_time
-from hatp_journal.toolkit.errors import StoreCode
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.errors import StoreCode, StoreError
 from hatp_journal.toolkit.store import UNDO_SCHEMA, create_store_engine
 
 

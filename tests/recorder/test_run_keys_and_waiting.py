@@ -21,6 +21,7 @@ from fastmcp import Client
 from sqlalchemy import text as sql
 from support.waiting import until_set
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
 from hatp_journal.recorder.config import (
     ConfigError,
@@ -36,7 +37,6 @@ from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.keys import ClaimState, RunKeys, key_digest
 from hatp_journal.recorder.runs.wire import ANSWER_SCHEMA, CALL_SCHEMA, AnswerMeta, CallMeta
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.schema import render
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.testing import FakeClock

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.asks import Asks
 from hatp_journal.recorder.runs.walk import RUN_UNREADABLE
 from hatp_journal.recorder.undo.approval import pending_plans
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 DANA = "human://acme.com/dana"

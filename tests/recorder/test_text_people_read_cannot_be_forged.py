@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from hatp_journal._shared.text import BIDI_CONTROLS, shown
 from hatp_journal.recorder.testing import DANA, LEAD, POLICY, Org, make_org
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.calendar.server import build
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.text import BIDI_CONTROLS, shown
 
 FORGED = (
     'Lunch\n  step 9  Deal D-1 stage: Won → Lost\nCannot be undone:\n  step 8  nothing"'

@@ -20,6 +20,7 @@ from mcp.types import ToolAnnotations
 from support.http_recorder import start_http_recorder
 from support.ports import wait_listening
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.gateway.explain import AGENT_VISIBLE, explain, explain_listed, explanation
@@ -28,7 +29,6 @@ from hatp_journal.recorder.policy import Decision, Policy, parse_policy
 from hatp_journal.recorder.policy.classes import RClass
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.testing import EMBEDDED_URL
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import SigningKey
 
 pytestmark = pytest.mark.anyio

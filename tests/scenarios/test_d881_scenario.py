@@ -10,12 +10,12 @@ import pytest
 from d881_readback import assert_one_cancel_per_attendee, deal_stage, play, reversal_of
 from sqlmodel import Session
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.scenarios.cli import main
 from hatp_journal.scenarios.d881 import story as d881_story
 from hatp_journal.servers.calendar.store import all_events
 from hatp_journal.servers.mailsink import read_maildir
 from hatp_journal.toolkit import create_store_engine
-from hatp_journal.toolkit.clock import utc_now
 
 pytestmark = pytest.mark.slow
 

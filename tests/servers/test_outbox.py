@@ -22,11 +22,12 @@ from aiosmtpd.smtp import SMTP, Envelope, Session
 from sqlalchemy import Engine
 from sqlmodel import Session as DbSession
 
+from hatp_journal._shared import mail
 from hatp_journal.servers.courier import lease_holder, run, take_lease
 from hatp_journal.servers.mailsink import MailSink, resent
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 from hatp_journal.servers.outbox import Outbox, OutboxNotice, Staged
-from hatp_journal.toolkit import Tx, create_store_engine, mail
+from hatp_journal.toolkit import Tx, create_store_engine
 
 __all__ = ["mail_sink"]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from hatp_journal._shared.files import MAX_KEY_BYTES
 from hatp_journal.servers.calendar.cli import main as calendar
 from hatp_journal.servers.crm.cli import main as crm
 from hatp_journal.servers.email.cli import main as email
 from hatp_journal.servers.ui.cli import main as ui
-from hatp_journal.toolkit.files import MAX_KEY_BYTES
 
 SERVERS: dict[str, tuple[Callable[[Sequence[str]], int], list[str]]] = {
     "hatp-crm": (crm, []),

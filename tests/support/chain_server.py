@@ -44,7 +44,6 @@ from hatp_journal.toolkit import (
     Tx,
     UndoFailed,
     Undone,
-    Use,
     compensates,
     create_store_engine,
     irreversible,
@@ -53,6 +52,7 @@ from hatp_journal.toolkit import (
     summarize,
     undoable,
 )
+from hatp_journal.toolkit.wire import Use
 
 SERVER = "chain://store"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from fastmcp import Client, FastMCP
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import RecorderConfig, RecorderSection, ServerConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.core import Recorder
@@ -28,7 +29,6 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import b64url
 
 LEAD = "human://acme.com/role/team-lead"

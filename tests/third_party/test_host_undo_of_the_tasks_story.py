@@ -16,6 +16,7 @@ from fastmcp import Client
 from host_undo_org import HostOrg, statuses
 from tasks_server import tasks_server
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.record import Entry, verify_record
@@ -24,7 +25,6 @@ from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.recorder.web.views import review
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import verify_answer
 
 REGISTRY = Path(__file__).with_name("tasks_registry.json")

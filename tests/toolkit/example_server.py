@@ -28,9 +28,9 @@ from hatp_journal.toolkit import (
     read_only,
     summarize,
     undoable,
-    wire_time,
 )
 from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import wire_time
 
 
 class ExampleDeal(Versioned, table=True):

@@ -28,8 +28,8 @@ from hatp_journal.toolkit import (
     create_store_engine,
     undoable,
 )
-from hatp_journal.toolkit.after_commit import FIRST_RETRY, pending
-from hatp_journal.toolkit.cli import main as journal_cli
+from hatp_journal.toolkit._after_commit import FIRST_RETRY, pending
+from hatp_journal.toolkit._cli import main as journal_cli
 from hatp_journal.toolkit.store import UNDO_SCHEMA
 from hatp_journal.toolkit.testing import JournalHarness
 
@@ -111,11 +111,11 @@ def test_a_broken_mail_after_a_committed_call_is_logged_kept_and_sent_once_when_
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     mailbox.broken = True
-    with caplog.at_level(logging.ERROR, logger="hatp_journal.toolkit.after_commit"):
+    with caplog.at_level(logging.ERROR, logger="hatp_journal.toolkit._after_commit"):
         called = shop.call("put_and_mail", key="order-7", value="shipped")
 
     assert called.journal.effect.summary  # the call itself succeeded
-    [logged] = [r for r in caplog.records if r.name == "hatp_journal.toolkit.after_commit"]
+    [logged] = [r for r in caplog.records if r.name == "hatp_journal.toolkit._after_commit"]
     assert "mail_the_notice" in logged.getMessage()
     assert "put_and_mail" in logged.getMessage()
     assert "451" in logged.getMessage()
@@ -193,7 +193,7 @@ def test_a_plain_callable_that_fails_after_the_commit_is_logged_not_lost_silentl
         return kv_server.unput(payload, tx)
 
     harness = JournalHarness(put_and_explode, unput, store=tmp_path / "kv.db", server="kv://store")
-    with caplog.at_level(logging.ERROR, logger="hatp_journal.toolkit.after_commit"):
+    with caplog.at_level(logging.ERROR, logger="hatp_journal.toolkit._after_commit"):
         harness.call("put_and_explode", key="a", value="1")
 
     [logged] = caplog.records

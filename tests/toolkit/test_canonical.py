@@ -10,7 +10,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit.canonical import canonical_and_plain, canonical_bytes
+from hatp_journal._shared.canonical import canonical_and_plain, canonical_bytes
 
 SAFE = 2**53 - 1
 

@@ -10,9 +10,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from hatp_journal._shared.files import MAX_KEY_BYTES
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.cli import main
-from hatp_journal.toolkit.files import MAX_KEY_BYTES
+from hatp_journal.toolkit._cli import main
 
 
 def test_keygen_writes_a_private_key_and_pubkey_prints_its_kid(

@@ -10,10 +10,10 @@ import example_server
 import pytest
 from fastmcp import Client
 
-from hatp_journal.toolkit import META_KEY, Journal, SigningKey
+from hatp_journal.toolkit import Journal, SigningKey
 from hatp_journal.toolkit.signing import prove_compensate, verify_call
 from hatp_journal.toolkit.testing import FakeClock
-from hatp_journal.toolkit.wire import RECORDER_META_KEY
+from hatp_journal.toolkit.wire import META_KEY, RECORDER_META_KEY
 
 pytestmark = pytest.mark.anyio
 

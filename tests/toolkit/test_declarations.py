@@ -22,7 +22,7 @@ from hatp_journal.toolkit import (
     read_only,
     undoable,
 )
-from hatp_journal.toolkit.spec import OperationSpec, spec_of
+from hatp_journal.toolkit._spec import OperationSpec, spec_of
 
 
 class Payload(BaseModel):

@@ -6,8 +6,8 @@ import importlib
 
 import pytest
 
-from hatp_journal.toolkit import extras
-from hatp_journal.toolkit.extras import MISSING_EXTRA, install_hint, needs_extras, require_extra
+from hatp_journal._shared import extras
+from hatp_journal._shared.extras import MISSING_EXTRA, install_hint, needs_extras, require_extra
 
 ABSENT = "hatp_journal_part_that_is_not_installed"
 

@@ -14,7 +14,7 @@ from sqlmodel import Session
 from support import kv_server
 
 from hatp_journal.toolkit import ResourceState, ToolFailed, Tx, Versioned
-from hatp_journal.toolkit.arguments import InvalidArguments
+from hatp_journal.toolkit._arguments import InvalidArguments
 from hatp_journal.toolkit.testing import JournalHarness
 
 UNDO_TABLES = ("hatp_undo_record", "hatp_undo_attempt", "hatp_undo_binding")
@@ -188,8 +188,8 @@ def test_the_token_is_stored_hashed_and_receipts_verify(kv: JournalHarness) -> N
 
 
 def test_error_data_may_use_any_key_even_code_or_message() -> None:
-    from hatp_journal.toolkit import ErrorCode
-    from hatp_journal.toolkit.server import error_result
+    from hatp_journal.toolkit._server import error_result
+    from hatp_journal.toolkit.errors import ErrorCode
 
     result = error_result(ErrorCode.TOOL_FAILED, "refused", {"code": "MAIL", "message": "x", "tool": "t"})
 
@@ -201,7 +201,8 @@ def test_error_data_may_use_any_key_even_code_or_message() -> None:
 def test_a_versioned_row_bumps_its_revision_and_reports_its_state() -> None:
     from datetime import UTC, datetime
 
-    from hatp_journal.toolkit import Revision, content_etag
+    from hatp_journal.toolkit import Revision
+    from hatp_journal.toolkit.wire import content_etag
 
     class Row(Versioned):
         stage: str

@@ -10,24 +10,22 @@ import pytest
 from pydantic import BaseModel
 from sqlmodel import Field, SQLModel
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.toolkit import (
     Effect,
-    EffectChange,
     ResourceState,
     Revision,
-    Summary,
     Tx,
     Undone,
     compensates,
-    field_changes,
     previews,
     summarize,
     undoable,
-    verify_call,
 )
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal.toolkit.signing import verify_call
 from hatp_journal.toolkit.testing import JournalHarness
-from hatp_journal.toolkit.versions import changes_text, value_text
+from hatp_journal.toolkit.versions import Summary, changes_text, field_changes, value_text
+from hatp_journal.toolkit.wire import EffectChange
 
 
 class Bin(SQLModel, table=True):

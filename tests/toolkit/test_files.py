@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit.files import (
+from hatp_journal._shared.files import (
     MAX_KEY_BYTES,
     MAX_NESTING,
     MAX_TEXT_BYTES,

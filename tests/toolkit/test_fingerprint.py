@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit import RecordReadError, RecordView, record_fingerprint
-from hatp_journal.toolkit.aria import AriaNode, AriaSnapshotError, parse_aria_snapshot
-from hatp_journal.toolkit.fingerprint import record_in_table
+from hatp_journal.toolkit._aria import AriaNode, AriaSnapshotError, parse_aria_snapshot
+from hatp_journal.toolkit._fingerprint import record_in_table
+from hatp_journal.toolkit.ui import RecordReadError, RecordView, record_fingerprint
 
 LAYOUT_A = """- table "Invoices":
   - rowgroup:

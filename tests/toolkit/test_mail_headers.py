@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hatp_journal.toolkit.mail import MailAddressError, compose
+from hatp_journal._shared.mail import MailAddressError, compose
 
 HOSTILE_SUBJECTS = [
     "Put k1\nBcc: eve@evil.example",

@@ -14,8 +14,8 @@ from aiosmtpd.smtp import SMTP, Session
 from aiosmtpd.smtp import Envelope as AiosmtpdEnvelope
 from support.flaky_smtp import flaky_smtp
 
+from hatp_journal._shared.mail import Envelope, MailDeliveryError, SmtpSession, envelope_id_allowed, probe
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
-from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession, envelope_id_allowed, probe
 
 __all__ = ["mail_sink"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from hatp_journal.toolkit.pytest_postgres import INSTALL_HINT, ThrowawayCluster, require_postgres
+from hatp_journal._shared.pytest_postgres import INSTALL_HINT, ThrowawayCluster, require_postgres
 from hatp_journal.toolkit.store import create_store_engine
 
 

@@ -10,9 +10,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit import KeyFileError, SigningKey, VerifyKey, canonical_bytes
-from hatp_journal.toolkit.signing import b64url, b64url_decode, verify
-from hatp_journal.toolkit.wire import PublicKey, Receipt
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.errors import KeyFileError
+from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode, verify
+from hatp_journal.toolkit.wire import PublicKey, Receipt, canonical_bytes
 
 VECTORS = Path(__file__).parent / "vectors"
 

@@ -13,26 +13,22 @@ from sqlmodel import func, select
 from support import kv_server
 
 from hatp_journal.toolkit import (
-    META_KEY,
     DeclarationError,
     Journal,
-    Sample,
     SigningKey,
     ToolFailed,
     Tx,
     irreversible,
-    outside_edit_for,
     read_only,
-    sample_for,
 )
-from hatp_journal.toolkit.testing import FakeClock
-from hatp_journal.toolkit.testing_surface import (
+from hatp_journal.toolkit._testing_surface import (
     TESTING_ENV,
     ConformanceSurface,
     ShiftableClock,
     surface_requested,
 )
-from hatp_journal.toolkit.wire import BINDING_TOOLS, TESTING_TOOLS
+from hatp_journal.toolkit.testing import FakeClock, Sample, outside_edit_for, sample_for
+from hatp_journal.toolkit.wire import BINDING_TOOLS, META_KEY, TESTING_TOOLS
 
 
 @sample_for(kv_server.put)

@@ -1,11 +1,11 @@
-"""toolkit/text.py: text someone else wrote is one line, with nothing that acts on a terminal."""
+"""_shared/text.py: text someone else wrote is one line, with nothing that acts on a terminal."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit.text import BIDI_CONTROLS, shown, shown_lines, unsafe
+from hatp_journal._shared.text import BIDI_CONTROLS, shown, shown_lines, unsafe
 
 
 def test_line_breaks_ansi_escapes_and_bidi_overrides_are_written_as_visible_escapes() -> None:

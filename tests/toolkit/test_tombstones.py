@@ -8,16 +8,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import Field, Session
 
-from hatp_journal.toolkit import (
-    Revision,
-    Tx,
-    UndoFailed,
-    Versioned,
-    create_store_engine,
-    delete_versioned,
-    restore_versioned,
-    versioned_state,
-)
+from hatp_journal.toolkit import Revision, Tx, UndoFailed, Versioned, create_store_engine
+from hatp_journal.toolkit.versions import delete_versioned, restore_versioned, versioned_state
 
 NOW = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from hatp_journal.toolkit import META_KEY, VerifyKey, verify_answer, verify_call
-from hatp_journal.toolkit.wire import KeysAnswer
+from hatp_journal.toolkit.signing import VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.wire import META_KEY, KeysAnswer
 
 pytestmark = pytest.mark.anyio
 

@@ -17,8 +17,9 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from sqlmodel import Session
 from support import kv_server
 
-from hatp_journal.toolkit import Invocation, Tx, UndoAnswer, parse_wire_time
-from hatp_journal.toolkit.testing import JournalHarness
+from hatp_journal.toolkit import Tx
+from hatp_journal.toolkit.testing import Invocation, JournalHarness
+from hatp_journal.toolkit.wire import UndoAnswer, parse_wire_time
 
 KEYS = st.sampled_from(["a", "b"])
 VALUES = st.sampled_from(["1", "2", "3"])

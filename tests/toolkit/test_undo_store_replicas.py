@@ -13,8 +13,9 @@ import pytest
 from sqlmodel import Session
 from support import kv_server
 
-from hatp_journal.toolkit import SigningKey, UndoAnswer
+from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.testing import FakeClock, JournalHarness
+from hatp_journal.toolkit.wire import UndoAnswer
 
 WAIT = 60  # seconds: every wait is bounded
 REPLICAS = 4

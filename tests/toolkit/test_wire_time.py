@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
+from hatp_journal._shared.clock import parse_wire_time, wire_time
 
 ZONES = st.one_of(
     st.just(UTC),

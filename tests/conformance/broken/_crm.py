@@ -19,17 +19,19 @@ from typing import Any
 from fastmcp import FastMCP
 
 from hatp_journal.servers.crm import build
-from hatp_journal.toolkit import Invocation, Journal, SigningKey, create_store_engine, utc_now
-from hatp_journal.toolkit import server as toolkit_server
-from hatp_journal.toolkit import undo as toolkit_undo
+from hatp_journal.toolkit import Journal, SigningKey, create_store_engine
+from hatp_journal.toolkit import _server as toolkit_server
+from hatp_journal.toolkit import _undo as toolkit_undo
+from hatp_journal.toolkit import _undo_answers as toolkit_answers
 from hatp_journal.toolkit.signing import call_payload
-from hatp_journal.toolkit.wire import JournalObject
+from hatp_journal.toolkit.testing import Invocation
+from hatp_journal.toolkit.wire import JournalObject, utc_now
 
 ARGUMENTS: list[str] = []
 """The command line of the variant being built: ``sys.argv[1:]`` as a script, or what the in-process
 runner gave (tests/conformance/conformance_helpers.py)."""
 
-PATCHED_MODULES = (toolkit_undo, toolkit_server)
+PATCHED_MODULES = (toolkit_undo, toolkit_answers, toolkit_server)
 """Modules whose functions some defects replace; an in-process run puts them back afterwards."""
 
 

@@ -13,8 +13,8 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools import Tool
 from mcp import types as mt
 
-from hatp_journal.toolkit import META_KEY, Journal, SigningKey
-from hatp_journal.toolkit.wire import KEYS_TOOL, KeysAnswer
+from hatp_journal.toolkit import Journal, SigningKey
+from hatp_journal.toolkit.wire import KEYS_TOOL, META_KEY, KeysAnswer
 
 FLAWS = ("keys_unlisted", "keys_unmarked", "kid_names_another_key", "no_keys")
 

@@ -4,9 +4,10 @@ import _crm
 from sqlalchemy import delete, update
 from sqlmodel import Session
 
-from hatp_journal.toolkit import CompensateRequest, Journal, UndoAnswer
+from hatp_journal.toolkit import Journal
+from hatp_journal.toolkit._undo import UndoEngine
 from hatp_journal.toolkit.store import UndoAttempt, UndoRecord, hash_token
-from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.wire import CompensateRequest, UndoAnswer
 
 
 class ForgetfulUndo(UndoEngine):

@@ -6,21 +6,12 @@ import secrets
 import _crm
 from pydantic import BaseModel
 
+from hatp_journal._shared.clock import wire_time
 from hatp_journal.servers.crm import server as crm
 from hatp_journal.servers.crm.store import Deal
 from hatp_journal.servers.crm.testing import TESTING_HOOKS
-from hatp_journal.toolkit import (
-    Effect,
-    Journal,
-    Revision,
-    Sample,
-    Tx,
-    Undone,
-    compensates,
-    sample_for,
-    undoable,
-)
-from hatp_journal.toolkit.clock import wire_time
+from hatp_journal.toolkit import Effect, Journal, Revision, Tx, Undone, compensates, undoable
+from hatp_journal.toolkit.testing import Sample, sample_for
 
 
 class Opened(BaseModel):

@@ -7,7 +7,7 @@ import _crm
 from fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
-from hatp_journal.toolkit import META_KEY
+from hatp_journal.toolkit.wire import META_KEY
 
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 """The hints an undoable change should carry."""

@@ -6,7 +6,8 @@ from typing import Any
 
 import _crm
 
-from hatp_journal.toolkit import Invocation, Journal
+from hatp_journal.toolkit import Journal
+from hatp_journal.toolkit.testing import Invocation
 
 
 def die_on_update_deal(journal: Journal) -> None:

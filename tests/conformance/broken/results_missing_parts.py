@@ -9,9 +9,9 @@ from typing import Any
 import _crm
 from fastmcp.tools import ToolResult
 
-from hatp_journal.toolkit import META_KEY, Journal
-from hatp_journal.toolkit import server as toolkit_server
-from hatp_journal.toolkit.wire import EffectInfo, JournalObject, UndoInfo
+from hatp_journal.toolkit import Journal
+from hatp_journal.toolkit import _server as toolkit_server
+from hatp_journal.toolkit.wire import META_KEY, EffectInfo, JournalObject, UndoInfo
 
 TOOL = "update_deal"
 

@@ -10,8 +10,7 @@ from datetime import timedelta
 
 import _crm
 
-from hatp_journal.toolkit import parse_wire_time, wire_time
-from hatp_journal.toolkit.wire import JournalObject, UndoInfo
+from hatp_journal.toolkit.wire import JournalObject, UndoInfo, parse_wire_time, wire_time
 
 
 def more_side_effects(journal: JournalObject, sign: _crm.Sign) -> JournalObject:

@@ -9,7 +9,9 @@ from mcp.types import ToolAnnotations
 
 from hatp_journal.servers.crm import server as crm
 from hatp_journal.servers.crm.testing import TESTING_HOOKS
-from hatp_journal.toolkit import META_KEY, Effect, Sample, Tx, irreversible, sample_for
+from hatp_journal.toolkit import Effect, Tx, irreversible
+from hatp_journal.toolkit.testing import Sample, sample_for
+from hatp_journal.toolkit.wire import META_KEY
 
 
 @irreversible(reason="delivered to external recipients")

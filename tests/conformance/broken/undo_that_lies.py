@@ -16,14 +16,16 @@ from typing import Any
 import _crm
 from fastmcp.tools import ToolResult
 
-from hatp_journal.toolkit import META_KEY, CompensateRequest, Journal, SigningKey, UndoAnswer, Undone
-from hatp_journal.toolkit import server as toolkit_server
-from hatp_journal.toolkit import undo as toolkit_undo
+from hatp_journal.toolkit import Journal, SigningKey, Undone
+from hatp_journal.toolkit import _server as toolkit_server
+from hatp_journal.toolkit import _undo as toolkit_undo
+from hatp_journal.toolkit import _undo_answers as toolkit_answers
+from hatp_journal.toolkit._testing_surface import ConformanceSurface
+from hatp_journal.toolkit._undo import UndoEngine
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import answer_payload
 from hatp_journal.toolkit.store import UndoRecord
-from hatp_journal.toolkit.testing_surface import ConformanceSurface
-from hatp_journal.toolkit.undo import UndoEngine
+from hatp_journal.toolkit.wire import META_KEY, CompensateRequest, UndoAnswer
 
 STRANGER = SigningKey.generate()
 HANG_SECONDS = 12.0
@@ -64,15 +66,18 @@ class LyingUndo(UndoEngine):
         return answer
 
     def compensate(self, request: CompensateRequest) -> UndoAnswer:
-        expired, matches = toolkit_undo._expired, toolkit_undo._matches
+        expired, matches = toolkit_undo.is_expired, toolkit_undo.still_matches
         if self.lie == "compensate_ignores_window":  # check still tells the truth
-            toolkit_undo._expired = lambda record, now: False  # type: ignore[attr-defined]
+            toolkit_undo.is_expired = lambda record, now: False
         if self.lie == "override_conflicts":  # writes over whatever changed, as if overridden
-            toolkit_undo._matches = lambda record, if_version, state: True  # type: ignore[attr-defined]
+            toolkit_undo.still_matches = toolkit_answers.still_matches = lambda record, if_version, state: (
+                True
+            )
         try:
             answer = super().compensate(request)
         finally:
-            toolkit_undo._expired, toolkit_undo._matches = expired, matches  # type: ignore[attr-defined]
+            toolkit_undo.is_expired, toolkit_undo.still_matches = expired, matches
+            toolkit_answers.still_matches = matches
         edits = {"edit_on_refusal": answer.status in REFUSALS, "edit_on_repeat": self._repeated(answer)}
         if edits.get(self.lie) and answer.tool and answer.resource:
             ConformanceSurface(self.journal).touch(answer.tool, answer.resource)

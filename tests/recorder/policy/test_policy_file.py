@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hatp_journal._shared.files import MAX_TEXT_BYTES
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.policy import Policy, PolicyFileError, load_policy, parse_policy
-from hatp_journal.toolkit.files import MAX_TEXT_BYTES
 
 EXAMPLE = Path(__file__).parents[3] / "docs" / "examples" / "policy.json"
 GOOD = """{

@@ -10,9 +10,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.policy import CallFacts, parse_policy
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.store import create_store_engine
 from hatp_journal.toolkit.wire import Money
 

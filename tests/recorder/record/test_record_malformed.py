@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from record_helpers import fill, pins, server_pins
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record import Check, RunStore, verify_record
-from hatp_journal.toolkit.canonical import canonical_bytes
 from hatp_journal.toolkit.signing import SigningKey
 
 JSON = st.recursive(

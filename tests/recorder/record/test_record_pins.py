@@ -14,9 +14,9 @@ from typing import Any
 
 from record_helpers import pins, server_pins
 
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import RunStore, verify_record
-from hatp_journal.toolkit.canonical import sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, b64url, call_payload, token_digest
 
 LEE, KIM, ROLE = "human://acme.com/lee", "human://acme.com/kim", "human://acme.com/role/team-lead"

@@ -16,6 +16,7 @@ from record_helpers import TickingClock, fill, pins
 from sqlalchemy import text
 from sqlmodel import create_engine
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.recorder.record import (
     BadEntry,
     RunExists,
@@ -25,7 +26,6 @@ from hatp_journal.recorder.record import (
     genesis_hash,
     verify_record,
 )
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, verify
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from record_helpers import AT, answer_body, call_body, fill, pins, server_pins, tampered
 
+from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal.recorder.record import Check, RunRecordFile, RunStore, VerifyReport, verify_record
 from hatp_journal.recorder.record.chain import seal
 from hatp_journal.recorder.record.models import checkpoint_payload
-from hatp_journal.toolkit.canonical import canonical_bytes, sha256_digest
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import IntentAsSent, OutcomeAsSent, OwnBodyUnreadable, read_own
 from hatp_journal.recorder.record.written_bodies import (
@@ -32,7 +33,6 @@ from hatp_journal.recorder.record.written_bodies import (
     SignedOverride,
     Written,
 )
-from hatp_journal.toolkit.canonical import canonical_bytes
 
 RECORD = Path(__file__).parents[3] / "docs" / "examples" / "d881" / "run-record.json"
 ENTRIES = json.loads(RECORD.read_text(encoding="utf-8"))["entries"]

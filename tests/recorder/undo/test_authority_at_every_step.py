@@ -23,6 +23,7 @@ from support.chain_server import undo_log, values
 from support.undo_org import EVE, LEAD, LEE, POLICY, Org, make_org
 from support.waiting import wait_until
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
@@ -30,7 +31,6 @@ from hatp_journal.recorder.undo import Step, UndoCode, UndoError, decide_plan, f
 from hatp_journal.recorder.undo.actions import authority_now, run_plan
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 from hatp_journal.toolkit.signing import b64url
 
 HALTED = "undo-halted"

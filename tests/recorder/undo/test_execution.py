@@ -12,6 +12,7 @@ import pytest
 from support.chain_server import outside_edit, values
 from support.undo_org import CHAIN, DANA, LEAD, LEE, Org, make_org
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.undo import ReversalPlan, decide_plan, execute_plan, find_plan
@@ -20,7 +21,6 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.clock import utc_now
 
 
 def test_a_second_concurrent_undo_of_the_same_run_is_refused_and_compensates_nothing(org: Org) -> None:

@@ -13,8 +13,8 @@ from sqlmodel import Session
 from support.undo_org import DANA, LEE
 from web_org import Approver, policy_that_asks_before_publishing
 
+from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal.recorder.runs.keys import RecAskClaim, RunKeys
-from hatp_journal.toolkit.clock import utc_now, wire_time
 
 
 def test_plan_undo_from_here_with_nothing_to_undo_files_no_plan_and_lists_each_step_with_why(

@@ -13,13 +13,13 @@ from support.flaky_smtp import FlakySmtp, flaky_smtp
 from support.undo_org import Org, mailing, make_org
 from support.waiting import wait_until
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.runs.notice_mail import MAIL_ATTEMPTS
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.mailsink import MailSink
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 
 REVIEW = {"remindBeforeSeconds": 1800, "escalateBeforeSeconds": 600}
 MAIL_KINDS = ("review", "reminder", "escalation", "lapse", "mail-delivered", "mail-deferred", "mail-failed")

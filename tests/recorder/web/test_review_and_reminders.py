@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from support.undo_org import DANA, LEAD, Org, mailing, make_org
 
+from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.runs.reminders import record_seen
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
 from hatp_journal.servers.mailsink import MailSink
-from hatp_journal.toolkit.clock import parse_wire_time, wire_time
 
 # The chain server's windows are one hour: remind 30 minutes before, escalate 10 minutes before.
 REVIEW = {"remindBeforeSeconds": 1800, "escalateBeforeSeconds": 600}

@@ -16,12 +16,12 @@ from fastmcp import Client
 from playwright.sync_api import Page
 from support.undo_org import LEAD, POLICY, Org
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.server import serving
-from hatp_journal.toolkit.clock import utc_now
 
 T = TypeVar("T")
 # Every wait on another thread is bounded by this.

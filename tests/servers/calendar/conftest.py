@@ -27,8 +27,9 @@ from icalendar import Calendar
 from hatp_journal.servers.calendar import build
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
-from hatp_journal.toolkit import META_KEY, Journal, SigningKey
+from hatp_journal.toolkit import Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import META_KEY
 
 __all__ = [
     "calendar",

@@ -26,7 +26,8 @@ from hatp_journal.servers.calendar import build
 from hatp_journal.servers.courier import stop_courier
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.outbox import OutboxNotice
-from hatp_journal.toolkit import META_KEY, SigningKey, create_store_engine
+from hatp_journal.toolkit import SigningKey, create_store_engine
+from hatp_journal.toolkit.wire import META_KEY
 
 pytestmark = pytest.mark.anyio
 

@@ -9,8 +9,9 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from hatp_journal.toolkit import META_KEY, SigningKey, VerifyKey, verify_answer, verify_call
-from hatp_journal.toolkit.wire import KeysAnswer
+from hatp_journal.toolkit import SigningKey
+from hatp_journal.toolkit.signing import VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.wire import META_KEY, KeysAnswer
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,9 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from hatp_journal.servers.crm import build
-from hatp_journal.toolkit import META_KEY, Journal, SigningKey
+from hatp_journal.toolkit import Journal, SigningKey
 from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import META_KEY
 
 CLI = ["-m", "hatp_journal.servers.crm.cli"]
 

@@ -7,7 +7,7 @@ import pytest
 from sqlmodel import Session, col, select
 
 from hatp_journal.servers.crm import edit_deal
-from hatp_journal.toolkit.undo_writes import UndoWrite
+from hatp_journal.toolkit._undo_writes import UndoWrite
 
 pytestmark = pytest.mark.anyio
 

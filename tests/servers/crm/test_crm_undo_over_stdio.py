@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hatp_journal.servers.crm.cli import main
-from hatp_journal.toolkit import VerifyKey, verify_answer, verify_call
+from hatp_journal.toolkit.signing import VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.wire import KeysAnswer
 
 pytestmark = pytest.mark.anyio

@@ -18,8 +18,9 @@ from fastmcp.client.transports import StdioTransport
 from hatp_journal.servers.email import MailSettings, build
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
-from hatp_journal.toolkit import META_KEY, SigningKey
+from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.testing import FakeClock
+from hatp_journal.toolkit.wire import META_KEY
 
 __all__ = ["closed_port", "mail", "mail_sink", "serve_mail", "stdio_mail", "unreachable_mail"]
 

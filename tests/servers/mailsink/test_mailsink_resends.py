@@ -8,9 +8,9 @@ from email.message import EmailMessage
 
 import pytest
 
+from hatp_journal._shared.mail import Envelope, SmtpSession, probe
 from hatp_journal.servers.mailsink import Resend, resent
 from hatp_journal.servers.mailsink.cli import main
-from hatp_journal.toolkit.mail import Envelope, SmtpSession, probe
 
 
 def _email(subject: str, message_id: str, to: str = "buyer@globex.com", **headers: str) -> EmailMessage:

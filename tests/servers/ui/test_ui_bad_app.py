@@ -17,7 +17,7 @@ import pytest
 from ui_client import UiTools, start_ui
 
 from hatp_journal.servers.fakeapp import FakeApp
-from hatp_journal.toolkit import META_KEY
+from hatp_journal.toolkit.wire import META_KEY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page
 
 from hatp_journal.servers.fakeapp import FakeApp
-from hatp_journal.toolkit import RecordReadError, read_record
+from hatp_journal.toolkit.ui import RecordReadError, read_record
 
 DOC = Path(__file__).parents[3] / "docs" / "ui-undo.md"
 

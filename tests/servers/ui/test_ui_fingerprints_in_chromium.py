@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from playwright.sync_api import Page, expect
 
 from hatp_journal.servers.fakeapp import FakeApp
-from hatp_journal.toolkit import RecordView, read_record
+from hatp_journal.toolkit.ui import RecordView, read_record
 
 pytestmark = pytest.mark.browser
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.policy import CallFacts, MoneyLedger, decide, parse_policy
 from hatp_journal.servers.ui import SEND_REASON, SEND_REMEDY, evidence_file
 from hatp_journal.servers.ui.evidence import matches
-from hatp_journal.toolkit import VerifyKey, verify_answer, verify_call
-from hatp_journal.toolkit.clock import utc_now
+from hatp_journal.toolkit.signing import VerifyKey, verify_answer, verify_call
 from hatp_journal.toolkit.wire import Declaration, KeysAnswer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.browser]

@@ -13,7 +13,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from hatp_journal.servers.fakeapp.pytest_ui import require_chromium
-from hatp_journal.toolkit import META_KEY
+from hatp_journal.toolkit.wire import META_KEY
 
 CLI = ["-m", "hatp_journal.servers.ui"]
 

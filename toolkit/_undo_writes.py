@@ -15,7 +15,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from hatp_journal.toolkit.effects import Effect, ResourceState, Write
+from hatp_journal.toolkit._effects import Effect, ResourceState, Write
 from hatp_journal.toolkit.errors import ToolFailed
 from hatp_journal.toolkit.wire import AlsoWrite, FieldChange, ResourceFound
 

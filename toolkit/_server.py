@@ -24,11 +24,11 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
+from hatp_journal.toolkit._arguments import InvalidArguments, validate_arguments
+from hatp_journal.toolkit._spec import OperationSpec
+from hatp_journal.toolkit._testing_surface import ConformanceSurface
 from hatp_journal.toolkit.errors import DeclarationError, ErrorCode, JournalError
 from hatp_journal.toolkit.signing import VerifyKey
-from hatp_journal.toolkit.spec import OperationSpec
-from hatp_journal.toolkit.testing_surface import ConformanceSurface
 from hatp_journal.toolkit.wire import (
     CHECK_TOOL,
     CLOCK_TOOL,
@@ -51,7 +51,7 @@ from hatp_journal.toolkit.wire import (
 )
 
 if TYPE_CHECKING:
-    from hatp_journal.toolkit.journal import Journal
+    from hatp_journal.toolkit._journal import Journal
 
 # The arguments exactly as the client sent them: the receipt signs their digest.
 _RAW_ARGUMENTS: ContextVar[Mapping[str, Any] | None] = ContextVar("raw_arguments", default=None)

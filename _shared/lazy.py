@@ -14,9 +14,14 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 
 
-def lazy_exports(package: str, exports: Mapping[str, Iterable[str]]) -> Callable[[str], object]:
+def lazy_exports(
+    package: str,
+    exports: Mapping[str, Iterable[str]],
+    fallback: Callable[[str], object] | None = None,
+) -> Callable[[str], object]:
     """A module ``__getattr__`` for ``package`` that finds each name in the module ``exports`` lists it
-    under (``{"hatp_journal.toolkit.clock": ["utc_now"]}``) and caches it in the package."""
+    under (``{"hatp_journal._shared.clock": ["utc_now"]}``) and caches it in the package. A name not
+    listed goes to ``fallback`` (old names kept for a release), else raises AttributeError."""
     owner = {name: module for module, names in exports.items() for name in names}
     shadowed = [name for name, module in owner.items() if module.rpartition(".")[2] == name]
     if shadowed:
@@ -25,6 +30,8 @@ def lazy_exports(package: str, exports: Mapping[str, Iterable[str]]) -> Callable
 
     def __getattr__(name: str) -> object:
         module = owner.get(name)
+        if module is None and fallback is not None:
+            return fallback(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)

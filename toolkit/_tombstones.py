@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from sqlmodel import Field, SQLModel
 
-from hatp_journal.toolkit.clock import wire_time
-from hatp_journal.toolkit.effects import ResourceState, Tx
+from hatp_journal._shared.clock import wire_time
+from hatp_journal.toolkit._effects import ResourceState, Tx
+from hatp_journal.toolkit._revisions import Revision, Versioned
 from hatp_journal.toolkit.errors import UndoFailed
-from hatp_journal.toolkit.versions import Revision, Versioned
 
 V = TypeVar("V", bound=Versioned)
 

@@ -19,15 +19,13 @@ from pydantic_core import to_jsonable_python
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from hatp_journal.toolkit.after_commit import ActionRunner, ActionSpec
-from hatp_journal.toolkit.arguments import arguments_model, validate_arguments
-from hatp_journal.toolkit.canonical import sha256_digest
-from hatp_journal.toolkit.clock import utc_now, wire_time
-from hatp_journal.toolkit.durations import format_window
-from hatp_journal.toolkit.effects import Effect, Tx
-from hatp_journal.toolkit.errors import DeclarationError, ToolFailed
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, call_payload
-from hatp_journal.toolkit.spec import (
+from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal._shared.durations import format_window
+from hatp_journal.toolkit._after_commit import ActionRunner, ActionSpec
+from hatp_journal.toolkit._arguments import arguments_model, validate_arguments
+from hatp_journal.toolkit._effects import Effect, Tx
+from hatp_journal.toolkit._spec import (
     CompensationSpec,
     OperationSpec,
     OutsideEditSpec,
@@ -35,11 +33,13 @@ from hatp_journal.toolkit.spec import (
     SampleSpec,
     spec_of,
 )
+from hatp_journal.toolkit._testing_surface import ShiftableClock, surface_requested
+from hatp_journal.toolkit._undeclared import VersionedWrites
+from hatp_journal.toolkit._undo import UndoEngine
+from hatp_journal.toolkit._undo_writes import also_info, checked_also, rows_for
+from hatp_journal.toolkit.errors import DeclarationError, ToolFailed
+from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url, call_payload
 from hatp_journal.toolkit.store import UndoBinding, UndoRecord, create_store_engine, hash_token
-from hatp_journal.toolkit.testing_surface import ShiftableClock, surface_requested
-from hatp_journal.toolkit.undeclared import VersionedWrites
-from hatp_journal.toolkit.undo import UndoEngine
-from hatp_journal.toolkit.undo_writes import also_info, checked_also, rows_for
 from hatp_journal.toolkit.wire import (
     CallBinding,
     CompensateRequest,
@@ -199,7 +199,7 @@ class Journal:
         """Add ``functions`` and publish them, with the binding tools, on ``mcp``."""
         if self._published:
             raise DeclarationError("register() was already called; pass every function at once")
-        from hatp_journal.toolkit.server import publish  # the MCP stack, only for a server that runs
+        from hatp_journal.toolkit._server import publish  # the MCP stack, only for a server that runs
 
         self.add(*functions)
         publish(self, mcp)

@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hatp_journal.toolkit.errors import DeclarationError
-from hatp_journal.toolkit.spec import (
+from hatp_journal.toolkit._spec import (
     OperationSpec,
     OutsideEditSpec,
     SampleSpec,
@@ -37,6 +36,7 @@ from hatp_journal.toolkit.spec import (
     _tx_param,
     spec_of,
 )
+from hatp_journal.toolkit.errors import DeclarationError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

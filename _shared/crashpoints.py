@@ -15,7 +15,7 @@ import signal
 import threading
 from collections import Counter
 
-from hatp_journal.toolkit.testing_surface import surface_requested
+from hatp_journal._shared.testing_env import surface_requested
 
 CRASH_ENV = "HATP_JOURNAL_CRASH_AT"
 

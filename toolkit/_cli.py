@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _pending(args: argparse.Namespace) -> int:
-    from hatp_journal.toolkit.after_commit import drop, pending
-    from hatp_journal.toolkit.clock import utc_now, wire_time
+    from hatp_journal._shared.clock import utc_now, wire_time
+    from hatp_journal.toolkit._after_commit import drop, pending
     from hatp_journal.toolkit.errors import StoreError
     from hatp_journal.toolkit.store import create_store_engine
 

@@ -2,7 +2,7 @@
 
 An undo checks only the resources the effect names (``effect.resource`` and ``Effect.also``). A row
 the call changed but did not name would be put back by the compensation without any check, over a
-colleague's later edit. For rows kept with :class:`~hatp_journal.toolkit.versions.Versioned` the
+colleague's later edit. For rows kept with :class:`~hatp_journal.toolkit._revisions.Versioned` the
 toolkit can see this: every such row the call created or gave a new version must carry the version
 (and content tag, where the effect gives one) of a resource the effect names. A call that versions
 more rows than it names fails (``TOOL_FAILED``) and its change is rolled back.
@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import event, inspect
 from sqlmodel import Session
 
-from hatp_journal.toolkit.effects import Effect
-from hatp_journal.toolkit.versions import Versioned
+from hatp_journal.toolkit._effects import Effect
+from hatp_journal.toolkit._revisions import Versioned
 
 
 class VersionedWrites:

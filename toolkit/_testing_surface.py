@@ -7,29 +7,22 @@ clock and edits its store. The Recorder hides these tools from agents like the b
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlmodel import Session
 
-from hatp_journal.toolkit.arguments import InvalidArguments, validate_arguments
-from hatp_journal.toolkit.clock import wire_time
-from hatp_journal.toolkit.effects import ResourceState, Tx
+from hatp_journal._shared.clock import wire_time
+from hatp_journal._shared.testing_env import TESTING_ENV as TESTING_ENV
+from hatp_journal._shared.testing_env import surface_requested as surface_requested
+from hatp_journal.toolkit._arguments import InvalidArguments, validate_arguments
+from hatp_journal.toolkit._effects import ResourceState, Tx
 from hatp_journal.toolkit.errors import ToolFailed
 from hatp_journal.toolkit.wire import ClockAnswer, OperationSamples, Sample, SamplesAnswer, StateAnswer
 
 if TYPE_CHECKING:
-    from hatp_journal.toolkit.journal import Journal
-
-TESTING_ENV = "HATP_JOURNAL_TESTING"
-"""Set to ``1`` to publish the test-only surface."""
-
-
-def surface_requested(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether the environment asks for the test-only surface."""
-    return environ.get(TESTING_ENV, "") == "1"
+    from hatp_journal.toolkit._journal import Journal
 
 
 class ShiftableClock:

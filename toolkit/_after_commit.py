@@ -27,9 +27,9 @@ from pydantic import BaseModel
 from sqlalchemy import Engine, update
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from hatp_journal.toolkit.clock import wire_time
+from hatp_journal._shared.clock import wire_time
 
-LOG = logging.getLogger("hatp_journal.toolkit.after_commit")
+LOG = logging.getLogger("hatp_journal.toolkit._after_commit")
 
 FIRST_RETRY = timedelta(seconds=30)
 """The wait before the first retry of a failed action; it doubles with each failure, up to LAST_RETRY."""

@@ -15,9 +15,9 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel
 
-from hatp_journal.toolkit.after_commit import ActionSpec
-from hatp_journal.toolkit.durations import parse_window
-from hatp_journal.toolkit.effects import SPEC_ATTR, Tx
+from hatp_journal._shared.durations import parse_window
+from hatp_journal.toolkit._after_commit import ActionSpec
+from hatp_journal.toolkit._effects import SPEC_ATTR, Tx
 from hatp_journal.toolkit.errors import DeclarationError
 from hatp_journal.toolkit.wire import Money, Via
 

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from hatp_journal.toolkit.after_commit import ActionSpec, log_failed_closure, new_row
-from hatp_journal.toolkit.clock import wire_time
+from hatp_journal._shared.clock import wire_time
+from hatp_journal.toolkit._after_commit import ActionSpec, log_failed_closure, new_row
 from hatp_journal.toolkit.errors import DeclarationError, JournalError
 from hatp_journal.toolkit.wire import EffectChange, Money, Override, Use
 
@@ -54,7 +54,7 @@ class Tx:
         An action decorated :func:`~hatp_journal.toolkit.after_commit_action` is recorded in this
         transaction with ``data`` (plain data: a pydantic model or a JSON mapping, never a row of
         the session) and called with it after the commit, retried with backoff until it succeeds
-        or a person drops it (:mod:`hatp_journal.toolkit.after_commit`). A plain callable runs
+        or a person drops it (:mod:`hatp_journal.toolkit._after_commit`). A plain callable runs
         once, after the commit in this process; if it raises, the error is logged and lost.
         """
         spec = getattr(action, SPEC_ATTR, None)

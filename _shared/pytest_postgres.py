@@ -2,7 +2,7 @@
 
 Turn them on in a root ``conftest.py``::
 
-    pytest_plugins = ["hatp_journal.toolkit.pytest_postgres"]
+    pytest_plugins = ["hatp_journal._shared.pytest_postgres"]
 
 ``postgres_url`` is the URL of a fresh, empty store (a schema of its own); ``store_url`` runs a
 test twice, on a SQLite file and on PostgreSQL. One cluster is started per test session (per pytest-xdist

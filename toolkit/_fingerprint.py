@@ -22,8 +22,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hatp_journal.toolkit.aria import AriaNode, parse_aria_snapshot
-from hatp_journal.toolkit.canonical import canonical_bytes
+from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal.toolkit._aria import AriaNode, parse_aria_snapshot
 
 FINGERPRINT_PREFIX = "fp-"
 TABLE_ROLES = frozenset({"table", "grid", "treegrid"})
