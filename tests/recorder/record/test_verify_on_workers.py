@@ -21,8 +21,8 @@ from test_known_answers import EXAMPLES, EXPECTED, pinned
 
 from hatp_journal.recorder.record import Check, RunStore, VerifyReport, verify_record
 from hatp_journal.recorder.record import signature_workers as workers_module
+from hatp_journal.recorder.record.entry_envelope import lean_entry
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.verify import _lean_entry
 from hatp_journal.toolkit.signing import SigningKey, call_payload
 
 ON_WORKERS = {"workers": 1, "pool_after": 0}
@@ -198,8 +198,8 @@ def test_a_token_member_spelled_with_an_escape_is_still_found(
 
 def test_an_entry_as_the_recorder_writes_it_is_taken_as_the_strict_model_takes_it() -> None:
     for raw in json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"]:
-        assert _lean_entry(raw) == Entry.model_validate(raw, strict=True)
-        assert _lean_entry(raw).model_fields_set == Entry.model_validate(raw, strict=True).model_fields_set  # type: ignore[union-attr]
+        assert lean_entry(raw) == Entry.model_validate(raw, strict=True)
+        assert lean_entry(raw).model_fields_set == Entry.model_validate(raw, strict=True).model_fields_set  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -219,5 +219,5 @@ def test_an_entry_of_any_other_shape_is_left_to_the_model(change: dict[str, Any]
     raw = {**json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"][0], **change}
     renamed = {("prev_hash" if k == "prevHash" else k): v for k, v in raw.items()}
 
-    assert _lean_entry(raw) is None
-    assert _lean_entry(renamed) is None  # the model takes snake_case too: it says what it makes of it
+    assert lean_entry(raw) is None
+    assert lean_entry(renamed) is None  # the model takes snake_case too: it says what it makes of it
