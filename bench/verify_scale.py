@@ -41,8 +41,7 @@ from hatp_journal.recorder.cli import command_line as cli
 from hatp_journal.recorder.cli import verify as verify_cli
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.pins import PinStore
-from hatp_journal.recorder.record import RunStore, bodies, signature_workers, verify_record
-from hatp_journal.recorder.record import verify as verify_module
+from hatp_journal.recorder.record import RunStore, bodies, checkpoint_checks, signature_workers, verify_record
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.runs.asks import call_digest
 from hatp_journal.toolkit import SigningKey
@@ -191,7 +190,7 @@ def time_signature_checks() -> dict[str, Any]:
         setattr(bodies, name, timed(getattr(bodies, name), counted=False))
     signature_workers.check_task = timed(signature_workers.check_task, counted=True, ed25519=True)  # type: ignore[assignment]
     bodies.verify = timed(bodies.verify, counted=True)  # type: ignore[attr-defined]  # host calls, links, overrides
-    verify_module.verify = timed(verify_module.verify, counted=True)  # type: ignore[attr-defined]  # checkpoints
+    checkpoint_checks.verify = timed(checkpoint_checks.verify, counted=True)  # type: ignore[attr-defined]  # checkpoints
     return signing
 
 

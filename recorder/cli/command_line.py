@@ -25,6 +25,19 @@ def main(argv: list[str] | None = None) -> int:
         from hatp_journal.recorder.cli.explain_command import explain_command
 
         return explain_command(args)
+    if args.command == "verify":  # offline, from a file: neither the gateway nor the store is imported
+        from hatp_journal.recorder.cli.verify import verify_command
+
+        try:
+            return verify_command(args)
+        except Exception as error:
+            from hatp_journal.recorder.cli.bad_input import (
+                said_as_bad_input,  # only on failure: start-up speed
+            )
+
+            if not said_as_bad_input(error):
+                raise
+            return 2
     # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
     from hatp_journal.recorder.cli.commands import run
 

@@ -13,7 +13,7 @@ file is read that way too (``stream.py``), so a record of any length is verified
 
 from __future__ import annotations
 
-import hashlib
+import gc
 import os
 import shutil
 import tempfile
@@ -23,9 +23,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import ValidationError
 
-from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
+from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
-from hatp_journal.recorder.record.chain import entry_id, genesis_hash, seal
+from hatp_journal.recorder.record.chain import entry_id, genesis_hash
+from hatp_journal.recorder.record.checkpoint_checks import check_checkpoints, check_latest, check_pinned_at
+from hatp_journal.recorder.record.entry_envelope import canonical_entry, lean_entry, rehash
+from hatp_journal.recorder.record.gc_pause import gc_paused
 from hatp_journal.recorder.record.layout import read_export
 from hatp_journal.recorder.record.models import Checkpoint, Entry, RunRecordFile
 from hatp_journal.recorder.record.report import Check, Findings, Problem, VerifyReport
@@ -33,7 +36,7 @@ from hatp_journal.recorder.record.signature_workers import POOL_AFTER
 from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLong
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.record.witness_checks import WitnessCheck, WitnessPins
-from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode, verify
+from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
 
 if TYPE_CHECKING:
     # Imported when used: the directory module reaches the policy package, which reaches back here.
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
 
 ServerKeys = Mapping[str, Mapping[str, VerifyKey]]
 _UNKNOWN = "unknown: after a malformed entry"
+COLLECT_EVERY = 10_000
+"""Entries verified between two collections of cyclic garbage (the collector is paused meanwhile)."""
 WHOLE_FILE_LIMIT = 16 << 20
 """Bytes up to which a file not laid out as the Recorder writes it is read whole, to say what is
 wrong with it; a larger one is reported as not laid out so, and not read further."""
@@ -115,10 +120,16 @@ def _verify(
         pool_after=pinned.pool_after,
     )
     verifier.witness_pins(pinned.witnesses)
+    # The collector paused: while workers check signatures, entries wait for their verdicts long
+    # enough to reach the oldest generation, and its walks took a fifth of this process's CPU.
+    # Nothing here makes cycles as a rule; a collection every COLLECT_EVERY entries bounds any.
     try:
-        for raw, stored in entries:
-            verifier.entry(raw, stored)
-        return verifier.finish()
+        with gc_paused():
+            for count, (raw, stored) in enumerate(entries, 1):
+                verifier.entry(raw, stored)
+                if count % COLLECT_EVERY == 0:
+                    gc.collect()
+            return verifier.finish()
     finally:
         verifier.bodies.signatures.close()  # never leave a worker behind, whatever went wrong
 
@@ -368,7 +379,7 @@ class RecordVerifier:
             self._malformed(label, f"{raw.chars} characters, more than an entry may take: not read", None)
             return
         try:
-            entry = _lean_entry(raw) or Entry.model_validate(raw, strict=True)
+            entry = lean_entry(raw) or Entry.model_validate(raw, strict=True)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"])
@@ -385,12 +396,12 @@ class RecordVerifier:
             self.found.add(Check.ID_MISMATCH, label, f"id {entry.id!r} at seq {entry.seq}")
         if not is_wire_time(entry.time):
             self.found.add(Check.BAD_TIME, label, f"entry time {entry.time!r}")
-        recomputed = _rehash(entry, stored)
+        recomputed = rehash(entry, stored)
         if stored is not None and recomputed and recomputed != entry.hash:
             # Bytes that hash to another value may be a re-encoding of the very same entry (escapes,
             # number spellings): that is NOT_CANONICAL, and the entry is hashed in canonical form.
-            canonical = _rehash(entry, None)
-            if canonical and _canonical_entry(entry) != stored:
+            canonical = rehash(entry, None)
+            if canonical and canonical_entry(entry) != stored:
                 self.found.add(Check.NOT_CANONICAL, label, "the entry is not written in canonical form")
                 recomputed = canonical
         if not recomputed:
@@ -429,10 +440,12 @@ class RecordVerifier:
     def finish(self) -> VerifyReport:
         """Check the checkpoints against the heads seen, and the latest head if given."""
         self.bodies.finish()
-        signed = self._checkpoints() if self.previous_hash is not None or self.size else 0
-        self._pinned_at()
+        keys, heads = self.recorder_keys, self.heads
+        seen = self.previous_hash is not None or self.size
+        signed = check_checkpoints(self.header, self.size, heads, keys, self.found) if seen else 0
+        check_pinned_at(self.header, keys, self.found)
         if self.latest is not None:
-            self._check_latest(self.latest)
+            check_latest(self.latest, self.header, self.size, heads, keys, self.found)
         final = self.previous_hash if self.previous_hash is not _UNKNOWN else None
         self.witnessed.finish(self.found, self.size, self.heads, final, set(self.recorder_keys))
         found = self.found
@@ -446,143 +459,6 @@ class RecordVerifier:
             trusted_from_file=self.trusted,
         )
 
-    def _checkpoints(self) -> int:
-        """Check every checkpoint; return the largest size a valid one signs."""
-        run_id, size, found = self.header.run.id, self.size, self.found
-        signed: int | None = None
-        previous = 0
-        for checkpoint in self.header.checkpoints:
-            label = entry_id(checkpoint.size) if checkpoint.size else None
-            valid = True
-            if checkpoint.run != run_id:
-                found.add(Check.RUN_MISMATCH, label, f"checkpoint of run {checkpoint.run!r}")
-                valid = False
-            if not is_wire_time(checkpoint.at):
-                found.add(Check.BAD_TIME, label, f"checkpoint time {checkpoint.at!r}")
-            if not is_wire_time(checkpoint.receipt.issued_at):
-                found.add(
-                    Check.BAD_TIME, label, f"checkpoint receipt issuedAt {checkpoint.receipt.issued_at!r}"
-                )
-            if not verify(checkpoint.receipt, checkpoint.signed(), self.recorder_keys):
-                found.add(Check.BAD_CHECKPOINT_SIGNATURE, label, f"checkpoint at size {checkpoint.size}")
-                valid = False
-            if checkpoint.size > size:
-                found.add(
-                    Check.CHECKPOINT_MISMATCH, label, f"signs {checkpoint.size} entries, file has {size}"
-                )
-                valid = False
-            elif self.heads.get(checkpoint.size) != checkpoint.head:
-                found.add(Check.CHECKPOINT_MISMATCH, label, f"signed head differs at size {checkpoint.size}")
-                valid = False
-            if checkpoint.size < previous:
-                found.add(Check.CHECKPOINT_MISMATCH, label, f"size {checkpoint.size} signed after {previous}")
-            previous = max(previous, checkpoint.size)
-            if valid:
-                signed = max(signed or 0, checkpoint.size)
-        if signed is None or signed < size:
-            start = (signed or 0) + 1
-            label = entry_id(start) if start <= size else None
-            found.add(Check.UNSIGNED_TAIL, label, f"entries after the last signed checkpoint ({signed})")
-        closes = [c.at for c in self.header.checkpoints if c.reason == "close"]
-        if self.header.run.closed_at != (closes[0] if closes else None):
-            found.add(Check.RUN_MISMATCH, None, "closedAt is not the time of the first close checkpoint")
-        return signed or 0
-
-    def _pinned_at(self) -> None:
-        """Each shipped server key's ``pinnedAt`` is a time, and the Recorder's word: its receipt
-        signs the server, the key and that time (``PIN_SIGNATURE_INVALID``). It is compared with
-        no other time: pins outlive runs and are written by the Recorder's wall clock."""
-        for server, shipped in self.header.server_keys.items():
-            for key in shipped:
-                at = key.pinned_at
-                if at is None and key.receipt is None:  # keys handed to the export: no pin to sign
-                    continue
-                if at is not None and not is_wire_time(at):
-                    self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pinnedAt {at!r}")
-                receipt = key.receipt
-                if receipt is not None and not is_wire_time(receipt.issued_at):
-                    self.found.add(Check.BAD_TIME, None, f"serverKeys.{server}: pin receipt issuedAt")
-                if (
-                    at is None
-                    or receipt is None
-                    or receipt.issued_at != at
-                    or not verify(receipt, key.signed(server), self.recorder_keys)
-                ):
-                    detail = f"serverKeys.{server}: the pin of {key.kid} is not signed by the Recorder's key"
-                    self.found.add(Check.PIN_SIGNATURE_INVALID, None, detail)
-
-    def _check_latest(self, head: Checkpoint) -> None:
-        label = entry_id(head.size) if head.size else None
-        if head.run != self.header.run.id:
-            self.found.add(Check.RUN_MISMATCH, None, f"the latest head given is of run {head.run!r}")
-        elif not verify(head.receipt, head.signed(), self.recorder_keys):
-            self.found.add(
-                Check.BAD_CHECKPOINT_SIGNATURE,
-                label,
-                "the latest head given is not signed by the Recorder's key",
-            )
-        elif head.size > self.size:
-            self.found.add(
-                Check.ROLLBACK, label, f"latest signed head covers {head.size} entries, file {self.size}"
-            )
-        elif self.heads.get(head.size) != head.head:
-            self.found.add(
-                Check.ROLLBACK, label, f"the file's head at size {head.size} is not the latest signed one"
-            )
-
-
-_ENTRY_MEMBERS = frozenset({"id", "run", "seq", "time", "kind", "body", "prevHash", "hash"})
-
-
-def _lean_entry(raw: Any) -> Entry | None:
-    """The entry, when ``raw`` is exactly as the Recorder writes one (every member, of its exact
-    JSON type, nothing else): the strict model would accept it as it is, so it is made without
-    validating again (validating took longer than the rest of an entry's envelope). None for
-    anything else, which the model then validates (and explains)."""
-    if type(raw) is not dict or raw.keys() != _ENTRY_MEMBERS:
-        return None
-    seq, kind = raw["seq"], raw["kind"]
-    if not (
-        type(seq) is int
-        and seq >= 1
-        and type(kind) is str
-        and kind
-        and type(raw["body"]) is dict
-        and type(raw["id"]) is str
-        and type(raw["run"]) is str
-        and type(raw["time"]) is str
-        and type(raw["prevHash"]) is str
-        and type(raw["hash"]) is str
-    ):
-        return None
-    entry = Entry.__new__(Entry)
-    # What ``model_construct`` sets, without its generic work (it cost more than validating).
-    fields = {
-        "id": raw["id"],
-        "run": raw["run"],
-        "seq": seq,
-        "time": raw["time"],
-        "kind": kind,
-        "body": raw["body"],
-        "prev_hash": raw["prevHash"],
-        "hash": raw["hash"],
-    }
-    object.__setattr__(entry, "__dict__", fields)
-    object.__setattr__(entry, "__pydantic_fields_set__", set(_ENTRY_FIELDS))
-    object.__setattr__(entry, "__pydantic_extra__", None)
-    object.__setattr__(entry, "__pydantic_private__", None)
-    return entry
-
-
-_ENTRY_FIELDS = frozenset(Entry.model_fields)
-
-
-def _canonical_entry(entry: Entry) -> bytes | None:
-    try:
-        return canonical_bytes(entry.hashed())
-    except (ValueError, TypeError, RecursionError):
-        return None
-
 
 def _derived(kid: str, public_key: str) -> bool:
     """Whether ``kid`` is the key id of ``public_key`` (base64url of the raw key)."""
@@ -590,13 +466,3 @@ def _derived(kid: str, public_key: str) -> bool:
         return VerifyKey.from_raw(b64url_decode(public_key)).kid == kid
     except ValueError:
         return False
-
-
-def _rehash(entry: Entry, stored: bytes | None) -> str:
-    """The entry's true hash: of the bytes as written when available, else re-serialized; "" if neither."""
-    if stored is not None:
-        return "sha256:" + hashlib.sha256(stored).hexdigest()
-    try:
-        return seal(entry.hashed())[1]
-    except (ValueError, TypeError, RecursionError):
-        return ""

@@ -154,6 +154,23 @@ def test_an_exported_record_verifies_with_the_pinned_public_key_and_a_changed_by
     assert "FAILED" in capsys.readouterr().out
 
 
+def test_verify_imports_neither_the_gateway_nor_the_store_commands_nor_the_mcp_stack(
+    setup: tuple[Path, RunStore, str],
+) -> None:
+    folder, _, ask = setup
+    config = ["--config", str(folder / "recorder.toml")]
+    assert main([*config, "export", ask.rpartition("/")[0], "--out", str(folder / "r.json")]) == 0
+    heavy = ["hatp_journal.recorder.cli.commands", "hatp_journal.recorder.gateway", "mcp", "sqlalchemy"]
+    program = (
+        "import sys\n"
+        "from hatp_journal.recorder.cli.command_line import main\n"
+        f"code = main(['verify', {str(folder / 'r.json')!r}])\n"
+        f"print(code, [name for name in {heavy!r} if name in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 []"  # verified (keys taken from the file), nothing heavy loaded
+
+
 def test_verify_prints_an_entry_id_from_a_forged_record_escaped_so_it_cannot_pass_for_the_verdict(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

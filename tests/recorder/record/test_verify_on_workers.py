@@ -9,9 +9,11 @@ record starts no worker at all.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +23,9 @@ from test_known_answers import EXAMPLES, EXPECTED, pinned
 
 from hatp_journal.recorder.record import Check, RunStore, VerifyReport, verify_record
 from hatp_journal.recorder.record import signature_workers as workers_module
+from hatp_journal.recorder.record import verify as verify_module
+from hatp_journal.recorder.record.entry_envelope import lean_entry
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.verify import _lean_entry
 from hatp_journal.toolkit.signing import SigningKey, call_payload
 
 ON_WORKERS = {"workers": 1, "pool_after": 0}
@@ -105,6 +108,74 @@ def test_problems_found_on_workers_are_listed_exactly_as_in_one_process(
     # Found at once and found later, in the order of the entries all the same.
     entries = [int(problem.entry[1:]) for problem in pooled.problems if problem.entry]
     assert entries == sorted(entries)
+
+
+@pytest.fixture
+def collections() -> Iterator[list[int]]:
+    """The generation of each garbage collection made from now on (automatic or asked for)."""
+    made: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            made.append(info["generation"])
+
+    gc.callbacks.append(counted)  # the list the collector calls: it cannot be replaced
+    try:
+        yield made
+    finally:
+        gc.callbacks.remove(counted)
+
+
+def test_the_collector_does_not_walk_the_entries_waiting_for_their_verdicts(
+    troubled: bytes,
+    store: RunStore,
+    server_key: SigningKey,
+    collections: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = {"recorder_keys": pins(store), "server_keys": server_pins(server_key)}
+    alone = verify_record(troubled, workers=0, **keys)
+    during: list[int] = []  # the collections made so far, as each entry is checked
+    check_entry = verify_module.RecordVerifier.entry
+
+    def counted(self: verify_module.RecordVerifier, raw: Any, stored: bytes | None) -> None:
+        during.append(len(collections))
+        check_entry(self, raw, stored)
+
+    monkeypatch.setattr(verify_module.RecordVerifier, "entry", counted)
+
+    streamed = verify_record(io.BytesIO(troubled), **ON_WORKERS, **keys)
+
+    assert streamed == alone
+    assert len(during) == 120
+    assert during[-1] == during[0]  # 120 entries, fewer than COLLECT_EVERY: not one collection among them
+    assert gc.isenabled()
+
+
+def test_cyclic_garbage_is_still_collected_every_so_many_entries(
+    troubled: bytes,
+    store: RunStore,
+    server_key: SigningKey,
+    collections: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(verify_module, "COLLECT_EVERY", 50)
+    keys = {"recorder_keys": pins(store), "server_keys": server_pins(server_key)}
+    during: list[int] = []  # the collections made so far, as each entry is checked
+    check_entry = verify_module.RecordVerifier.entry
+
+    def counted(self: verify_module.RecordVerifier, raw: Any, stored: bytes | None) -> None:
+        during.append(len(collections))
+        check_entry(self, raw, stored)
+
+    monkeypatch.setattr(verify_module.RecordVerifier, "entry", counted)
+
+    report = verify_record(io.BytesIO(troubled), **ON_WORKERS, **keys)
+
+    assert report.problems  # the troubled record, verified to its end
+    assert len(during) == 120
+    assert collections[during[0] : during[-1]] == [2, 2]  # after entries 50 and 100: full collections
+    assert gc.isenabled()
 
 
 @pytest.mark.parametrize("case", EXPECTED, ids=[case["file"] for case in EXPECTED])
@@ -198,8 +269,8 @@ def test_a_token_member_spelled_with_an_escape_is_still_found(
 
 def test_an_entry_as_the_recorder_writes_it_is_taken_as_the_strict_model_takes_it() -> None:
     for raw in json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"]:
-        assert _lean_entry(raw) == Entry.model_validate(raw, strict=True)
-        assert _lean_entry(raw).model_fields_set == Entry.model_validate(raw, strict=True).model_fields_set  # type: ignore[union-attr]
+        assert lean_entry(raw) == Entry.model_validate(raw, strict=True)
+        assert lean_entry(raw).model_fields_set == Entry.model_validate(raw, strict=True).model_fields_set  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -219,5 +290,5 @@ def test_an_entry_of_any_other_shape_is_left_to_the_model(change: dict[str, Any]
     raw = {**json.loads((EXAMPLES / "run-record.json").read_bytes())["entries"][0], **change}
     renamed = {("prev_hash" if k == "prevHash" else k): v for k, v in raw.items()}
 
-    assert _lean_entry(raw) is None
-    assert _lean_entry(renamed) is None  # the model takes snake_case too: it says what it makes of it
+    assert lean_entry(raw) is None
+    assert lean_entry(renamed) is None  # the model takes snake_case too: it says what it makes of it
