@@ -44,10 +44,6 @@ def test_no_file_or_function_of_a_package_floor_is_too_long() -> None:
     assert found == {}
 
 
-def test_every_file_still_being_split_exists() -> None:
-    assert sorted(BEING_SPLIT - set(floor_files())) == []
-
-
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
