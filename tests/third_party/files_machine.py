@@ -147,7 +147,7 @@ class FilesMachine(RuleBasedStateMachine):
         before = contents(self.folder)
         present = {name for name, text in self.colleague.items() if before.get(name) == text}
 
-        async def plan_and_run(overrides: tuple[str, ...]) -> Any:
+        async def plan_and_run(overrides: Any) -> Any:
             return await self.org.undo(self.servers, run, UndoRequest(from_step=step), overrides)
 
         plan, reversal = self.portal.call(plan_and_run, ())
@@ -165,8 +165,9 @@ class FilesMachine(RuleBasedStateMachine):
             )
         if override and plan["conflicts"]:
             self._count("overrides")
-            named = tuple(c["entry"] for c in plan["conflicts"])
-            plan, reversal = self.portal.call(plan_and_run, named)
+            # The steps without a conflict ran: override the conflicts of the plan approved now.
+            plan, reversal = self.portal.call(plan_and_run, _every_conflict)
+            named = _every_conflict(plan)
         after = contents(self.folder)
         lines = reversal.body["steps"] if reversal is not None else []
         status = {line["entry"]: line["status"] for line in lines}
@@ -212,6 +213,10 @@ class FilesMachine(RuleBasedStateMachine):
     @invariant()
     def only_the_files_the_agent_and_colleague_wrote_exist(self) -> None:
         assert set(contents(self.folder)) == set(FILES)
+
+
+def _every_conflict(plan: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(c["entry"] for c in plan["conflicts"])
 
 
 def _undoable(entry: Any) -> bool:

@@ -176,7 +176,7 @@ class GraphMachine(RuleBasedStateMachine):
         before = items(before_graph)
         present = before & self.colleague
 
-        async def plan_and_run(overrides: tuple[str, ...]) -> Any:
+        async def plan_and_run(overrides: Any) -> Any:
             return await self.org.undo(self.servers, run, UndoRequest(from_step=step), overrides)
 
         plan, reversal = self.portal.call(plan_and_run, ())
@@ -186,8 +186,9 @@ class GraphMachine(RuleBasedStateMachine):
             )
         if override and plan["conflicts"]:
             self._count("overrides")
-            named = tuple(c["entry"] for c in plan["conflicts"])
-            plan, reversal = self.portal.call(plan_and_run, named)
+            # The steps without a conflict ran: override the conflicts of the plan approved now.
+            plan, reversal = self.portal.call(plan_and_run, _every_conflict)
+            override = bool(plan["conflicts"])
         else:
             override = False
         after = items(read_graph(self.memory))
@@ -241,6 +242,10 @@ class GraphMachine(RuleBasedStateMachine):
     @invariant()
     def the_server_file_stays_readable(self) -> None:
         read_graph(self.memory)
+
+
+def _every_conflict(plan: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(c["entry"] for c in plan["conflicts"])
 
 
 def _undoable(entry: Any) -> bool:

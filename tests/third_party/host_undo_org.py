@@ -8,7 +8,7 @@ tool servers are the real ones (stdio) or in memory (``embedded``).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +107,11 @@ class HostOrg:
         return UndoServers(self.config, self.store, stack, self.embedded)
 
     async def undo(
-        self, servers: UndoServers, run: str, request: UndoRequest, overrides: tuple[str, ...] = ()
+        self,
+        servers: UndoServers,
+        run: str,
+        request: UndoRequest,
+        overrides: tuple[str, ...] | Callable[[dict[str, Any]], tuple[str, ...]] = (),
     ) -> tuple[dict[str, Any], Entry | None]:
         """Dana plans the undo, Lee approves it (overriding ``overrides``) and it runs: the plan as
         JSON and the Reversal Record (None when the approval did not count, or when nothing could be
@@ -122,6 +126,8 @@ class HostOrg:
             if error.code != UndoCode.NOTHING_TO_UNDO or error.unfiled is None:
                 raise
             return error.unfiled.wire(), None
+        if callable(overrides):  # chosen from the plan Lee approves (its conflicts, say)
+            overrides = overrides(ask.plan.wire())
         decided = await decide_on_plan(
             self.store, policy, directory, servers, ask.ref, "approve",
             person=LEE, key=self.keys[LEE], overrides=overrides, now=utc_now(),
