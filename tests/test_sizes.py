@@ -13,6 +13,7 @@ FLOORS = ("_shared", "toolkit", "servers", "recorder", "scenarios", "conformance
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
 
+
 def too_long(source: str) -> list[str]:
     """What in ``source`` breaks the limits: the file's length, each long function without a reason."""
     problems = []
