@@ -33,7 +33,7 @@ from sqlalchemy import Connection, Engine, RootTransaction, create_engine, updat
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from hatp_journal.servers.outbox import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
+from hatp_journal.servers.outbox_tables import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
 from hatp_journal.toolkit.clock import utc_now, wire_time
 from hatp_journal.toolkit.crashpoints import crash_point
 from hatp_journal.toolkit.mail import Envelope, MailDeliveryError, SmtpSession
