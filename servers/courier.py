@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal._shared.crashpoints import crash_point
 from hatp_journal._shared.mail import Envelope, MailDeliveryError, SmtpSession
-from hatp_journal.servers.outbox import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
+from hatp_journal.servers.outbox_tables import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
 from hatp_journal.toolkit.store import configure_sqlite
 
 __all__ = [

@@ -45,11 +45,13 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from sqlalchemy import Engine, LargeBinary
-from sqlmodel import Column, Field, Session, SQLModel, col, select
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
 
 from hatp_journal._shared.crashpoints import crash_point
 from hatp_journal._shared.mail import probe
+from hatp_journal.servers.courier import Deliverer, Dispatcher
+from hatp_journal.servers.outbox_tables import FAILED, PREPARED, SENT, OutboxCourier, OutboxNotice
 from hatp_journal.toolkit import Tx
 from hatp_journal.toolkit.wire import wire_time
 
@@ -68,63 +70,9 @@ __all__ = [
     "notices_about",
 ]
 
-PREPARED = "prepared"
-SENT = "sent"
-FAILED = "failed"
 INLINE = "inline"
 PROCESS = "process"
 COURIERS = (INLINE, PROCESS)
-
-
-class OutboxNotice(SQLModel, table=True):
-    """One message to send: its stable Message-ID, the exact bytes, and whether it went out."""
-
-    __tablename__ = "outbox_notice"
-
-    id: str = Field(primary_key=True)
-    message_id: str = Field(unique=True)
-    kind: str  # what it is, for people: "invitation", "cancellation notice", "email"
-    about: str = Field(index=True)  # the resource it announces
-    sender: str
-    recipients_json: str  # the recipients the SMTP server accepted
-    data: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    options_json: str
-    state: str = PREPARED
-    code: str | None = None
-    reason: str | None = None
-    attempts: int = 0
-    created_at: str
-    sent_at: str | None = None
-
-    def recipients(self) -> list[str]:
-        """Who the notice goes to."""
-        found: list[str] = json.loads(self.recipients_json)
-        return found
-
-    def view(self) -> dict[str, object]:
-        """The notice as tools and the command line show it (without its bytes)."""
-        return {
-            "id": self.id,
-            "messageId": self.message_id,
-            "kind": self.kind,
-            "about": self.about,
-            "to": self.recipients(),
-            "state": self.state,
-            "code": self.code,
-            "attempts": self.attempts,
-            "sentAt": self.sent_at,
-        }
-
-
-class OutboxCourier(SQLModel, table=True):
-    """The lease: which process delivers this outbox now (one row, operational state only)."""
-
-    __tablename__ = "outbox_courier"
-
-    name: str = Field(primary_key=True)  # always "courier": one deliverer per outbox
-    host: str
-    pid: int
-    since: str
 
 
 @dataclass(frozen=True)
@@ -145,8 +93,6 @@ class Outbox:
     ) -> None:
         if courier not in COURIERS:
             raise ValueError(f"courier must be one of {', '.join(COURIERS)}, not {courier!r}")
-        from hatp_journal.servers.courier import Deliverer, Dispatcher
-
         self.engine = engine
         self.host = host
         self.port = port

@@ -65,7 +65,7 @@ def test_each_entry_is_stored_as_the_canonical_bytes_that_were_hashed(store: Run
 
 
 def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
-    public = {name for name in vars(RunStore) if not name.startswith("_")}
+    public = {name for name in dir(RunStore) if not name.startswith("_")}  # its own and inherited
 
     assert public == {
         "append",
