@@ -122,9 +122,11 @@ async def build_plan(
             key=lambda s: s.number,
             reverse=True,
         )
-        chains = Chains(planned)
         # A step the host undoes has no server to remember its reversal: the Run Record does.
         host_done = {s.id for s in planned if s.by_host} & reversed_entries(entries)
+        # Undone already, such a step left the resource as it found it: no link of its chain (a
+        # later write that starts where the write before it left is the run's own, not a gap).
+        chains = Chains(s for s in planned if s.id not in host_done)
     with gc_frozen():  # the entries and steps just read sit out the collections the checks cause
         checked = [s for s in planned if _needs_check(s, now) and s.id not in host_done]
         answers = await check_all(checked, check)

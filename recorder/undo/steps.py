@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.recorder.undo.host_diff import same
 from hatp_journal.recorder.undo.host_undo import (
     NOTHING_CHANGED,
     changed_nothing,
@@ -244,7 +245,7 @@ class Chains:
             gap: Step | None = None  # the oldest later write that did not start where the one before left
             for position in reversed(range(len(chain))):
                 self._gap[(resource, chain[position].id)] = gap
-                if position and _before(chain[position], resource) != _version(chain[position - 1], resource):
+                if position and not _follows(chain[position], chain[position - 1], resource):
                     gap = chain[position]
 
     def next(self, step: Step, resource: str | None = None) -> Step | None:
@@ -267,6 +268,24 @@ class Chains:
         if key not in self._position:
             return [], 0
         return self._chain[key[0]], self._position[key]
+
+
+def _follows(later: Step, earlier: Step, resource: str) -> bool:
+    """Whether ``later`` started from the version ``earlier`` left: the same fingerprint, or, for
+    two calls the host undoes by the same state read, the same elements in another order (an undo
+    the run ran in between puts what it creates again at the end)."""
+    if _before(later, resource) == _version(earlier, resource):
+        return True
+    if not (later.by_host and earlier.by_host):
+        return False
+    found, left = later.host_undo, earlier.host_undo
+    return (
+        found.get("state") == left.get("state")
+        and found.get("restored") == found.get("before")  # its snapshot is what the state read gives
+        and "snapshot" in found
+        and "afterState" in left
+        and same(found["snapshot"], left["afterState"])
+    )
 
 
 def _version(step: Step, resource: str) -> str | None:

@@ -121,8 +121,44 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             [cy] = [e.id for e in org.store.entries(second) if e.kind == "call"]
             told["overwrote"] = await org.undo(servers, second, UndoRequest(steps=(1,)), overrides=(cy,))
             told["after_overwrite"] = graph_file(memory)
+            told["own_later_work"] = await undone_around_a_reversed_step(
+                org, servers, memory, colleague=False
+            )
+            told["colleague_between"] = await undone_around_a_reversed_step(
+                org, servers, memory, colleague=True
+            )
 
     anyio.run(story)
+    return told
+
+
+async def undone_around_a_reversed_step(
+    org: HostOrg, servers: Any, memory: Path, *, colleague: bool
+) -> dict[str, Any]:
+    """A run of its own on the colleague's ``Ada`` and ``Bo``: the agent creates ``Cy`` (step 1),
+    deletes ``Ada`` (step 2, undone at once: ``Ada`` comes back at the end of the file), relates
+    ``Ada`` to ``Cy`` (step 3), then everything from step 1 is undone. With ``colleague``, she adds
+    an observation to ``Bo`` between the undo of step 2 and step 3."""
+    colleague_writes(memory, {"entities": [entity("Ada"), entity("Bo")], "relations": []})
+    told: dict[str, Any] = {}
+    async with AsyncExitStack() as stack:
+        recorder, agent = await org.session(stack)
+        await agent.call_tool_mcp("kg_create_entities", {"entities": [entity("Cy")]})
+        await agent.call_tool_mcp("kg_delete_entities", {"entityNames": ["Ada"]})
+        run = recorder.run_id
+        assert run is not None
+        told["middle"] = await org.undo(servers, run, UndoRequest(steps=(2,)))
+        if colleague:
+            graph = graph_file(memory)
+            graph["entities"][0]["observations"].append("left on Friday")
+            colleague_writes(memory, graph)
+        await agent.call_tool_mcp(
+            "kg_create_relations", {"relations": [{"from": "Ada", "to": "Cy", "relationType": "knew"}]}
+        )
+        told["calls"] = [e.id for e in org.store.entries(run) if e.kind == "call"]
+        told["plan"], told["reversal"] = await org.undo(servers, run, UndoRequest(from_step=1))
+        told["after"] = graph_file(memory)
+        recorder.close()
     return told
 
 
@@ -246,3 +282,36 @@ def test_an_overridden_undo_that_takes_a_colleagues_change_with_it_says_it_overw
     assert '"joined on Monday"' in message
     assert "kept" not in message
     assert line["receipt"]["changes"] == []
+
+
+def test_a_step_the_run_itself_undid_in_between_is_no_conflict_for_the_write_before_it(
+    world: dict[str, Any],
+) -> None:
+    told = world["own_later_work"]
+    create, delete, relate = told["calls"]
+    plan = told["plan"]
+
+    assert statuses(told["middle"][1]) == {delete: "reversed"}
+    assert plan["conflicts"] == [], [c["message"] for c in plan["conflicts"]]
+    assert [(s["entry"], s.get("after")) for s in plan["steps"]] == [(relate, None), (create, relate)]
+    assert [s["entry"] for s in plan["alreadyReversed"]] == [delete]
+    done = statuses(told["reversal"])
+    assert (done[relate], done[create]) == ("reversed", "reversed")
+    assert sorted(e["name"] for e in told["after"]["entities"]) == ["Ada", "Bo"]
+    assert told["after"]["relations"] == []
+
+
+def test_a_colleagues_edit_after_a_step_the_run_undid_is_still_a_conflict_for_the_write_before_it(
+    world: dict[str, Any],
+) -> None:
+    told = world["colleague_between"]
+    create, _, relate = told["calls"]
+    plan = told["plan"]
+
+    [conflict] = plan["conflicts"]
+    assert conflict["entry"] == create
+    assert [s["entry"] for s in plan["steps"]] == [relate]
+    done = statuses(told["reversal"])
+    assert (done[relate], done[create]) == ("reversed", "conflicted")
+    assert entity("Bo", "left on Friday") in told["after"]["entities"]
+    assert "Cy" in [e["name"] for e in told["after"]["entities"]]
