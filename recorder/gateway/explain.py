@@ -1,5 +1,7 @@
 """``hatp-recorder explain SERVER TOOL [--args JSON]``: a tool's reversibility class, the rule
-and evidence behind it, and what the policy would decide, without calling the tool."""
+and evidence behind it, and what the policy would decide, without calling the tool. ``TOOL`` may be
+``prompts/get`` (``--args '{"name": …, "arguments": {…}}'``) or ``resources/read``
+(``--args '{"uri": …}'``): a get or read is decided as the gateway decides it (:mod:`.prompt_policy`)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ from hatp_journal._shared.text import shown_lines
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.gateway import kept_tools
 from hatp_journal.recorder.gateway.call_facts import ListedServer, for_call, tool_facts
+from hatp_journal.recorder.gateway.prompt_policy import (
+    PROMPT_TOOL,
+    READ_TOOL,
+    REFUSAL_CODES,
+    Asked,
+    passthrough_class,
+    passthrough_facts,
+)
 from hatp_journal.recorder.policy import Decision, MoneyLedger, Policy, decide
 from hatp_journal.recorder.policy.classes import CLASS_MEANINGS, ClassOrigin
 
@@ -106,11 +116,38 @@ def decide_listed(
     """What the policy would decide for a call of ``tool`` of a connected ``downstream``: the
     gateway's facts and decision (:mod:`.call_facts`), in a run that has spent nothing yet."""
     server = downstream.name
+    if tool in (PROMPT_TOOL, READ_TOOL):
+        asked = asked_of(tool, arguments)
+        trusted = downstream.config.trusted
+        reversibility = passthrough_class(policy.host_registry(), server, trusted, asked)
+        keys = frozenset(downstream.keys)
+        facts = passthrough_facts(asked, server, trusted, keys, reversibility, at, EXPLAINED_RUN)
+        return decide(policy, facts, MoneyLedger())
     listed = downstream.tools.get(tool)
     if listed is None or tool not in {found.name for found in downstream.agent_tools()}:
         raise ExplainError("UNKNOWN_TOOL", f"{server} lists no tool {tool!r}")
     facts = for_call(tool_facts(downstream, tool), arguments, at, EXPLAINED_RUN)
     return decide(policy, facts, MoneyLedger())
+
+
+def asked_of(method: str, arguments: dict[str, Any]) -> Asked:
+    """The get or read ``--args`` describes, as its journal entry's ``arguments`` would."""
+    if method == READ_TOOL:
+        uri = arguments.get("uri")
+        if not isinstance(uri, str) or set(arguments) != {"uri"}:
+            raise ExplainError("BAD_ARGUMENTS", 'resources/read takes --args \'{"uri": "…"}\'')
+        return Asked.read(uri)
+    name, given = arguments.get("name"), arguments.get("arguments", {})
+    if (
+        not isinstance(name, str)
+        or not isinstance(given, dict)
+        or not set(arguments) <= {"name", "arguments"}
+    ):
+        raise ExplainError(
+            "BAD_ARGUMENTS",
+            'prompts/get takes --args \'{"name": "…", "arguments": {…}}\' (arguments optional)',
+        )
+    return Asked.prompt(name, given)
 
 
 def undo_words(downstream: ListedServer, policy: Policy, tool: str, decision: Decision) -> str:
@@ -122,6 +159,8 @@ def undo_words(downstream: ListedServer, policy: Policy, tool: str, decision: De
         return "none: it cannot be taken back" + (f" ({said})" if said else "")
     if found.rclass == "R0":
         return "nothing to undo: the call changes nothing"
+    if tool in (PROMPT_TOOL, READ_TOOL):
+        return "none known: the Recorder cannot undo a get or read"
     facts = tool_facts(downstream, tool)
     if downstream.journal_aware and downstream.keys and facts.kind == "compensate":
         window = f", for {facts.window_seconds} s" if facts.window_seconds is not None else ""
@@ -150,9 +189,22 @@ def explanation(explained: Explained, policy: Policy) -> str:
             lines.append(f"  {key}: {value}")
     lines.append(f"policy: {decision.action}")
     lines.extend(f"  {reason.code}: {reason.detail}" for reason in decision.reasons)
+    passthrough = tool in (PROMPT_TOOL, READ_TOOL)
+    if passthrough and decision.action != "allow":
+        code = REFUSAL_CODES[tool]
+        lines.append(f"  refused: {code}, before anything reaches the server (a get or read can't wait)")
     lines.append(f"undo: {explained.undo}")
-    lines.append(f"to change: {how_to_change(decision, policy)}")
+    lines.append(f"to change: {passthrough_change() if passthrough else how_to_change(decision, policy)}")
     return shown_lines(lines)  # a server's rationale or evidence is one line each, escaped
+
+
+def passthrough_change() -> str:
+    """Who or what can change the verdict on a get or read (docs/policy.md, "Prompts and resources")."""
+    return (
+        "no person can approve a single get or read; for every one: a prompts or resources entry in"
+        " the server's registry file (registry.files, mapped by registry.servers), with a policy"
+        " that allows its class"
+    )
 
 
 def how_to_change(decision: Decision, policy: Policy) -> str:

@@ -1,5 +1,6 @@
 """What the Recorder passes through besides tool calls: resources, resource templates and prompts
-as each server published them, reads journaled as reads, and unknown tool names journaled as refused.
+as each server published them, each read and get decided by the policy and journaled
+(:mod:`.prompt_policy`), and unknown tool names and resource URIs journaled as refused.
 
 Resources keep their URIs (they name things in the server's world); prompts are renamed
 ``{server}_{prompt}`` like tools, so two servers' prompts cannot collide. Everything else the
@@ -26,22 +27,25 @@ from fastmcp.tools import ToolResult
 from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import LOG_LEVEL_META_KEY, METHOD_NOT_FOUND, LoggingLevel, LoggingMessageNotificationParams
+from mcp_types import (
+    INVALID_PARAMS,
+    LOG_LEVEL_META_KEY,
+    METHOD_NOT_FOUND,
+    LoggingLevel,
+    LoggingMessageNotificationParams,
+)
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
 from hatp_journal.recorder.gateway.arguments import check_arguments
-from hatp_journal.recorder.gateway.prompt_policy import decided_prompt, prompt_class
-from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
+from hatp_journal.recorder.gateway.prompt_policy import READ_TOOL, Asked, decided
+from hatp_journal.recorder.record.written_bodies import RefusedRecord
 
 if TYPE_CHECKING:
     from fastmcp import Client, Context
 
     from hatp_journal.recorder.gateway.core import Recorder
     from hatp_journal.recorder.gateway.downstream import Downstream
-
-READ_TOOL = "resources/read"
-"""The ``tool`` of a resource read's entry: the MCP method, which no tool name can be (a slash)."""
 
 T = TypeVar("T")
 
@@ -202,7 +206,7 @@ async def _offered(listing: Awaitable[list[Any]]) -> list[Any]:
 
 
 class JournaledResource(ProxyResource):
-    """One listed resource of a server; each read is forwarded and journaled as a read."""
+    """One listed resource of a server; each read is decided, forwarded if allowed, and journaled."""
 
     _published: mcp_types.Resource | None = PrivateAttr(default=None)
     _recorder: Any = PrivateAttr(default=None)
@@ -230,11 +234,12 @@ class JournaledResource(ProxyResource):
         return self._published.model_copy(update={"meta": published_meta(self._published.meta)})
 
     async def read(self) -> ResourceResult:
-        return await _journaled(self._recorder, self._server, str(self.uri), super().read())
+        forward = partial(ProxyResource.read, self)
+        return await decided(self._recorder, self._server, Asked.read(str(self.uri)), forward)
 
 
 class JournaledTemplate(ProxyTemplate):
-    """One resource template of a server; each read through it is forwarded and journaled."""
+    """One resource template of a server; each read through it is decided like a listed one's."""
 
     _published: mcp_types.ResourceTemplate | None = PrivateAttr(default=None)
     _recorder: Any = PrivateAttr(default=None)
@@ -266,14 +271,13 @@ class JournaledTemplate(ProxyTemplate):
         self, uri: str, params: dict[str, Any], context: Context | None = None
     ) -> ProxyResource:
         # The proxy reads the resource here, once; the resource it returns only hands the content on.
-        return await _journaled(
-            self._recorder, self._server, uri, super().create_resource(uri, params, context)
-        )
+        forward = partial(ProxyTemplate.create_resource, self, uri, params, context)
+        return await decided(self._recorder, self._server, Asked.read(uri), forward)
 
 
 class ForwardPrompt(ProxyPrompt):
-    """One prompt of a server, as ``{server}_{prompt}``. Getting it is forwarded; for a server the
-    host classes by its registry it is decided and journaled first, like a call (prompt_policy.py)."""
+    """One prompt of a server, as ``{server}_{prompt}``. Getting it is decided and journaled like a
+    call (:mod:`.prompt_policy`), and forwarded if the policy allows."""
 
     _published: mcp_types.Prompt | None = PrivateAttr(default=None)
     _recorder: Any = PrivateAttr(default=None)
@@ -288,12 +292,9 @@ class ForwardPrompt(ProxyPrompt):
 
     async def render(self, arguments: dict[str, Any]) -> PromptResult:  # type: ignore[override]
         assert self._published is not None
-        prompt = self._published.name
-        reversibility = prompt_class(self._recorder, self._server, prompt)
-        if reversibility is None:
-            return await super().render(arguments)
         forward = partial(ProxyPrompt.render, self, arguments)
-        return await decided_prompt(self._recorder, self._server, prompt, arguments, reversibility, forward)
+        asked = Asked.prompt(self._published.name, arguments)
+        return await decided(self._recorder, self._server, asked, forward)
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         """The prompt as its server listed it, under its name at the Recorder."""
@@ -302,42 +303,9 @@ class ForwardPrompt(ProxyPrompt):
         return self._published.model_copy(update={"name": self.name, "meta": meta})
 
 
-async def _journaled(recorder: Recorder, server: str, uri: str, reading: Awaitable[T]) -> T:
-    """Await ``reading`` (a read of ``uri`` forwarded to ``server``) and journal it, failed or not."""
-    try:
-        result = await reading
-    except Exception as error:
-        await journal_read(recorder, server, uri, error)
-        raise
-    await journal_read(recorder, server, uri, None)
-    return result
-
-
-async def journal_read(recorder: Recorder, server: str, uri: str, failed: Exception | None) -> None:
-    """Append a read as a ``call`` entry of kind read: a step an undo plan lists as read, never undoes."""
-    run = recorder.own_run()
-    section = recorder.config.recorder
-    arguments = {"uri": uri}
-    if failed is None:
-        outcome = Outcome(status="ok")
-    else:
-        outcome = Outcome(status="error", error=f"{type(failed).__name__}: {failed}")
-    body = CallRecord(
-        agent=section.agent,
-        principal=section.principal,
-        server=server,
-        tool=READ_TOOL,
-        arguments=arguments,
-        arguments_digest=check_arguments(arguments, section.max_arguments_bytes).digest,
-        declared="read",
-        intake={"status": "absent", "kind": "read"},
-        outcome=outcome,
-    )
-    await recorder.append_call(run, body.wire())
-
-
 class UnknownToolsRefused(Middleware):
-    """A call of a tool the Recorder does not publish (a typo, a binding tool) is journaled as refused."""
+    """A call of a tool the Recorder does not publish (a typo, a binding tool) is journaled as refused,
+    and so is a read of a URI no server listed and no template of a server matches."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -353,3 +321,39 @@ class UnknownToolsRefused(Middleware):
             params = context.message
             arguments = params.arguments if isinstance(params.arguments, dict) else {}
             return await self.recorder.refuse_unknown_tool(params.name, arguments)
+
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mcp_types.ReadResourceRequestParams],
+        call_next: CallNext[mcp_types.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:  # fastmcp's path screening of templated reads included
+            uri = str(context.message.uri)
+            entry = await refuse_unknown_resource(self.recorder, uri)
+            said = f"{UNKNOWN_RESOURCE}: no server of the Recorder lists {uri!r} or a template matching it"
+            data = {"uri": uri, "code": UNKNOWN_RESOURCE, "entry": entry}
+            raise MCPError(INVALID_PARAMS, said, data) from None
+
+
+UNKNOWN_RESOURCE = "UNKNOWN_RESOURCE"
+
+
+async def refuse_unknown_resource(recorder: Recorder, uri: str) -> str:
+    """Journal a read of ``uri``, which nothing the Recorder publishes serves, as refused; the entry's id."""
+    section = recorder.config.recorder
+    arguments = {"uri": uri}
+    checked = check_arguments(arguments, section.max_arguments_bytes)
+    kept = {"arguments": arguments, "argumentsDigest": checked.digest}
+    body = RefusedRecord.model_validate(
+        {
+            "agent": section.agent,
+            "principal": section.principal,
+            "tool": READ_TOOL,
+            "code": UNKNOWN_RESOURCE,
+            **(kept if checked.refusal is None else checked.refusal.kept),
+        }
+    )
+    entry = await recorder.store.append_async(recorder.own_run(), "refused", body.wire())
+    return entry.id

@@ -27,6 +27,7 @@ from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
 from hatp_journal.recorder.policy.locate import LocateError, located
 from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry_compensation import Compensation, ToolShape
+from hatp_journal.recorder.policy.resource_names import ResourceName
 from hatp_journal.toolkit.wire import WireModel
 
 FORMAT = "hatp-registry/1"
@@ -125,6 +126,22 @@ class PromptEntry(WireModel):
         return self
 
 
+class ResourceEntry(WireModel):
+    """Reading one resource, or every resource a URI template names (:mod:`.resource_names`): its
+    class, why and the evidence, as for a prompt."""
+
+    rclass: RClass = Field(alias="class")
+    rationale: str = Field(min_length=1)
+    evidence: Evidence
+    disclosure: StrictBool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ResourceEntry:
+        if self.disclosure and self.rclass != "R4":
+            raise ValueError("a disclosure is R4")
+        return self
+
+
 class ServerInfo(WireModel):
     """Which server the file classifies: its registry id, package and the version reviewed."""
 
@@ -134,8 +151,8 @@ class ServerInfo(WireModel):
 
 
 class RegistryFile(WireModel):
-    """One registry file: one server, each of its tools and the prompts it classifies (a prompt it
-    does not name is classed as nothing classifies it: R4)."""
+    """One registry file: one server, each of its tools and the prompts and resources it classifies
+    (a prompt or resource it does not name is classed as nothing classifies it: R4)."""
 
     format: Literal["hatp-registry/1"]
     server: ServerInfo
@@ -143,6 +160,9 @@ class RegistryFile(WireModel):
     reviewed_by: str | None = Field(default=None, min_length=1)
     tools: dict[str, ToolEntry]
     prompts: dict[str, PromptEntry] = Field(default_factory=dict)
+    resources: dict[str, ResourceEntry] = Field(
+        default_factory=dict, description="by URI, or URI template of {NAME} segments"
+    )
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,8 @@ class Record:
     file: RegistryFile
     source: str
     digest: str
+    resource_names: tuple[ResourceName, ...] = ()
+    """The keys of ``file.resources``, parsed (:func:`parse_record` refuses any that do not parse)."""
 
     def reads_arguments(self, tool: str) -> bool:
         """Whether a call's arguments can change the class of ``tool`` (it has argument rules)."""
@@ -166,7 +188,7 @@ class Record:
             return None
         return max((entry.rclass, *(rule.rclass for rule in entry.rules)), key=CLASS_RANK.index)
 
-    def _evidence(self, entry: ToolEntry | PromptEntry) -> dict[str, Any]:
+    def _evidence(self, entry: ToolEntry | PromptEntry | ResourceEntry) -> dict[str, Any]:
         return {
             "registry": self.file.server.id,
             "status": self.file.status,
@@ -182,6 +204,23 @@ class Record:
         if entry is None:
             return None
         evidence = {**self._evidence(entry), "prompt": prompt}
+        return verdict(
+            entry.rclass, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
+        )
+
+    def judge_resource(self, uri: str) -> ClassVerdict | None:
+        """The class of reading ``uri``: the entry naming it exactly, else the worst of the
+        templates matching it (two that overlap can't lower each other); None when none does."""
+        named = [name for name in self.resource_names if name.matches(uri)]
+        exact = [name for name in named if name.pattern is None]
+        verdicts = [self._resource_verdict(name.key) for name in exact or named]
+        if not verdicts:
+            return None
+        return max(verdicts, key=lambda found: (CLASS_RANK.index(found.rclass), found.disclosure))
+
+    def _resource_verdict(self, key: str) -> ClassVerdict:
+        entry = self.file.resources[key]
+        evidence = {**self._evidence(entry), "resource": key}
         return verdict(
             entry.rclass, ClassSource.REGISTRY, entry.rationale, disclosure=entry.disclosure, **evidence
         )
@@ -238,9 +277,17 @@ def parse_record(text: str, *, source: str = "<registry>") -> Record:
         for path, problem in entry.compensation.problems(shapes[name], shapes)
         for where in [keys.position_of(("tools", name, "compensation", *map(_key, path)))]
     ]
+    names: list[ResourceName] = []
+    for key in file.resources:
+        try:
+            names.append(ResourceName.parse(key))
+        except ValueError as error:
+            where = keys.position_of(("resources", key))
+            wrong.append(Problem(where.line, where.column, f"resources: {error}"))
     if wrong:
         raise PolicyFileError(source, wrong)
-    return Record(file, source, sha256_digest(file.model_dump(mode="json", by_alias=True)))
+    digest = sha256_digest(file.model_dump(mode="json", by_alias=True))
+    return Record(file, source, digest, tuple(names))
 
 
 def _key(part: str) -> str | int:

@@ -1,6 +1,6 @@
 """The reference "everything" server behind the Recorder: the agent sees its tools (output schemas,
 titles, annotations, ``_meta``), resources, resource templates and prompts as the server published
-them; calls and reads are journaled, and an unknown tool name is journaled as refused. Its progress
+them; calls, reads and prompt gets are decided and journaled, and an unknown tool name is journaled as refused. Its progress
 and log messages reach the agent's call.
 
 One agent session for the whole module (starting the Node.js server is the slow part); each test
@@ -163,12 +163,16 @@ def test_a_call_is_answered_with_its_structured_content_and_journaled(seen: Seen
     assert call.body["outcome"] == {"status": "ok"}
 
 
-def test_resource_reads_are_forwarded_and_journaled_as_reads(seen: Seen) -> None:
+def test_resource_reads_are_decided_as_unclassified_calls_forwarded_and_journaled(seen: Seen) -> None:
     assert seen.answers["static"][0].text
     assert seen.answers["dynamic"][0].text
     reads = [e.body for e in seen.entries if e.kind == "call" and e.body["tool"] == "resources/read"]
     assert [r["arguments"]["uri"] for r in reads] == [STATIC, DYNAMIC, REFUSED]
-    assert all(r["intake"] == {"status": "absent", "kind": "read"} for r in reads)
+    # No registry file classifies the server: R4, let through only because this policy allows unknown.
+    assert all(r["intake"] == {"status": "absent", "kind": "unknown"} for r in reads)
+    assert {(r["decision"]["action"], r["decision"]["reversibility"]["rule"]) for r in reads} == {
+        ("allow", "unknown")
+    }
     assert [r["outcome"]["status"] for r in reads] == ["ok", "ok", "error"]
 
 

@@ -3,7 +3,8 @@ server's ``fetch`` prompt makes a GET, so the shipped entry classes it a disclos
 policy it is refused before anything leaves the machine; under a policy that lets unknown calls
 through it is forwarded; either way the entry names the class, the rule and who said it. A prompt the
 registry file does not name is R4, even from a server the host trusts (an in-memory server here);
-one it names R0 is let through. Pages come from 127.0.0.1."""
+one it names R0 is let through; one of a server no registry file classifies is R4 too. Pages come
+from 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -201,16 +202,38 @@ def test_a_prompt_the_registry_names_r0_is_let_through_and_journaled_with_its_cl
     )
 
 
-def test_a_prompt_of_a_server_no_registry_classes_is_passed_through_unjournaled(tmp_path: Path) -> None:
+def test_a_prompt_of_a_server_no_registry_classes_is_r4_refused_and_journaled(tmp_path: Path) -> None:
     org = HostOrg.make(
         tmp_path, {"notes": ServerConfig(command="in-memory")}, {}, embedded={"notes": notes_server()}
     )
-    seen = anyio.run(
-        get_prompts, org, {"notes_summarise": {"topic": "lamps"}, "notes_greeting": {"name": "Ada"}}
+    seen = anyio.run(get_prompts, org, {"notes_summarise": {"topic": "lamps"}})
+    [refused] = [entry for entry in seen["entries"] if entry.kind == "refused"]
+    reversibility = refused.body["decision"]["reversibility"]
+
+    assert seen["notes_summarise"].data["code"] == "PROMPT_NOT_ALLOWED"
+    assert seen["notes_summarise"].data["entry"] == refused.id
+    assert refused.body["arguments"] == {"name": "summarise", "arguments": {"topic": "lamps"}}
+    assert (reversibility["class"], reversibility["rule"], reversibility["source"]) == (
+        "R4",
+        "unknown",
+        "host-default",
     )
+    assert "no registry file classifies the server notes" in reversibility["rationale"]
+
+
+def test_a_prompt_of_a_server_no_registry_classes_is_forwarded_and_journaled_where_the_policy_allows_r4(
+    tmp_path: Path,
+) -> None:
+    kinds = {"autonomy": LETS_UNKNOWN_THROUGH}
+    org = HostOrg.make(
+        tmp_path, {"notes": ServerConfig(command="in-memory")}, kinds, embedded={"notes": notes_server()}
+    )
+    seen = anyio.run(get_prompts, org, {"notes_summarise": {"topic": "lamps"}})
+    [call] = [entry for entry in seen["entries"] if entry.kind == "call"]
 
     assert seen["notes_summarise"].messages[0].content.text == "Summarise the notes about lamps."
-    assert seen["run"] is None  # nothing journaled: no run was opened
+    assert (call.body["tool"], call.body["outcome"]["status"]) == ("prompts/get", "ok")
+    assert call.body["decision"]["reversibility"]["rule"] == "unknown"
 
 
 def test_the_shipped_entry_names_every_prompt_of_the_server_with_its_arguments(world: dict[str, Any]) -> None:
