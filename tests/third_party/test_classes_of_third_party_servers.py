@@ -31,6 +31,12 @@ async def listed(transport: Any) -> dict[str, Any]:
         return {tool.name: tool for tool in await client.list_tools()}
 
 
+async def listed_prompts_and_resources(transport: Any) -> tuple[dict[str, Any], list[str]]:
+    async with Client(transport) as client:
+        prompts = {prompt.name: prompt for prompt in await client.list_prompts()}
+        return prompts, [str(resource.uri) for resource in await client.list_resources()]
+
+
 @pytest.mark.parametrize("server", ["filesystem", "sqlite"])
 async def test_the_shipped_registry_lists_exactly_the_real_tools_and_their_arguments(
     server: str, tmp_path: Path
@@ -43,6 +49,20 @@ async def test_the_shipped_registry_lists_exactly_the_real_tools_and_their_argum
     assert set(record.file.tools) == set(tools)
     for name, entry in record.file.tools.items():
         assert set(entry.arguments) == set(tools[name].input_schema.get("properties", {})), name
+
+
+async def test_the_shipped_sqlite_entry_names_the_servers_prompt_and_its_memo_resource(
+    tmp_path: Path,
+) -> None:
+    prompts, resources = await listed_prompts_and_resources(sqlite_server(tmp_path / "shop.db"))
+    record = shipped()["mcp-server-sqlite"]
+
+    assert set(record.file.prompts) == set(prompts)
+    for name, entry in record.file.prompts.items():
+        assert set(entry.arguments) == {argument.name for argument in prompts[name].arguments or []}, name
+    assert resources == ["memo://insights"]
+    found = record.judge_resource("memo://insights")
+    assert found is not None and found.rclass == "R0"
 
 
 async def test_an_unaware_filesystem_server_gets_reads_allowed_by_class_and_an_overwrite_asking(

@@ -5,6 +5,7 @@ server offers only to a client that can answer sampling, elicitation or roots to
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -16,6 +17,7 @@ from fastmcp import Client
 from host_undo_org import HostOrg
 from third_party_servers import NODE_BIN, everything_server, require, served
 
+from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.policy.registry import shipped
 
@@ -24,6 +26,7 @@ pytestmark = pytest.mark.slow
 EVERYTHING = "@modelcontextprotocol/server-everything"
 TOOLS = NODE_BIN.parent / "@modelcontextprotocol" / "server-everything" / "dist" / "tools"
 SECRET = "hatp-test-secret-7f3a"
+STATIC = "demo://resource/static/document/architecture.md"
 
 
 async def answer(*args: Any) -> str:
@@ -49,6 +52,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             told["prompts"] = {
                 p.name: [a.name for a in p.arguments or []] for p in await direct.list_prompts()
             }
+            told["resources"] = [str(r.uri) for r in await direct.list_resources()]
+            told["templates"] = [t.uri_template for t in await direct.list_resource_templates()]
         async with AsyncExitStack() as stack:
             recorder, agent = await org.session(stack)
             call = agent.call_tool_mcp
@@ -59,6 +64,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             told["toggle"] = await call("every_toggle-simulated-logging", {})
             await call("every_toggle-simulated-logging", {})  # and off again
             told["prompt"] = await agent.get_prompt("every_args-prompt", {"city": "Oslo"})
+            told["static"] = await agent.read_resource(STATIC)
+            told["text"] = await agent.read_resource("demo://resource/dynamic/text/2")
             told["run"] = recorder.run_id
 
     anyio.run(story)
@@ -139,3 +146,70 @@ def test_a_prompt_the_registry_classes_r0_is_got_and_journaled_with_its_class(wo
     assert got["action"] == "allow"
     assert (got["reversibility"]["class"], got["reversibility"]["rule"]) == ("R0", "registry")
     assert got["reversibility"]["evidence"]["prompt"] == "args-prompt"
+
+
+def test_the_shipped_entry_names_every_resource_and_template_the_server_lists(world: dict[str, Any]) -> None:
+    record = shipped()[EVERYTHING]
+
+    assert world["resources"]
+    for uri in world["resources"]:
+        found = record.judge_resource(uri)
+        assert found is not None and found.rclass == "R0", uri
+    assert set(world["templates"]) <= set(record.file.resources)
+
+
+def test_the_registry_names_a_source_line_that_registers_each_resource() -> None:
+    for key, entry in shipped()[EVERYTHING].file.resources.items():
+        file, line = entry.evidence.source.rsplit(":", 1)
+        source = Path(require(NODE_BIN)).parent / "@modelcontextprotocol" / "server-everything" / file
+        assert "registerResource" in source.read_text().splitlines()[int(line) - 1], key
+
+
+def test_reads_the_registry_classes_r0_go_through_journaled_with_their_class(world: dict[str, Any]) -> None:
+    org: HostOrg = world["org"]
+    reads = [e.body for e in org.store.entries(world["run"]) if e.body.get("tool") == "resources/read"]
+
+    assert world["static"][0].text
+    assert world["text"][0].text
+    assert [read["arguments"]["uri"] for read in reads] == [STATIC, "demo://resource/dynamic/text/2"]
+    assert [read["decision"]["reversibility"]["evidence"]["resource"] for read in reads] == [
+        "demo://resource/static/document/{name}",
+        "demo://resource/dynamic/text/{resourceId}",
+    ]
+    assert {(read["decision"]["action"], read["decision"]["reversibility"]["class"]) for read in reads} == {
+        ("allow", "R0")
+    }
+
+
+def test_explain_prints_for_gets_and_reads_the_decision_the_gateway_journaled(
+    world: dict[str, Any], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    org: HostOrg = world["org"]
+    command = require(NODE_BIN / "mcp-server-everything")
+    (tmp_path / "recorder.toml").write_text(
+        f'[recorder]\npolicy = "{org.root / "policy.json"}"\ndirectory = "{org.root / "directory.json"}"\n'
+        f'store = "{tmp_path / "recorder.db"}"\n[servers.every]\ncommand = "{command}"\nargs = ["stdio"]\n'
+    )
+    explain = ["--config", str(tmp_path / "recorder.toml"), "explain", "every"]
+    journaled = {
+        json.dumps(e.body["arguments"], sort_keys=True): e.body["decision"]
+        for e in org.store.entries(world["run"])
+        if e.body.get("tool") in ("resources/read", "prompts/get")
+    }
+    told: dict[str, Any] = {}
+    for arguments, decided in journaled.items():
+        method = "resources/read" if "uri" in json.loads(arguments) else "prompts/get"
+        assert main([*explain, method, "--args", arguments, "--json"]) == 0
+        told[arguments] = json.loads(capfd.readouterr().out)
+        assert told[arguments]["reversibility"] == decided["reversibility"], arguments
+        assert told[arguments]["action"] == decided["action"], arguments
+    refused = main([*explain, "resources/read", "--args", '{"uri": "demo://resource/session/x"}'])
+    words = capfd.readouterr().out
+    bad = main([*explain, "prompts/get", "--args", '{"uri": "x"}'])
+
+    assert len(told) == 3
+    assert refused == 0
+    assert "every/resources/read: R4 (unknown)" in words
+    assert "refused: RESOURCE_NOT_ALLOWED" in words
+    assert bad == 2
+    assert "BAD_ARGUMENTS" in capfd.readouterr().err

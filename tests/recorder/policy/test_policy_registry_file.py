@@ -270,3 +270,87 @@ def test_a_prompt_entry_classes_getting_that_prompt_and_no_other(tmp_path: Path)
     assert got is not None
     assert (got.rclass, got.rule, got.evidence["prompt"]) == ("R0", "registry", "greeting")
     assert record.judge_prompt("export_report") is None  # a tool's name is not a prompt's
+
+
+NOTE = {
+    "class": "R0",
+    "rationale": "Returns a note.",
+    "evidence": {"version": "4.2.0", "source": "crm/notes.py:3"},
+}
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("crm://files/{+path}", "only {NAME} placeholders"),
+        ("crm://files/{a,b}", "only {NAME} placeholders"),
+        ("crm://files/{path*}", "only {NAME} placeholders"),
+        ("crm://files/{path", "only {NAME} placeholders"),
+        ("files/{name}", "starts with its scheme"),
+        ("{scheme}://x", "starts with its scheme"),
+        ("crm://files/../secret", "'..' path segment"),
+        ("crm://files/\u0007bell", "U+0007"),
+        ("crm://files/a name", "U+0020"),
+        ("crm://{a}/{a}", "named twice"),
+    ],
+    ids=["reserved expansion", "list", "explode", "unclosed", "no scheme", "scheme as placeholder",
+         "dot segment", "control character", "space", "placeholder twice"],
+)  # fmt: skip
+def test_a_resource_name_that_could_match_too_much_is_refused_at_its_line(
+    tmp_path: Path, key: str, said: str
+) -> None:
+    written(tmp_path, {**CRM, "resources": {"crm://today": NOTE, key: NOTE}})
+
+    error = refused(tmp_path / "policy.json")
+
+    assert error.path == str(tmp_path / "crm.json")
+    [problem] = error.problems
+    assert said in problem.message
+    assert problem.line == line_of(tmp_path / "crm.json", json.dumps(key)[:12])
+
+
+def test_a_resource_entry_that_is_a_disclosure_but_not_r4_is_refused_at_its_line(tmp_path: Path) -> None:
+    written(tmp_path, {**CRM, "resources": {"crm://today": {**NOTE, "disclosure": True}}})
+
+    error = refused(tmp_path / "policy.json")
+
+    assert error.line == line_of(tmp_path / "crm.json", '"crm://today"')
+
+
+def judged(tmp_path: Path, resources: dict[str, Any], uri: str) -> tuple[str, str | None] | None:
+    written(tmp_path, {**CRM, "resources": resources})
+    record = load_policy(tmp_path / "policy.json").host_registry().record_for("crm")
+    assert record is not None
+    got = record.judge_resource(uri)
+    return None if got is None else (got.rclass, str(got.evidence["resource"]))
+
+
+def test_a_template_placeholder_matches_one_plain_segment_and_nothing_else(tmp_path: Path) -> None:
+    files = {"crm://files/{name}": NOTE}
+
+    assert judged(tmp_path, files, "crm://files/q3.md") == ("R0", "crm://files/{name}")
+    for uri in (
+        "crm://files/a/b",
+        "crm://files/",
+        "crm://files/..",
+        "crm://files/.",
+        "crm://files/%2e%2e",
+        "crm://files/a%2Fb",
+        "crm://files/a\u0000b",
+        "crm://files/a\nb",
+        "crm://files/a\u0085b",
+        "crm://files/q3.md?x=1",
+        "CRM://files/q3.md",
+    ):
+        assert judged(tmp_path, files, uri) is None, uri
+
+
+def test_a_uri_named_exactly_outranks_a_template_and_overlapping_templates_give_the_worst(
+    tmp_path: Path,
+) -> None:
+    export = {**NOTE, "class": "R4", "disclosure": True}
+    resources = {"crm://files/{name}": NOTE, "crm://{folder}/{name}": export, "crm://files/today": NOTE}
+
+    assert judged(tmp_path, resources, "crm://files/q3.md") == ("R4", "crm://{folder}/{name}")
+    assert judged(tmp_path, resources, "crm://files/today") == ("R0", "crm://files/today")
+    assert judged(tmp_path, resources, "crm://other/q3.md") == ("R4", "crm://{folder}/{name}")
