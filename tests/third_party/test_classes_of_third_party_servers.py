@@ -62,7 +62,8 @@ async def test_the_shipped_sqlite_entry_names_the_servers_prompt_and_its_memo_re
         assert set(entry.arguments) == {argument.name for argument in prompts[name].arguments or []}, name
     assert resources == ["memo://insights"]
     found = record.judge_resource("memo://insights")
-    assert found is not None and found.rclass == "R0"
+    assert found is not None
+    assert found.rclass == "R0"
 
 
 async def test_an_unaware_filesystem_server_gets_reads_allowed_by_class_and_an_overwrite_asking(

@@ -1,7 +1,7 @@
 """The reference "everything" server behind the Recorder: the agent sees its tools (output schemas,
 titles, annotations, ``_meta``), resources, resource templates and prompts as the server published
-them; calls, reads and prompt gets are decided and journaled, and an unknown tool name is journaled as refused. Its progress
-and log messages reach the agent's call.
+them; calls, reads and prompt gets are decided and journaled, and an unknown tool name is journaled
+as refused. Its progress and log messages reach the agent's call.
 
 One agent session for the whole module (starting the Node.js server is the slow part); each test
 reads what it saw.

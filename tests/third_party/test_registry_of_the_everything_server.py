@@ -154,7 +154,8 @@ def test_the_shipped_entry_names_every_resource_and_template_the_server_lists(wo
     assert world["resources"]
     for uri in world["resources"]:
         found = record.judge_resource(uri)
-        assert found is not None and found.rclass == "R0", uri
+        assert found is not None, uri
+        assert found.rclass == "R0", uri
     assert set(world["templates"]) <= set(record.file.resources)
 
 

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
-from hatp_journal.recorder.gateway.explain import ExplainError, decide_listed, explanation, explain_listed
+from hatp_journal.recorder.gateway.explain import ExplainError, decide_listed, explain_listed, explanation
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry
 
@@ -351,7 +351,7 @@ def test_a_server_answering_a_read_with_garbage_gives_the_agent_an_error_journal
             for uri in ("junk://contents", "junk://mixed"):
                 try:
                     answers[uri] = await agent.read_resource(uri)
-                except Exception as error:
+                except MCPError as error:
                     answers[uri] = error
             answers["still answers"] = await agent.list_resources()
             return answers, recorder.run_id
