@@ -244,6 +244,8 @@ def for_agent(explained: Explained) -> dict[str, Any]:
     found = decision.reversibility
     assert found is not None, "decide() always classifies"
     runs = "would run now" if decision.action == "allow" else "would wait for a person's approval"
+    if decision.action != "allow" and explained.tool in (PROMPT_TOOL, READ_TOOL):
+        runs = "would be refused (a get or read can't wait for a person's approval)"
     answer = {
         "server": explained.server,
         "tool": explained.tool,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-PROMPT_TOOL = "prompts/get"
+PROMPT_TOOL: Final = "prompts/get"
 """The ``tool`` of a prompt get's entry: the MCP method, which no tool name can be (a slash)."""
-READ_TOOL = "resources/read"
+READ_TOOL: Final = "resources/read"
 """The ``tool`` of a resource read's entry: the MCP method, which no tool name can be (a slash)."""
 Method = Literal["prompts/get", "resources/read"]
 

@@ -23,7 +23,13 @@ from mcp.shared.exceptions import MCPError
 from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
-from hatp_journal.recorder.gateway.explain import ExplainError, decide_listed, explain_listed, explanation
+from hatp_journal.recorder.gateway.explain import (
+    ExplainError,
+    decide_listed,
+    explain_listed,
+    explanation,
+    for_agent,
+)
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry
 
@@ -366,3 +372,19 @@ def test_a_server_answering_a_read_with_garbage_gives_the_agent_an_error_journal
         "error",
         "error",
     ]
+
+
+def test_the_agents_explain_tool_says_a_refused_read_would_be_refused(world: dict[str, Any]) -> None:
+    seen = world["auto"]
+    org: HostOrg = seen["org"]
+    policy = load_policy(org.root / "policy.json", directory=org.root / "directory.json")
+    downstream = seen["recorder"].downstreams["notes"]
+
+    def told(uri: str) -> dict[str, Any]:
+        return for_agent(explain_listed(downstream, policy, "resources/read", {"uri": uri}, utc_now()))
+
+    refused, allowed = told("notes://secret"), told("notes://today")
+
+    assert "would be refused" in refused["text"]
+    assert (refused["action"], refused["class"]) == ("ask", "R4")
+    assert "would run now" in allowed["text"]
