@@ -13,6 +13,7 @@ decide the same get or read the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +44,19 @@ PROMPT_NOT_ALLOWED = "PROMPT_NOT_ALLOWED"
 RESOURCE_NOT_ALLOWED = "RESOURCE_NOT_ALLOWED"
 REFUSAL_CODES: dict[str, str] = {PROMPT_TOOL: PROMPT_NOT_ALLOWED, READ_TOOL: RESOURCE_NOT_ALLOWED}
 """What refuses a get or read the policy does not allow (the error's and the ``refused`` entry's code)."""
+
+
+class _RefusalsAreNotFailures(logging.Filter):
+    """fastmcp logs every error a prompt or resource raises as a failure, with its traceback; a
+    refusal is the policy at work, and the journal has it: not logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        data = error.data if isinstance(error, MCPError) else None
+        return not (isinstance(data, dict) and data.get("code") in REFUSAL_CODES.values())
+
+
+logging.getLogger("fastmcp.server.server").addFilter(_RefusalsAreNotFailures())
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ and a server that answers a read with garbage. Agents of both protocol eras see 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -388,3 +389,24 @@ def test_the_agents_explain_tool_says_a_refused_read_would_be_refused(world: dic
     assert "would be refused" in refused["text"]
     assert (refused["action"], refused["class"]) == ("ask", "R4")
     assert "would run now" in allowed["text"]
+
+
+def test_a_refusal_is_journaled_not_logged_as_a_failure_with_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    reads: list[str] = []
+    embedded = {"plain": plain_server(reads)}
+    org = HostOrg.make(tmp_path, {"plain": ServerConfig(command="in-memory")}, {}, embedded=embedded)
+
+    async def story() -> MCPError:
+        async with AsyncExitStack() as stack:
+            _, agent = await org.session(stack)
+            with pytest.raises(MCPError) as refused:
+                await agent.read_resource("plain://hello")
+            return refused.value
+
+    with caplog.at_level(logging.ERROR, logger="fastmcp"):
+        refused = anyio.run(story)
+
+    assert refused.data["code"] == "RESOURCE_NOT_ALLOWED"
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
