@@ -369,10 +369,10 @@ def test_a_server_answering_a_read_with_garbage_gives_the_agent_an_error_journal
     assert isinstance(answers["junk://contents"], MCPError)
     assert isinstance(answers["junk://mixed"], MCPError)
     assert {str(r.uri) for r in answers["still answers"]} == {"junk://contents", "junk://mixed"}
-    assert [calls[uri]["outcome"]["status"] for uri in ("junk://contents", "junk://mixed")] == [
-        "error",
-        "error",
-    ]
+    for uri in ("junk://contents", "junk://mixed"):
+        assert calls[uri]["outcome"]["status"] == "error", uri
+        assert "validation error" in calls[uri]["outcome"]["error"], uri
+        assert "ReadResourceResult" in calls[uri]["outcome"]["error"], uri
 
 
 def test_the_agents_explain_tool_says_a_refused_read_would_be_refused(world: dict[str, Any]) -> None:
