@@ -16,6 +16,7 @@ from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal.recorder.changes.links import LinkedCall
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import kept_tools
@@ -53,7 +54,6 @@ from hatp_journal.recorder.record.written_bodies import RefusedRecord
 from hatp_journal.recorder.runs.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.runs.keys import RunKeyRefusal, RunSessions
 from hatp_journal.recorder.tracing import traced
-from hatp_journal.recorder.undo.links import LinkedCall
 
 
 class RecorderBase:

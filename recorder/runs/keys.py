@@ -31,13 +31,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal.recorder.changes.links import LinkedCall, LinkIndex
 from hatp_journal.recorder.config import RUN_KEY_SHAPE
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as
 from hatp_journal.recorder.record.errors import UnknownRun
 from hatp_journal.recorder.runs.asks import Ask, Asks
-from hatp_journal.recorder.undo.lease import process_alive
-from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
+from hatp_journal.recorder.runs.processes import process_alive
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
 CONTINUED_NOTE = ("hatp", "continue_run")

@@ -27,6 +27,7 @@ from typing import Final, get_args
 
 from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal._shared.mail import compose, send_message
+from hatp_journal.recorder.changes.steps import Step, steps_of
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
@@ -37,7 +38,6 @@ from hatp_journal.recorder.record.written_bodies import NoticeRecord
 from hatp_journal.recorder.runs.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
 from hatp_journal.recorder.runs.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
 from hatp_journal.recorder.runs.walk import RUN_UNREADABLE
-from hatp_journal.recorder.undo.steps import Step, steps_of
 
 NOTICE_KINDS: Final[tuple[NoticeKind, ...]] = get_args(NoticeKind)
 NOTICE_FAILED = "NOTICE_FAILED"

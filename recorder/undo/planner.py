@@ -16,18 +16,8 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal._shared.clock import parse_wire_time
-from hatp_journal.recorder.record import RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import (
-    CallBody,
-    Unreadable,
-    read_as,
-    read_check_answer,
-    reversed_entries,
-)
-from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
-from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.links import dependents
-from hatp_journal.recorder.undo.plan import (
+from hatp_journal.recorder.changes.links import dependents
+from hatp_journal.recorder.changes.plan import (
     AlreadyReversed,
     Blocked,
     ChangedNothing,
@@ -39,8 +29,18 @@ from hatp_journal.recorder.undo.plan import (
     UndoStep,
     Unresolved,
 )
+from hatp_journal.recorder.changes.steps import Chains, Step, steps_of
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import (
+    CallBody,
+    Unreadable,
+    read_as,
+    read_check_answer,
+    reversed_entries,
+)
+from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.several import several_conflicts
-from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
 
 

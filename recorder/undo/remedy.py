@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.gateway.downstream import DownstreamError
 from hatp_journal.recorder.gateway.intake import take_in
 from hatp_journal.recorder.gateway.tokens import Kept, misplaced, new_call, redact, refused_journal
@@ -21,7 +22,6 @@ from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.undo.steps import steps_of
 
 
 def ask_remedy(

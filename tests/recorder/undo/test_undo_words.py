@@ -15,9 +15,9 @@ from support.chain_server import shelves, stock
 from support.undo_org import DANA, Org
 
 from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal.recorder.changes.plan import UNDO_VERBS, recorded_undo
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, steps_of, undo_label
-from hatp_journal.recorder.undo.plan import UNDO_VERBS, recorded_undo
 from hatp_journal.toolkit import summarize
 from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, EffectInfo

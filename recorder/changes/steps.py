@@ -12,17 +12,17 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
-from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.recorder.undo.host_diff import same
-from hatp_journal.recorder.undo.host_undo import (
+from hatp_journal.recorder.changes.host_diff import same
+from hatp_journal.recorder.changes.host_undo import (
     NOTHING_CHANGED,
     changed_nothing,
     host_journal,
     undoable,
 )
-from hatp_journal.recorder.undo.plan import undo_label
+from hatp_journal.recorder.changes.plan import undo_label
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
+from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.wire import EffectChange
 
