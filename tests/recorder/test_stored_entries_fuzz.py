@@ -12,7 +12,8 @@ list of changes, explain, a checkpoint, an undo request); every few runs ``asks`
 agent's server logs no exception; every entry that does not fit its kind is shown as unreadable by
 ``show``, every unreadable ask is named by ``asks`` and the Asks page, and a control run's pending
 ask is always listed. Hypothesis runs derandomized; ``bench/stored_entries.py`` runs it with 10^4+
-entries and prints the outcomes.
+entries and prints the outcomes. A verified call whose journal object alone is changed (``call-journal``)
+is read as a step too: one that does not fit is ``unresolved``, named ``JOURNAL_UNREADABLE``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from stored_entries_world import (
     Tally,
     agent_calls,
     agent_outcome,
+    check_steps,
     hostile_entries,
     read_pages,
     read_whole_store,
@@ -182,6 +184,7 @@ def test_hostile_stored_entries_never_crash_a_reader_and_each_odd_entry_is_named
         batch = batches.next()
         run = batch.shared.write_run(entries)
         batches.tally.entries.update(hostile.kind for hostile in entries)
+        check_steps(batches.tally, batch.shared, run)
         read_with_commands(batches.tally, batch.shared, run)
         read_pages(batches.tally, batch.client, batch.shared, run)
         batches.agent_reads(batch, entries, seen[0])

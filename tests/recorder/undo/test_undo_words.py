@@ -89,7 +89,8 @@ def test_a_reversal_record_line_shows_its_own_words_and_an_older_line_its_summar
 
 
 def a_verified_call(effect: dict[str, Any]) -> Step:
-    body = {"intake": {"status": "verified", "kind": "compensate"}, "journal": {"effect": effect}}
+    journal = {"server": "shop", "effect": effect}
+    body = {"intake": {"status": "verified", "kind": "compensate"}, "journal": journal}
     entry = Entry(
         id="e1", run="r", seq=1, time="2026-11-07T18:00:00Z", kind="call", body=body, prev_hash="", hash=""
     )
