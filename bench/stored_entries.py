@@ -28,11 +28,19 @@ PROPERTY = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=850, help="hostile runs (8-24 entries each)")
+    parser.add_argument("--runs", type=int, default=250, help="hostile runs")
+    parser.add_argument("--entries", default="32-72", help="entries of each run, fewest-most (CI: 8-24)")
+    parser.add_argument("--per-store", type=int, default=5, help="runs per store and per agent (CI: 10)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         tally = Path(folder) / "tally.jsonl"
-        env = {**os.environ, "HATP_STORED_RUNS": str(args.runs), "HATP_FUZZ_TALLY": str(tally)}
+        env = {
+            **os.environ,
+            "HATP_STORED_RUNS": str(args.runs),
+            "HATP_STORED_ENTRIES": args.entries,
+            "HATP_STORED_RUNS_PER_STORE": str(args.per_store),
+            "HATP_FUZZ_TALLY": str(tally),
+        }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist", PROPERTY]
         status = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
         lines = [json.loads(line) for line in tally.read_text().splitlines()] if tally.exists() else []

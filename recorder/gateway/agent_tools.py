@@ -302,7 +302,7 @@ class AgentTools:
         recorder = self.recorder
         run = recorder.own_run()
 
-        def note(outcome: NoteOutcome) -> dict[str, Any]:
+        def note(outcome: NoteOutcome) -> NoteRecord:
             return NoteRecord.model_construct(
                 agent=recorder.config.recorder.agent,
                 principal=recorder.config.recorder.principal,
@@ -313,7 +313,7 @@ class AgentTools:
                     arguments, recorder.config.recorder.max_arguments_bytes
                 ).digest,
                 outcome=outcome,
-            ).wire()
+            )
 
         try:
             result = await work()

@@ -50,7 +50,7 @@ from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import asked_in
 from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.written_bodies import RefusedRecord
+from hatp_journal.recorder.record.written_bodies import HostNote, NoteRecord, RefusedRecord
 from hatp_journal.recorder.runs.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.runs.keys import RunKeyRefusal, RunSessions
 from hatp_journal.recorder.tracing import traced
@@ -214,9 +214,10 @@ class RecorderBase:
         links.add(entry.id, linked)
         return entry
 
-    async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
-        """Append a ``note`` entry (an agent tool's call: no step of the run)."""
-        return await self._append(run, "note", body)
+    async def append_note(self, run: str, body: NoteRecord | HostNote) -> Entry:
+        """Append a ``note`` entry (an agent tool's call, or what the Recorder did itself: no step of
+        the run)."""
+        return await self._append(run, "note", body.wire())
 
     async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""

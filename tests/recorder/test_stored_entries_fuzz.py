@@ -56,7 +56,11 @@ pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("HATP_STORED_RUNS", "25"))
 """Hostile runs (8-24 entries each: some 300 in CI); bench/stored_entries.py runs 850 (10^4 entries)."""
-RUNS_PER_STORE = 10
+ENTRIES = tuple(int(n) for n in os.environ.get("HATP_STORED_ENTRIES", "8-24").split("-"))
+"""The entries of each hostile run, fewest-most: bench/stored_entries.py batches more per run, since
+each run's readers cost about the same at 16 entries as at 60."""
+RUNS_PER_STORE = int(os.environ.get("HATP_STORED_RUNS_PER_STORE", "10"))
+"""Runs per store (and per agent, whose own run gets every entry of the store's runs)."""
 TALLY = os.environ.get("HATP_FUZZ_TALLY")
 """A file to write this property's counts to, as one JSON line (bench/stored_entries.py reads it)."""
 
@@ -178,7 +182,7 @@ def test_hostile_stored_entries_never_crash_a_reader_and_each_odd_entry_is_named
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a whole store is too big to shrink
     )
-    @given(st.lists(hostile_entries(), min_size=8, max_size=24))
+    @given(st.lists(hostile_entries(), min_size=ENTRIES[0], max_size=ENTRIES[-1]))
     def one_run(entries: list[Hostile]) -> None:
         seen[0] += 1
         batch = batches.next()
