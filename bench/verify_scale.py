@@ -39,7 +39,7 @@ from sqlalchemy import event
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.cli import command_line as cli
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.record import RunStore, bodies, checkpoint_checks, signature_workers, verify_record
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.record.key_files import pinned_key

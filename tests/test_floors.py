@@ -227,6 +227,7 @@ RECORDER_FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"record"}),  # the Run Record: store, chain, verify, export, pinned key files
     frozenset({"witness"}),  # the witness server that cosigns heads, and the sender of heads to it
     frozenset({"changes"}),  # a run's changes as undo reads them: steps, links, host undo, plan shape
+    frozenset({"intake"}),  # a tool server's answer taken in: journal objects, tokens, pins, errors
     frozenset({"runs"}),  # runs, run keys, asks, waiting, reminders, notices
     frozenset({"undo"}),  # plans, approval, compensation, host-declared undo
     frozenset({"gateway"}),  # the data plane: decide, call the tool server, record
@@ -245,10 +246,10 @@ RECORDER_KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
         # the shared piece: they move below both floors with the policy work (policy/ is edited on
         # another branch), and override_people's lazy import goes with them.
         ("policy", "directory"),
-        # undo/servers.py and undo/remedy.py call tool servers with gateway/downstream.py (and its
-        # pins.py, tokens.py, intake.py); downstream.py relays logs and progress through
-        # gateway/passthrough.py, which stays in the gateway (edited on another branch). Moving the
-        # tool-calling client to its own floor below undo/ needs that relay moved with it.
+        # undo/servers.py connects to tool servers with gateway/downstream.py's Downstream (what both
+        # take a server's answer in with is below, in intake/); downstream.py relays logs and
+        # progress through gateway/passthrough.py, which stays in the gateway (edited on another
+        # branch). Moving the tool-calling client below undo/ needs that relay moved with it.
         ("undo", "gateway"),
     }
 )

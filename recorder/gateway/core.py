@@ -38,7 +38,6 @@ from hatp_journal.recorder.gateway.forward_tool import (
     request_meta,
 )
 from hatp_journal.recorder.gateway.host_hints import host_annotations
-from hatp_journal.recorder.gateway.intake import take_in
 from hatp_journal.recorder.gateway.previews import effect_preview
 from hatp_journal.recorder.gateway.recorder_base import RecorderBase
 from hatp_journal.recorder.gateway.relay import call_journal
@@ -59,7 +58,8 @@ from hatp_journal.recorder.gateway.retries import (
     sent_idempotency_key,
     unsent,
 )
-from hatp_journal.recorder.gateway.tokens import (
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import (
     BAD_JOURNAL,
     new_call,
 )

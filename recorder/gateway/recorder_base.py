@@ -27,7 +27,6 @@ from hatp_journal.recorder.gateway.downstream import Downstream
 from hatp_journal.recorder.gateway.forward_tool import (
     request_meta,
 )
-from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.gateway.relay_rounds import Rounds
 from hatp_journal.recorder.gateway.replies import (
     host_meta,
@@ -38,7 +37,8 @@ from hatp_journal.recorder.gateway.retries import (
     KeyRefusal,
     Retries,
 )
-from hatp_journal.recorder.gateway.tokens import (
+from hatp_journal.recorder.intake.pins import PinStore
+from hatp_journal.recorder.intake.tokens import (
     recorder_announcement,
 )
 from hatp_journal.recorder.policy import CallFacts, Policy

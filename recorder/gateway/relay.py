@@ -28,7 +28,7 @@ from mcp_types import INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hatp_journal._shared.canonical import canonical_bytes
-from hatp_journal.recorder.gateway.intake import bounded
+from hatp_journal.recorder.intake.journal_objects import bounded
 from hatp_journal.recorder.record.written_bodies import HostNote
 
 SAMPLING = "sampling/createMessage"

@@ -145,6 +145,16 @@ class NoteRecord(AgentAsked):
     outcome: NoteOutcome
 
 
+class RemedyCall(Written):
+    """A ``call`` that remedies a call no undo can take back (``remedies``), filed straight into the
+    store by the conformance adapter (``gateway/conformance_adapter.py``): the call alone."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    remedies: str
+
+
 class HostNote(Written):
     """A ``note`` the Recorder writes of what it did itself, no agent tool's call: a run continued
     by its key (``runs/keys.py``), a server's request to the agent relayed or refused

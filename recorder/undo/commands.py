@@ -24,7 +24,7 @@ from hatp_journal.recorder.changes.plan import ReversalPlan, plan_text, undo_lab
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.directory.not_counted import said_not_counted
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamCode
+from hatp_journal.recorder.intake.downstream_errors import DownstreamCode
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import AskBody, CallBody, ReversalBody, read_own

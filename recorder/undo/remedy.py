@@ -12,9 +12,9 @@ from typing import Any
 
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.changes.steps import steps_of
-from hatp_journal.recorder.gateway.downstream import DownstreamError
-from hatp_journal.recorder.gateway.intake import take_in
-from hatp_journal.recorder.gateway.tokens import Kept, misplaced, new_call, redact, refused_journal
+from hatp_journal.recorder.intake.downstream_errors import DownstreamError
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import Kept, misplaced, new_call, redact, refused_journal
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own

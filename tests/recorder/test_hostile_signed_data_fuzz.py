@@ -40,9 +40,9 @@ from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.intake import take_in
 from hatp_journal.recorder.gateway.replies import journal_members
-from hatp_journal.recorder.gateway.tokens import redact
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import redact
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import ReadCode
