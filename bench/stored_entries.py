@@ -1,12 +1,13 @@
 """Hostile stored entries at scale: the CI fuzz property of tests/recorder/test_stored_entries_fuzz.py
 run with many more runs, its outcomes counted.
 
-Each run holds 8-24 entries of any kind written straight into a real SQLite Run Store (members
-dropped, of the wrong type, extreme dates, sizes and nesting); ``show``, ``plan``, ``approve``,
-``deny``, the approver's pages of the run and a live agent's calls read it, and ``asks``, ``runs`` and
-``tick`` read each store of 10 runs. ``python bench/stored_entries.py`` (850 runs, over 10^4
-entries; tens of minutes on 2 busy CPUs) or ``--runs N``. Prints the entries by kind, every reader's
-outcomes, and the tracebacks (0 expected); exits non-zero if any invariant broke.
+Each run holds 32-72 entries (``--entries``; CI 8-24) of any kind written straight into a real SQLite
+Run Store (members dropped, of the wrong type, extreme dates, sizes and nesting); ``show``, ``plan``,
+``approve``, ``deny``, the approver's pages of the run and a live agent's calls read it, and ``asks``,
+``runs`` and ``tick`` read each store of 5 runs (``--per-store``; CI 10). ``python
+bench/stored_entries.py`` (250 runs, over 10^4 entries; about 12 minutes on 2 busy CPUs) or
+``--runs N``. Prints the entries by kind, every reader's outcomes, and the tracebacks (0 expected);
+exits non-zero if any invariant broke.
 """
 
 from __future__ import annotations
