@@ -119,9 +119,11 @@ class Step:
 
     @_once
     def summary(self) -> str:
-        """The server's summary, or ``server.tool`` for a call without one. A journal object that does
-        not fit (an ``unresolved`` step) is still named by its ``effect.summary`` if that is a string."""
-        summary = self.effect.summary if self.effect is not None else _said_summary(self.call.journal)
+        """The server's summary, or ``server.tool`` for a call without one. An ``unresolved`` step whose
+        journal object does not fit is still named by its ``effect.summary``, if that is a string."""
+        summary = self.effect.summary if self.effect is not None else None
+        if summary is None and self.kind == "unresolved":
+            summary = _said_summary(self.call.journal)
         return summary or f"{self.server}.{self.tool}"
 
     @_once

@@ -49,24 +49,24 @@ def ask_remedy(
         raise UndoError(
             UndoCode.NOT_A_REMEDY, f"{ref} is {what}; remedies are for calls that can't be undone"
         )
-    body = {
-        "agent": by,
-        "principal": run.principal,
-        "server": server,
-        "tool": tool,
-        "arguments": arguments,
-        "argumentsDigest": sha256_digest(arguments),
-        "remedies": fixed.id,
-        "decision": {
+    body = CallRecord.model_construct(
+        agent=by,
+        principal=run.principal,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        arguments_digest=sha256_digest(arguments),
+        remedies=fixed.id,
+        decision={
             "action": "ask",
             "reasons": [
                 {"code": "REMEDY", "detail": f"a remedy for {fixed.id}: a new action, approved on its own"}
             ],
             "policyDigest": policy.digest(),
         },
-    }
+    )
     approver = policy.autonomy.approver or policy.undo_authority or "unassigned"
-    return Asks(store).open(run_id, body, now=now, approver=approver, within=within)
+    return Asks(store).open(run_id, body.wire(), now=now, approver=approver, within=within)
 
 
 def is_remedy(ask: Ask) -> bool:

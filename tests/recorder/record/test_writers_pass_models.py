@@ -20,6 +20,7 @@ BODY_AT: dict[str, int] = {
     "append_async": 2,
     "_append": 2,  # the gateway's append, as the store's
     "settle": 3,  # asks.settle(run, ask, kind, body)
+    "open": 1,  # asks.open(run, body, ...): the call held for a person
     "append_note": 1,  # recorder.append_note(run, body)
     "append_call": 1,
     "journal": 0,  # a relayed request's note, handed to the call's journal
@@ -84,6 +85,7 @@ def test_no_writer_of_the_recorder_appends_a_dict_literal_body() -> None:
         'async def w(self):\n    await self._append(run, "note", {"x": 1}, tokens)\n',
         'async def w(journal):\n    await journal({"server": s, "tool": m})\n',
         'def w(asks):\n    asks.settle(run, ask, "refused", {"code": "X"})\n',
+        'def w(s):\n    body = {"server": "s", "remedies": "e1"}\n    Asks(s).open(r, body, now=n)\n',
     ],
 )
 def test_the_scan_finds_a_literal_body(source: str) -> None:
