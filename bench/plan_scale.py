@@ -36,10 +36,10 @@ from typing import Any
 from verify_scale import fast_store  # a sibling script: bench/ is on the path
 
 from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal.recorder.changes.links import LinkedCall, LinkIndex
+from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.undo import ReversalPlan, UndoRequest, build_plan
-from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
-from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit import SigningKey
 
 TARGET_S = 1.0

@@ -1,12 +1,13 @@
 """Hostile stored entries at scale: the CI fuzz property of tests/recorder/test_stored_entries_fuzz.py
 run with many more runs, its outcomes counted.
 
-Each run holds 8-24 entries of any kind written straight into a real SQLite Run Store (members
-dropped, of the wrong type, extreme dates, sizes and nesting); ``show``, ``plan``, ``approve``,
-``deny``, the approver's pages of the run and a live agent's calls read it, and ``asks``, ``runs`` and
-``tick`` read each store of 10 runs. ``python bench/stored_entries.py`` (850 runs, over 10^4
-entries; tens of minutes on 2 busy CPUs) or ``--runs N``. Prints the entries by kind, every reader's
-outcomes, and the tracebacks (0 expected); exits non-zero if any invariant broke.
+Each run holds 32-72 entries (``--entries``; CI 8-24) of any kind written straight into a real SQLite
+Run Store (members dropped, of the wrong type, extreme dates, sizes and nesting); ``show``, ``plan``,
+``approve``, ``deny``, the approver's pages of the run and a live agent's calls read it, and ``asks``,
+``runs`` and ``tick`` read each store of 5 runs (``--per-store``; CI 10). ``python
+bench/stored_entries.py`` (250 runs, over 10^4 entries; about 12 minutes on 2 busy CPUs) or
+``--runs N``. Prints the entries by kind, every reader's outcomes, and the tracebacks (0 expected);
+exits non-zero if any invariant broke.
 """
 
 from __future__ import annotations
@@ -28,11 +29,19 @@ PROPERTY = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=850, help="hostile runs (8-24 entries each)")
+    parser.add_argument("--runs", type=int, default=250, help="hostile runs")
+    parser.add_argument("--entries", default="32-72", help="entries of each run, fewest-most (CI: 8-24)")
+    parser.add_argument("--per-store", type=int, default=5, help="runs per store and per agent (CI: 10)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         tally = Path(folder) / "tally.jsonl"
-        env = {**os.environ, "HATP_STORED_RUNS": str(args.runs), "HATP_FUZZ_TALLY": str(tally)}
+        env = {
+            **os.environ,
+            "HATP_STORED_RUNS": str(args.runs),
+            "HATP_STORED_ENTRIES": args.entries,
+            "HATP_STORED_RUNS_PER_STORE": str(args.per_store),
+            "HATP_FUZZ_TALLY": str(tally),
+        }
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist", PROPERTY]
         status = subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
         lines = [json.loads(line) for line in tally.read_text().splitlines()] if tally.exists() else []

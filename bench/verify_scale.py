@@ -38,11 +38,11 @@ from sqlalchemy import event
 
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.cli import command_line as cli
-from hatp_journal.recorder.cli import verify as verify_cli
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.record import RunStore, bodies, checkpoint_checks, signature_workers, verify_record
 from hatp_journal.recorder.record.export import export_run
+from hatp_journal.recorder.record.key_files import pinned_key
 from hatp_journal.recorder.runs.asks import call_digest
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url
@@ -215,8 +215,8 @@ def child(task: str, folder: Path, run_id: str) -> None:
         with contextlib.redirect_stdout(said):
             ok = cli.main(["verify", str(folder / "export.json"), *pinned]) == 0
     elif task == "verify-one-core":
-        crm = verify_cli._pinned_key(folder / "crm.pub")
-        recorder = verify_cli._pinned_key(folder / "recorder.pub")
+        crm = pinned_key(folder / "crm.pub")
+        recorder = pinned_key(folder / "recorder.pub")
         report = verify_record(
             folder / "export.json",
             recorder_keys={recorder.kid: recorder},
@@ -229,8 +229,8 @@ def child(task: str, folder: Path, run_id: str) -> None:
         file.write_bytes(export_run(store, run_id).to_bytes())
         ok = True
     else:  # verify-bytes
-        crm = verify_cli._pinned_key(folder / "crm.pub")
-        recorder = verify_cli._pinned_key(folder / "recorder.pub")
+        crm = pinned_key(folder / "crm.pub")
+        recorder = pinned_key(folder / "recorder.pub")
         report = verify_record(
             (folder / "export.json").read_bytes(),
             recorder_keys={recorder.kid: recorder},

@@ -30,9 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hatp_journal.recorder import verify_cli
 from hatp_journal.recorder.record import bodies as bodies_module
 from hatp_journal.recorder.record.entry_envelope import lean_entry
+from hatp_journal.recorder.record.key_files import pinned_key
 from hatp_journal.recorder.record.report import Findings
 from hatp_journal.recorder.record.stream import ExportReader
 from hatp_journal.recorder.record.verify import RecordVerifier, _header
@@ -66,8 +66,8 @@ def stages(folder: Path, rounds: int, profile: bool) -> list[tuple[str, float]]:
     with export.open("rb") as file:
         header = _header(ExportReader(file).header, Findings())
     assert header is not None
-    crm = verify_cli._pinned_key(folder / "crm.pub")
-    recorder = verify_cli._pinned_key(folder / "recorder.pub")
+    crm = pinned_key(folder / "crm.pub")
+    recorder = pinned_key(folder / "recorder.pub")
 
     def unprepared() -> None:
         """The bodies' checks with no signature prepared either (each counted as valid)."""

@@ -3,8 +3,11 @@ its table (or a file left out of its package's row) fails here, so the map grows
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
+
+from test_floors import recorder_level  # tests/ is on the path: the floors are defined there, once
 
 ROOT = Path(__file__).parents[1]
 MAP = ROOT / "docs" / "architecture.md"
@@ -74,3 +77,28 @@ def test_a_file_left_out_of_its_packages_row_is_caught(tmp_path: Path) -> None:
     text = "## The Recorder's subsystems\n\n| `front/` | the agent's side | `stdio.py` |\n\n## Next\n"
 
     assert missing_from_map(text, tmp_path) == ["front/http.py"]
+
+
+def unit_name(cell_name: str) -> str:
+    """``gateway/`` → ``gateway``, ``config.py`` → ``config``: a row's name as the floors test names it."""
+    return cell_name.removesuffix("/").removesuffix(".py")
+
+
+def rows_out_of_order(text: str) -> list[tuple[str, str]]:
+    """Each pair of the table's rows (one above the next) whose upper one stands on a lower floor in
+    tests/test_floors.py: the table reads top down, as the floors do."""
+    found = [(name, recorder_level(unit_name(name))) for name in map_rows(text)]
+    return [(above, below) for (above, high), (below, low) in itertools.pairwise(found) if high < low]
+
+
+def test_the_map_lists_the_subsystems_top_down_in_the_order_of_their_floors() -> None:
+    text = MAP.read_text(encoding="utf-8")
+
+    assert len(map_rows(text)) > 10
+    assert rows_out_of_order(text) == []
+
+
+def test_a_row_above_the_floor_it_stands_on_is_caught() -> None:
+    text = "## The Recorder's subsystems\n\n| `record/` | the record | |\n| `gateway/` | the data plane | |\n"
+
+    assert rows_out_of_order(text) == [("record/", "gateway/")]

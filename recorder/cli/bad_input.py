@@ -11,7 +11,7 @@ import sys
 from hatp_journal.recorder import tracing
 from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.directory import DirectoryError
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamError
+from hatp_journal.recorder.intake.downstream_errors import DownstreamError
 from hatp_journal.recorder.policy import PolicyFileError
 from hatp_journal.recorder.record import UnknownRun
 from hatp_journal.recorder.record.entry_bodies import OwnBodyUnreadable

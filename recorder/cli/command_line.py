@@ -13,32 +13,30 @@ from hatp_journal.recorder.undo.subcommands import add_undo_commands
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code (2 for bad input, 1 for a record that fails)."""
     args = parser().parse_args(argv)
-    if args.command == "serve":  # its tool servers are spawned before the rest is imported
+    if args.command == "serve":  # lazy: its tool servers are spawned before the rest is imported
         from hatp_journal.recorder.cli.serve_start import serve as serve_command
 
         return serve_command(args)
-    if args.command == "install":  # the config alone: quick, and no MCP stack needed
+    if args.command == "install":  # lazy: the config alone: quick, and no MCP stack needed
         from hatp_journal.recorder.cli.install import install as install_command
 
         return install_command(args)
-    if args.command == "explain":  # from a kept tool list: neither the MCP stack nor the store's machinery
+    if args.command == "explain":  # lazy: a kept tool list, neither the MCP stack nor the store
         from hatp_journal.recorder.cli.explain_command import explain_command
 
         return explain_command(args)
-    if args.command == "verify":  # offline, from a file: neither the gateway nor the store is imported
+    if args.command == "verify":  # lazy: offline, from a file: neither the gateway nor the store
         from hatp_journal.recorder.cli.verify import verify_command
 
         try:
             return verify_command(args)
         except Exception as error:
-            from hatp_journal.recorder.cli.bad_input import (
-                said_as_bad_input,  # only on failure: start-up speed
-            )
+            from hatp_journal.recorder.cli.bad_input import said_as_bad_input  # lazy: only on failure
 
             if not said_as_bad_input(error):
                 raise
             return 2
-    # Imported once the arguments are read: --help should not wait for the gateway and the MCP stack.
+    # lazy: imported once the arguments are read: --help should not wait for the gateway and MCP.
     from hatp_journal.recorder.cli.commands import run
 
     return run(args)

@@ -35,13 +35,13 @@ from hatp_journal.recorder.cli.store_check import store_check
 from hatp_journal.recorder.cli.verify import verify_command
 from hatp_journal.recorder.config import ConfigError, RecorderConfig, load_config
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.directory.not_counted import said_not_counted
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import Unreadable
 from hatp_journal.recorder.record.export import export_run_to
 from hatp_journal.recorder.runs.ask_words import ask_row
 from hatp_journal.recorder.runs.asks import Asks, in_doubt
-from hatp_journal.recorder.runs.not_counted import said_not_counted
 from hatp_journal.recorder.runs.notice_mail import MAIL_DEFERRED
 from hatp_journal.recorder.runs.reminders import record_seen, tick
 from hatp_journal.recorder.runs.tick_lines import tick_lines
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         tracing.configure(config.recorder.tracing)
         if args.command == "serve":  # hatp-recorder itself goes there without importing this module
             return serve(args)
-        if args.command in ("web", "web-link"):
+        if args.command in ("web", "web-link"):  # lazy: each command loads only what it runs
             from hatp_journal.recorder.web import commands as web_commands
 
             return web_commands.run(args, config)
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             return _tick(store, config, args.now)
         if args.command == "review":
             return _review(store, config, args)
-        if args.command in ("plan", "undo", "confirm-link", "remedy", "approve", "deny"):
+        if args.command in ("plan", "undo", "confirm-link", "remedy", "approve", "deny"):  # lazy: as web
             from hatp_journal.recorder.undo import commands as undo_commands
 
             if undo_commands.handles(args, store):
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
             print(args.out)
         elif args.command == "head":
             return _head(store, args.run, args.out)
-        elif args.command == "witnesses":
-            from hatp_journal.recorder.record.witnessing import witnesses_command
+        elif args.command == "witnesses":  # lazy: as web
+            from hatp_journal.recorder.witness.sender import witnesses_command
 
             return witnesses_command(store, config.witnesses, send=args.send)
     except Exception as error:
@@ -121,7 +121,7 @@ def _asks(store: RunStore, config: RecorderConfig, args: argparse.Namespace) -> 
     for _ in withdrawing:
         pass
     if args.command == "asks":
-        from hatp_journal.recorder.runs.keys import stalled_approvals  # as in _tick: the run-key tables
+        from hatp_journal.recorder.runs.keys import stalled_approvals  # lazy: as in _tick
 
         rows = []
         for ask in asks.listed():
@@ -204,7 +204,7 @@ def _tick(store: RunStore, config: RecorderConfig, at: str | None) -> int:
     now = _now(at)
     policy = load_policy(Path(config.recorder.policy), directory=config.recorder.directory)
     directory = load_directory(config)
-    from hatp_journal.recorder.runs.keys import RunKeys
+    from hatp_journal.recorder.runs.keys import RunKeys  # lazy: only asks and tick read run keys
 
     # Closed first: a run's review is due once it has closed.
     for closed in RunKeys(store).close_idle(now, timedelta(seconds=config.recorder.run_idle_seconds)):
@@ -228,6 +228,7 @@ async def serve_spawned(
 ) -> None:
     """Serve the agent until stdin closes or a signal comes, the tool servers ``spawned`` already
     (``recorder/cli/serve_start.py``), each stopped when ``stack`` closes if its link has not."""
+    # lazy: the MCP stack loads while the tool servers boot (recorder/cli/serve_start.py)
     from hatp_journal.recorder.front.http import serve_http
     from hatp_journal.recorder.front.stdio import serve_stdio
     from hatp_journal.recorder.gateway.core import Recorder

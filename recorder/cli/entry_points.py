@@ -8,6 +8,7 @@ from hatp_journal._shared.extras import needs_extras
 @needs_extras
 def recorder(argv: list[str] | None = None) -> int:
     """``hatp-recorder``."""
+    # lazy: an entry point checks the extras (needs_extras) before anything that needs them loads
     from hatp_journal.recorder.cli.command_line import main
 
     return main(argv)
@@ -16,6 +17,7 @@ def recorder(argv: list[str] | None = None) -> int:
 @needs_extras
 def witness(argv: list[str] | None = None) -> int:
     """``hatp-witness`` (its ``serve`` needs the ``serve`` extra: starlette and uvicorn)."""
+    # lazy: as above
     from hatp_journal.recorder.witness.cli import main
 
     return main(argv)

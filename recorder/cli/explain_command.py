@@ -39,7 +39,7 @@ def explain_command(args: argparse.Namespace) -> int:
         print(f"hatp-recorder: {error.code}: {error.message}", file=sys.stderr)
         return 2
     except Exception as error:
-        from hatp_journal.recorder.cli.bad_input import said_as_bad_input  # only now: it imports much
+        from hatp_journal.recorder.cli.bad_input import said_as_bad_input  # lazy: only now: it imports much
 
         if not said_as_bad_input(error):
             raise

@@ -40,7 +40,9 @@ def serve(args: argparse.Namespace) -> int:
         config = with_run_key(config, args.run_key or os.environ.get(RUN_KEY_ENV))
         anyio.run(_spawn_then_serve, config, args)
     except Exception as error:
-        from hatp_journal.recorder.cli.bad_input import said_as_bad_input  # only on failure: start-up speed
+        from hatp_journal.recorder.cli.bad_input import (
+            said_as_bad_input,
+        )  # lazy: only on failure: start-up speed
 
         if not said_as_bad_input(error):
             raise
@@ -51,6 +53,6 @@ def serve(args: argparse.Namespace) -> int:
 async def _spawn_then_serve(config: RecorderConfig, args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         spawned = await spawn_stdio_servers(config, stack)
-        from hatp_journal.recorder.cli.commands import serve_spawned  # loads while the servers boot
+        from hatp_journal.recorder.cli.commands import serve_spawned  # lazy: loads while the servers boot
 
         await serve_spawned(config, args.transport, args.host, args.port, stack, spawned)

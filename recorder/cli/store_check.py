@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import Table
 
-from hatp_journal.recorder.gateway.pins import PINS_SCHEMA, PINS_TABLES
+from hatp_journal.recorder.intake.pins import PINS_SCHEMA, PINS_TABLES
 from hatp_journal.recorder.policy.stored_ledger import LEDGER_SCHEMA
 from hatp_journal.recorder.policy.stored_ledger import TABLES as LEDGER_TABLES
 from hatp_journal.recorder.record.answers import ANSWERS_SCHEMA, ANSWERS_TABLES

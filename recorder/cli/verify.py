@@ -14,20 +14,19 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from hatp_journal._shared.files import MAX_KEY_BYTES, FileProblem, check_nesting, read_text
 from hatp_journal._shared.text import shown
 from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record import Checkpoint, verify_record
+from hatp_journal.recorder.record.key_files import pinned_key
 from hatp_journal.recorder.record.witness_checks import WitnessPins
 from hatp_journal.toolkit.errors import KeyFileError
-from hatp_journal.toolkit.signing import SigningKey, VerifyKey
-from hatp_journal.toolkit.wire import PublicKey
+from hatp_journal.toolkit.signing import VerifyKey
 
 
 def verify_command(args: argparse.Namespace) -> int:
     """Run ``verify`` for the parsed arguments of the command."""
     try:
-        recorder = _pinned_key(args.recorder_key) if args.recorder_key else None
+        recorder = pinned_key(args.recorder_key) if args.recorder_key else None
         servers = _server_keys(args.server_key)
         directory = [Directory.load(path) for path in args.directory] or None
         head = _head(args.head) if args.head else None
@@ -80,28 +79,9 @@ def _server_keys(pins: list[str]) -> dict[str, dict[str, VerifyKey]]:
         name, equals, path = pin.partition("=")
         if not equals or not name or not path:
             raise KeyFileError(f"--server-key wants NAME=KEY-FILE, got {pin!r}")
-        key = _pinned_key(Path(path))
+        key = pinned_key(Path(path))
         keys.setdefault(name, {})[key.kid] = key
     return keys
-
-
-def _pinned_key(path: Path) -> VerifyKey:
-    """A public key as `hatp-journal pubkey` prints it, or the public half of a key file."""
-    try:
-        text = read_text(path, limit=MAX_KEY_BYTES)
-        if not text.lstrip().startswith("{"):
-            return SigningKey.from_file(path).public
-        check_nesting(text, path, syntax="json")
-    except FileProblem as problem:
-        raise KeyFileError(str(problem)) from None
-    try:
-        return VerifyKey.from_wire(PublicKey.model_validate_json(text))
-    except ValidationError as error:
-        first = error.errors()[0]
-        at = "".join(f"{part}: " for part in first["loc"])
-        raise KeyFileError(f"{path}: not a published public key: {at}{first['msg']}") from None
-    except ValueError as error:  # the key's bytes, or a kid that does not name them
-        raise KeyFileError(f"{path}: not a published public key: {error}") from None
 
 
 def _witnesses(args: argparse.Namespace) -> WitnessPins | None:
@@ -111,7 +91,7 @@ def _witnesses(args: argparse.Namespace) -> WitnessPins | None:
         name, equals, path = pin.partition("=")
         if not equals or not name or not path:
             raise KeyFileError(f"--witness wants NAME=KEY-FILE, got {pin!r}")
-        keys[name] = _pinned_key(Path(path))
+        keys[name] = pinned_key(Path(path))
     asked = [pin.partition("=") for pin in getattr(args, "ask_witness", [])]
     for name, equals, url in asked:
         if not equals or not name or not url:
@@ -120,14 +100,10 @@ def _witnesses(args: argparse.Namespace) -> WitnessPins | None:
             raise KeyFileError(f"--ask-witness {name}: pin its key too (--witness {name}=KEY-FILE)")
     if not keys:
         return None
-    from hatp_journal.recorder.witness.asking import ask_witnesses
+    from hatp_journal.recorder.witness.asking import ask_witnesses  # lazy: only with --witness (HTTP client)
 
     answers = ask_witnesses(args.file, {name: url for name, _, url in asked}) if asked else {}
     return WitnessPins(keys=keys, answers=answers)
-
-
-pinned_key = _pinned_key
-"""A public key file as ``--recorder-key`` reads it (for other commands that pin keys)."""
 
 
 def _head(path: Path) -> Checkpoint:

@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr
 from pydantic import ValidationError as PydanticValidationError
 
 from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal.recorder.changes.steps import Step, steps_of
 from hatp_journal.recorder.config import ConfigError
 from hatp_journal.recorder.gateway.agent_answers import ANNOTATIONS, OUTPUT_SCHEMAS, said
 from hatp_journal.recorder.gateway.arguments import check_arguments
@@ -34,7 +35,6 @@ from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.errors import UndoError
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.undo.steps import Step, steps_of
 
 if TYPE_CHECKING:
     from hatp_journal.recorder.gateway.core import Recorder
@@ -302,7 +302,7 @@ class AgentTools:
         recorder = self.recorder
         run = recorder.own_run()
 
-        def note(outcome: NoteOutcome) -> dict[str, Any]:
+        def note(outcome: NoteOutcome) -> NoteRecord:
             return NoteRecord.model_construct(
                 agent=recorder.config.recorder.agent,
                 principal=recorder.config.recorder.principal,
@@ -313,7 +313,7 @@ class AgentTools:
                     arguments, recorder.config.recorder.max_arguments_bytes
                 ).digest,
                 outcome=outcome,
-            ).wire()
+            )
 
         try:
             result = await work()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hatp_journal._shared.canonical import canonical_bytes
-from hatp_journal.recorder.gateway.intake import SAFE_INTEGER, _unicode
+from hatp_journal.recorder.intake.journal_objects import SAFE_INTEGER, _unicode
 
 ARGUMENTS_NOT_CANONICAL = "ARGUMENTS_NOT_CANONICAL"
 ARGUMENTS_TOO_DEEP = "ARGUMENTS_TOO_DEEP"

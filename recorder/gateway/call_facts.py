@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
-from hatp_journal.recorder.gateway.intake import bounded
+from hatp_journal.recorder.intake.journal_objects import bounded
 from hatp_journal.recorder.policy import CallFacts
 from hatp_journal.toolkit.wire import META_KEY, Declaration, Money
 

@@ -17,6 +17,7 @@ from hatp_journal.recorder.config import RecorderConfig, RecorderSection, Server
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.policy import Autonomy, Policy
 from hatp_journal.recorder.record import RunStore, verify_record
+from hatp_journal.recorder.record.written_bodies import RemedyCall
 from hatp_journal.toolkit.signing import SigningKey
 
 STUB = "stub"
@@ -57,8 +58,8 @@ class ReferenceRecorder:
         """The gateway's ``remedy`` waits for a person's approval, and the suite has no person: the
         entry goes through the Run Record store."""
         store, run_id = run.handle
-        body = {"remedies": fixes, "server": STUB, "tool": remedy.tool, "arguments": dict(remedy.arguments)}
-        store.append(run_id, "call", body)  # a remedy is a call naming what it remedies
+        body = RemedyCall(server=STUB, tool=remedy.tool, arguments=dict(remedy.arguments), remedies=fixes)
+        store.append(run_id, "call", body.wire())  # a remedy is a call naming what it remedies
         return RecordedRun(store.export(run_id).to_bytes(), run.handle)
 
     def verify(self, record: bytes) -> RecordVerdict:

@@ -20,6 +20,12 @@ from fastmcp.tools.base import InputRequiredToolResult
 from mcp.types import InputRequiredResult
 
 from hatp_journal._shared.crashpoints import crash_point
+from hatp_journal.recorder.changes.host_undo import (
+    HostReadFailed,
+    host_member,
+    snapshot_asks,
+    take_snapshot,
+)
 from hatp_journal.recorder.gateway import agent_tools, passthrough
 from hatp_journal.recorder.gateway.arguments import check_arguments
 from hatp_journal.recorder.gateway.call_body import call_wire, outcome
@@ -32,7 +38,6 @@ from hatp_journal.recorder.gateway.forward_tool import (
     request_meta,
 )
 from hatp_journal.recorder.gateway.host_hints import host_annotations
-from hatp_journal.recorder.gateway.intake import take_in
 from hatp_journal.recorder.gateway.previews import effect_preview
 from hatp_journal.recorder.gateway.recorder_base import RecorderBase
 from hatp_journal.recorder.gateway.relay import call_journal
@@ -53,7 +58,8 @@ from hatp_journal.recorder.gateway.retries import (
     sent_idempotency_key,
     unsent,
 )
-from hatp_journal.recorder.gateway.tokens import (
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import (
     BAD_JOURNAL,
     new_call,
 )
@@ -67,12 +73,7 @@ from hatp_journal.recorder.runs.asks import call_digest
 from hatp_journal.recorder.runs.keys import ClaimState, RunKeyRefusal, sent_key
 from hatp_journal.recorder.runs.waiting import Progress, Wait, wait_for_decision, wait_of
 from hatp_journal.recorder.tracing import answered, traced
-from hatp_journal.recorder.undo.host_undo import (
-    HostReadFailed,
-    host_member,
-    snapshot_asks,
-    take_snapshot,
-)
+from hatp_journal.recorder.witness.sender import WitnessSender
 
 
 class Recorder(RecorderBase):
@@ -84,9 +85,7 @@ class Recorder(RecorderBase):
         ``spawned``: server processes already started, by name (``recorder/cli/boot.py``).
         """
         agent_tools.publish(self)  # first: a server name that clashes with them is refused before it starts
-        if self.config.witnesses:  # every signed head goes to the witnesses (recorder/record/witnessing.py)
-            from hatp_journal.recorder.record.witnessing import WitnessSender
-
+        if self.config.witnesses:  # every signed head goes to the witnesses (recorder/witness/sender.py)
             sender = WitnessSender(self.store, self.config.witnesses, clock=self.clock)
             sender.start()
             stack.callback(sender.stop)

@@ -20,13 +20,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamCode as DownstreamCode  # re-exported
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamError as DownstreamError
-from hatp_journal.recorder.gateway.intake import bounded
 from hatp_journal.recorder.gateway.link import ChildLink, LinkClosed, LinkTransport
 from hatp_journal.recorder.gateway.passthrough import LogRelay, agent_log, progress_relay
-from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.gateway.relay import Flight, agent_peer, call_journal, callbacks, library_peer
+from hatp_journal.recorder.intake.downstream_errors import DownstreamCode as DownstreamCode  # re-exported
+from hatp_journal.recorder.intake.downstream_errors import DownstreamError as DownstreamError
+from hatp_journal.recorder.intake.journal_objects import bounded
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.signing import VerifyKey
 from hatp_journal.toolkit.wire import (

@@ -92,7 +92,7 @@ async def explain(
     found = None if refresh else kept_tools.kept(store, server, settings, pinned)
     if found is not None:
         return replace(explain_listed(found, policy, tool, arguments, at), listed_at=found.kept_at)
-    # Imported only to start the server: the MCP stack takes longer to import than a kept answer.
+    # lazy: only to start the server: the MCP stack takes longer to import than a kept answer.
     from hatp_journal.recorder.gateway.downstream import Downstream
 
     downstream = Downstream(server, settings)

@@ -38,7 +38,7 @@ from hatp_journal.toolkit.wire import BINDING_TOOLS, KEYS_TOOL
 
 if TYPE_CHECKING:  # the MCP stack is imported only to start a server, never to read what was kept
     from hatp_journal.recorder.gateway.downstream import Downstream
-    from hatp_journal.recorder.gateway.pins import PinStore
+    from hatp_journal.recorder.intake.pins import PinStore
 
 MAX_KEPT_BYTES = 16 << 20
 """A kept file larger than this is not read (a server's tool list is far smaller)."""

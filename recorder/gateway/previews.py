@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.gateway.call_facts import declaration_of
 from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.gateway.intake import bounded
+from hatp_journal.recorder.intake.journal_objects import bounded
 from hatp_journal.toolkit.wire import PREVIEW_TOOL, EffectInfo
 
 PREVIEW_BYTES = 16_384

@@ -16,6 +16,7 @@ from fastmcp import FastMCP
 from fastmcp.tools import ToolResult
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal.recorder.changes.links import LinkedCall
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway import kept_tools
@@ -26,7 +27,6 @@ from hatp_journal.recorder.gateway.downstream import Downstream
 from hatp_journal.recorder.gateway.forward_tool import (
     request_meta,
 )
-from hatp_journal.recorder.gateway.pins import PinStore
 from hatp_journal.recorder.gateway.relay_rounds import Rounds
 from hatp_journal.recorder.gateway.replies import (
     host_meta,
@@ -37,7 +37,8 @@ from hatp_journal.recorder.gateway.retries import (
     KeyRefusal,
     Retries,
 )
-from hatp_journal.recorder.gateway.tokens import (
+from hatp_journal.recorder.intake.pins import PinStore
+from hatp_journal.recorder.intake.tokens import (
     recorder_announcement,
 )
 from hatp_journal.recorder.policy import CallFacts, Policy
@@ -49,11 +50,10 @@ from hatp_journal.recorder.record.answers import FoundAnswer, KeptAnswer
 from hatp_journal.recorder.record.entry_bodies import asked_in
 from hatp_journal.recorder.record.kinds import EntryKind
 from hatp_journal.recorder.record.models import Entry
-from hatp_journal.recorder.record.written_bodies import RefusedRecord
+from hatp_journal.recorder.record.written_bodies import HostNote, NoteRecord, RefusedRecord
 from hatp_journal.recorder.runs.asks import Ask, Asks, call_digest
 from hatp_journal.recorder.runs.keys import RunKeyRefusal, RunSessions
 from hatp_journal.recorder.tracing import traced
-from hatp_journal.recorder.undo.links import LinkedCall
 
 
 class RecorderBase:
@@ -214,9 +214,10 @@ class RecorderBase:
         links.add(entry.id, linked)
         return entry
 
-    async def append_note(self, run: str, body: dict[str, Any]) -> Entry:
-        """Append a ``note`` entry (an agent tool's call: no step of the run)."""
-        return await self._append(run, "note", body)
+    async def append_note(self, run: str, body: NoteRecord | HostNote) -> Entry:
+        """Append a ``note`` entry (an agent tool's call, or what the Recorder did itself: no step of
+        the run)."""
+        return await self._append(run, "note", body.wire())
 
     async def refuse_unknown_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Journal a call of a tool the Recorder does not publish as refused, and answer UNKNOWN_TOOL."""

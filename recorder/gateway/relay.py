@@ -28,7 +28,8 @@ from mcp_types import INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from hatp_journal._shared.canonical import canonical_bytes
-from hatp_journal.recorder.gateway.intake import bounded
+from hatp_journal.recorder.intake.journal_objects import bounded
+from hatp_journal.recorder.record.written_bodies import HostNote
 
 SAMPLING = "sampling/createMessage"
 ELICITATION = "elicitation/create"
@@ -59,7 +60,7 @@ class AgentPeer(Protocol):
         """The agent's answer as plain JSON; :class:`MCPError` if it answered an error."""
 
 
-Journal = Callable[[dict[str, Any]], Awaitable[Any]]
+Journal = Callable[[HostNote], Awaitable[Any]]
 
 agent_peer: ContextVar[AgentPeer | None] = ContextVar("agent_peer", default=None)
 """The agent's client for the call being forwarded, set by a front that serves it on the data plane
@@ -217,7 +218,7 @@ async def _note(
 ) -> None:
     if journal is None:
         return
-    await journal({"server": server, "tool": method, "arguments": _kept(params), "outcome": outcome})
+    await journal(HostNote(server=server, tool=method, arguments=_kept(params), outcome=outcome))
 
 
 def _kept(value: Any) -> Any:

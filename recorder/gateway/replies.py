@@ -14,8 +14,8 @@ from mcp.types import CallToolResult
 
 from hatp_journal._shared.canonical import canonical_bytes
 from hatp_journal.recorder.gateway.agent_answers import said
-from hatp_journal.recorder.gateway.intake import Intake, bounded
-from hatp_journal.recorder.gateway.tokens import Kept, misplaced, redact, refused_journal
+from hatp_journal.recorder.intake.journal_objects import Intake, bounded
+from hatp_journal.recorder.intake.tokens import Kept, misplaced, redact, refused_journal
 from hatp_journal.toolkit.wire import META_KEY
 
 HOST_META_KEY = "hatp/host"

@@ -50,8 +50,8 @@ def override_problems(
 
 def _directory(path: str | Path) -> dict[str, list[str]]:
     """Each person's id with their roles (a directory that can't be read raises DirectoryError)."""
-    # Imported here: directory.py imports the policy package (its problems at line:col), whose
-    # __init__ loads this module. A known exception of the floors (tests/test_floors.py).
+    # lazy: a cycle, the one known exception of the floors (tests/test_floors.py): directory/
+    # imports the policy package (policy/locate.py, problems.py), whose __init__ loads this module.
     from hatp_journal.recorder.directory import Directory
 
     return {person.id: list(person.roles) for person in Directory.load(Path(path)).people}

@@ -267,7 +267,7 @@ class BodyChecks:
         self._signed_tokens.add(token_digest)
 
     def _host_call(self, entry: Entry, server: str | None, host: Mapping[str, Any]) -> None:
-        """A call the host undoes (recorder/undo/host_undo.py): its ``hostUndo`` member is signed by the
+        """A call the host undoes (recorder/changes/host_undo.py): its ``hostUndo`` member is signed by the
         Recorder, and so are the undo answers about it, named by the member's digest."""
         self._calls[entry.id] = _Call(server, _safely_digest(dict(host)), host=True)
         signed = {"hostUndo": {k: v for k, v in host.items() if k != "receipt"}}

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal.recorder.directory import Directory, DirectoryError
 from hatp_journal.recorder.record.models import Entry
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SignatureTask, VerifyKey, signature_task, strict_receipt, verify
-
-if TYPE_CHECKING:
-    # Imported when used: the directory module reaches the policy package, which reaches back here.
-    from hatp_journal.recorder.directory import Directory
 
 _MAX_SCAN = 100_000
 """Values looked at per body when searching for a token (bodies are bounded at intake)."""
@@ -83,8 +80,6 @@ def _override_problem(
 
 def parse_directory(snapshot: Any) -> Directory | None:
     """A directory snapshot as a :class:`Directory`, or None when it is not one."""
-    from hatp_journal.recorder.directory import Directory
-
     try:
         return Directory.model_validate(snapshot)
     except ValidationError:
@@ -92,8 +87,6 @@ def parse_directory(snapshot: Any) -> Directory | None:
 
 
 def _person_key(directory: Directory, person: str) -> VerifyKey | None:
-    from hatp_journal.recorder.directory import DirectoryError
-
     found = directory.person(person)
     try:
         return found.verify_key() if found is not None else None

@@ -129,7 +129,7 @@ class RunStore(StoreReads):
         """Append one entry after the current head, atomically; sign every N-th head.
 
         ``tokens`` — (digest, server, token) — are kept beside the record in the same
-        transaction: the entry names each by its digest only (``recorder/gateway/tokens.py``). So is
+        transaction: the entry names each by its digest only (``recorder/intake/tokens.py``). So is
         ``answer``, what the agent is answered, for a retry of the call (``answers.py``).
         """
         _check_entry(kind, body)

@@ -177,7 +177,7 @@ class StoreReads:
 
     def signed_since(self, after: int) -> tuple[int, list[str]]:
         """The runs with a checkpoint signed after row ``after`` (0: any), and the last row's number:
-        how a witness sender (``recorder/record/witnessing.py``) finds heads signed by any process."""
+        how a witness sender (``recorder/witness/sender.py``) finds heads signed by any process."""
         with self.engine.connect() as connection:
             rows = connection.execute(
                 select(_CHECKPOINT_TABLE.c.id, _CHECKPOINT_TABLE.c.run)

@@ -19,11 +19,12 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
 from hatp_journal._shared.canonical import sha256_digest
+from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record.bodies import BodyChecks, parse_directory
 from hatp_journal.recorder.record.chain import entry_id, genesis_hash
 from hatp_journal.recorder.record.checkpoint_checks import check_checkpoints, check_latest, check_pinned_at
@@ -37,10 +38,6 @@ from hatp_journal.recorder.record.stream import ExportReader, NotLaidOut, TooLon
 from hatp_journal.recorder.record.times import is_wire_time
 from hatp_journal.recorder.record.witness_checks import WitnessCheck, WitnessPins
 from hatp_journal.toolkit.signing import VerifyKey, b64url, b64url_decode
-
-if TYPE_CHECKING:
-    # Imported when used: the directory module reaches the policy package, which reaches back here.
-    from hatp_journal.recorder.directory import Directory
 
 ServerKeys = Mapping[str, Mapping[str, VerifyKey]]
 _UNKNOWN = "unknown: after a malformed entry"
@@ -326,8 +323,6 @@ class RecordVerifier:
         Pinned directories are the only ones used; the file's are then only checked to hash to
         the digest they are filed under. Without a pin, the file's are used: trust on first use.
         """
-        from hatp_journal.recorder.directory import Directory
-
         pins: list[Directory] = []
         if given is not None:
             many = given if isinstance(given, Sequence) else [given]

@@ -145,6 +145,27 @@ class NoteRecord(AgentAsked):
     outcome: NoteOutcome
 
 
+class RemedyCall(Written):
+    """A ``call`` that remedies a call no undo can take back (``remedies``), filed straight into the
+    store by the conformance adapter (``gateway/conformance_adapter.py``): the call alone."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    remedies: str
+
+
+class HostNote(Written):
+    """A ``note`` the Recorder writes of what it did itself, no agent tool's call: a run continued
+    by its key (``runs/keys.py``), a server's request to the agent relayed or refused
+    (``gateway/relay.py``). ``arguments`` is what the request carried, as the record keeps it."""
+
+    server: str
+    tool: str
+    arguments: Any
+    outcome: dict[str, Any]
+
+
 class HostUndoRecord(Written):
     """A call's ``hostUndo`` member: what the host needs to undo a call of a server that knows nothing
     of undo, signed by the Recorder (``receipt``); or only ``failed``, why it can't."""
@@ -348,3 +369,13 @@ class MailFailedRecord(Written):
     at: str
     code: str | None = None
     attempts: int | None = None
+
+
+# -- people ----------------------------------------------------------------------------------------
+
+
+class SeenRecord(Written):
+    """A ``seen``: a person looked at a run's review (``runs/reminders.py``)."""
+
+    by: str
+    at: str

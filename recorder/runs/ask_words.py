@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hatp_journal.recorder.runs.addresses import addresses
 from hatp_journal.recorder.runs.asks import Ask
 from hatp_journal.recorder.runs.class_words import class_words
 from hatp_journal.recorder.runs.preview_words import preview_words
-from hatp_journal.recorder.web.views import addresses
 
 
 def arguments_text(arguments: Any) -> str:

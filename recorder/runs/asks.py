@@ -20,6 +20,7 @@ from pydantic import ConfigDict, StrictBool
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.directory.not_counted import NotCounted
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     AskBody,
@@ -40,7 +41,6 @@ from hatp_journal.recorder.record.written_bodies import (
     CallDecisionRecord,
     WithdrawnRecord,
 )
-from hatp_journal.recorder.runs.not_counted import NotCounted
 from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.toolkit.signing import SigningKey

@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
 from hatp_journal._shared.clock import parse_wire_time, utc_now, wire_time
-from hatp_journal.recorder.undo.lease import process_alive
+from hatp_journal.recorder.runs.processes import process_alive
 from hatp_journal.toolkit.store_schema import ensure_schema
 
 

@@ -31,13 +31,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal.recorder.changes.links import LinkedCall, LinkIndex
 from hatp_journal.recorder.config import RUN_KEY_SHAPE
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import NoteBody, read_as
 from hatp_journal.recorder.record.errors import UnknownRun
+from hatp_journal.recorder.record.written_bodies import HostNote
 from hatp_journal.recorder.runs.asks import Ask, Asks
-from hatp_journal.recorder.undo.lease import process_alive
-from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
+from hatp_journal.recorder.runs.processes import process_alive
 from hatp_journal.toolkit.store_schema import MIGRATIONS, ensure_schema
 
 CONTINUED_NOTE = ("hatp", "continue_run")
@@ -213,13 +214,13 @@ class RunKeys:
             self.store.close_run(run)  # opened for nothing: closed empty, as a lost race always was
             return None
         closed_at = self.store.run(closed).closed_at
-        body = {
-            "server": CONTINUED_NOTE[0],
-            "tool": CONTINUED_NOTE[1],
-            "arguments": {"runKeyDigest": digest},
-            "outcome": {"status": "ok", "continues": closed, "closedAt": closed_at},
-        }
-        self.store.append(run, "note", body)
+        body = HostNote(
+            server=CONTINUED_NOTE[0],
+            tool=CONTINUED_NOTE[1],
+            arguments={"runKeyDigest": digest},
+            outcome={"status": "ok", "continues": closed, "closedAt": closed_at},
+        )
+        self.store.append(run, "note", body.wire())
         return run
 
     def touch(self, key: str, now: datetime) -> None:

@@ -27,17 +27,17 @@ from typing import Final, get_args
 
 from hatp_journal._shared.clock import parse_wire_time, wire_time
 from hatp_journal._shared.mail import compose, send_message
+from hatp_journal.recorder.changes.steps import Step, steps_of
 from hatp_journal.recorder.config import MailSection
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, Run, RunStore
 from hatp_journal.recorder.record.entry_bodies import BodyModel, NoticeBody, read_as, reversed_entries
 from hatp_journal.recorder.record.kinds import NoticeKind
-from hatp_journal.recorder.record.written_bodies import NoticeRecord
+from hatp_journal.recorder.record.written_bodies import NoticeRecord, SeenRecord
 from hatp_journal.recorder.runs.fleet_lease import TICK_LEASE, TICK_LEASE_TTL, fleet_lease
 from hatp_journal.recorder.runs.notice_mail import QueuedMail, deliver, delivered_to, queued_mail
 from hatp_journal.recorder.runs.walk import RUN_UNREADABLE
-from hatp_journal.recorder.undo.steps import Step, steps_of
 
 NOTICE_KINDS: Final[tuple[NoticeKind, ...]] = get_args(NoticeKind)
 NOTICE_FAILED = "NOTICE_FAILED"
@@ -264,7 +264,7 @@ def record_seen(store: RunStore, run: str, person: str, now: datetime) -> Entry 
     last_reminder = max((e.seq for e in entries if e.kind == "reminder"), default=0)
     if any(e.kind == "seen" and e.seq > last_reminder and _seen_by(e) == person for e in entries):
         return None
-    return store.append(run, "seen", {"by": person, "at": wire_time(now)})
+    return store.append(run, "seen", SeenRecord(by=person, at=wire_time(now)).wire())
 
 
 def _open_windows(entries: list[Entry]) -> list[Step]:

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 from hatp_journal._shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from hatp_journal.recorder.changes.links import Link, LinkIndex, dependencies
+    from hatp_journal.recorder.changes.plan import ReversalPlan, plan_schema, plan_text, undo_label
+    from hatp_journal.recorder.changes.steps import Step, steps_of
     from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan, record_plan
     from hatp_journal.recorder.undo.errors import UndoCode, UndoError
     from hatp_journal.recorder.undo.execute import CompensateUnavailable, execute_plan
-    from hatp_journal.recorder.undo.links import Link, LinkIndex, dependencies
-    from hatp_journal.recorder.undo.plan import ReversalPlan, plan_schema, plan_text, undo_label
     from hatp_journal.recorder.undo.planner import CheckUnavailable, PlannedUndo, UndoRequest, build_plan
-    from hatp_journal.recorder.undo.steps import Step, steps_of
 else:  # imported on first use, so that a command's --help stays quick (_shared/lazy.py)
     __getattr__ = lazy_exports(
         __name__,
@@ -20,15 +20,15 @@ else:  # imported on first use, so that a command's --help stays quick (_shared/
             "hatp_journal.recorder.undo.approval": ["PlanAsk", "decide_plan", "find_plan", "record_plan"],
             "hatp_journal.recorder.undo.errors": ["UndoCode", "UndoError"],
             "hatp_journal.recorder.undo.execute": ["CompensateUnavailable", "execute_plan"],
-            "hatp_journal.recorder.undo.links": ["Link", "LinkIndex", "dependencies"],
-            "hatp_journal.recorder.undo.plan": ["ReversalPlan", "plan_schema", "plan_text", "undo_label"],
+            "hatp_journal.recorder.changes.links": ["Link", "LinkIndex", "dependencies"],
+            "hatp_journal.recorder.changes.plan": ["ReversalPlan", "plan_schema", "plan_text", "undo_label"],
             "hatp_journal.recorder.undo.planner": [
                 "CheckUnavailable",
                 "PlannedUndo",
                 "UndoRequest",
                 "build_plan",
             ],
-            "hatp_journal.recorder.undo.steps": ["Step", "steps_of"],
+            "hatp_journal.recorder.changes.steps": ["Step", "steps_of"],
         },
     )
 

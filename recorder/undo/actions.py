@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hatp_journal.recorder.changes.plan import ReversalPlan
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy, load_policy
@@ -21,9 +23,7 @@ from hatp_journal.recorder.undo.approval import PlanAsk, decide_plan, find_plan,
 from hatp_journal.recorder.undo.authority import AuthorityNow
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import execute_plan
-from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
-from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.toolkit.signing import SigningKey
 
 if TYPE_CHECKING:  # only named here: commands that read the record should not load the MCP stack

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from hatp_journal._shared.canonical import canonical_bytes
-from hatp_journal.recorder.gateway.intake import bounded
+from hatp_journal.recorder.intake.journal_objects import bounded
 
 ANSWER_REFUSED = "ANSWER_REFUSED"
 """The code of a check or undo answer refused at intake (too large, or carrying a token)."""

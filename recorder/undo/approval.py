@@ -15,7 +15,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 from hatp_journal._shared.clock import parse_wire_time, wire_time
+from hatp_journal.recorder.changes.plan import ReversalPlan
 from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.directory.not_counted import NotCounted, Refused
 from hatp_journal.recorder.record import Entry, Run, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import (
     DecisionBody,
@@ -35,10 +37,8 @@ from hatp_journal.recorder.record.written_bodies import (
     SignedOverride,
 )
 from hatp_journal.recorder.runs.asks import DEFAULT_DECIDE_WITHIN, DecisionOutcome, RecordedAsk
-from hatp_journal.recorder.runs.not_counted import NotCounted, Refused
 from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.planner import PlannedUndo
 from hatp_journal.toolkit.signing import SigningKey
 

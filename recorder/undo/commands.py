@@ -19,15 +19,17 @@ from mcp.shared.exceptions import MCPError
 
 from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal._shared.text import shown, shown_lines
+from hatp_journal.recorder.changes.links import inferred
+from hatp_journal.recorder.changes.plan import ReversalPlan, plan_text, undo_label
 from hatp_journal.recorder.config import ConfigError, RecorderConfig
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.downstream_errors import DownstreamCode
+from hatp_journal.recorder.directory.not_counted import said_not_counted
+from hatp_journal.recorder.intake.downstream_errors import DownstreamCode
 from hatp_journal.recorder.policy import Policy, load_policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import AskBody, CallBody, ReversalBody, read_own
 from hatp_journal.recorder.record.written_bodies import LinkRecord
 from hatp_journal.recorder.runs.asks import Asks
-from hatp_journal.recorder.runs.not_counted import said_not_counted
 from hatp_journal.recorder.undo.actions import (
     ask_for_plan,
     authority_now,
@@ -40,12 +42,10 @@ from hatp_journal.recorder.undo.actions import (
 from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
-from hatp_journal.recorder.undo.links import inferred
-from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text, undo_label
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.web.views import side_effects_of
+from hatp_journal.recorder.undo.side_effects import side_effects_of
 from hatp_journal.toolkit.signing import SigningKey
 
 

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hatp_journal._shared.clock import wire_time
+from hatp_journal.recorder.changes.links import dependents
+from hatp_journal.recorder.changes.plan import ReversalPlan
+from hatp_journal.recorder.changes.steps import Chains, Step, steps_of
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import (
     DecisionBody,
@@ -42,9 +45,6 @@ from hatp_journal.recorder.undo.approval import PlanAsk, find_plan
 from hatp_journal.recorder.undo.authority import AuthorityNow, halt_of, halt_unless_authorized, halted
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.lease import undo_lease
-from hatp_journal.recorder.undo.links import dependents
-from hatp_journal.recorder.undo.plan import ReversalPlan
-from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
 from hatp_journal.toolkit.signing import compensate_payload
 
 StepStatus = Literal["reversed", "conflicted", "failed", "skipped", "notReversible"]

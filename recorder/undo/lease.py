@@ -16,6 +16,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel
 
+from hatp_journal.recorder.runs.processes import process_alive
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.toolkit.store_schema import ensure_schema
 
@@ -34,17 +35,6 @@ class RecUndoLease(SQLModel, table=True):
 LEASE_SCHEMA = 1
 """The version of the lease table (``hatp_schema`` part ``lease``)."""
 LEASE_TABLES = [SQLModel.metadata.tables["rec_undo_lease"]]
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a lease's holder, say)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
 
 
 @contextmanager

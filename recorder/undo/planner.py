@@ -16,18 +16,8 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal._shared.clock import parse_wire_time
-from hatp_journal.recorder.record import RunStore, UnknownRun
-from hatp_journal.recorder.record.entry_bodies import (
-    CallBody,
-    Unreadable,
-    read_as,
-    read_check_answer,
-    reversed_entries,
-)
-from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
-from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.links import dependents
-from hatp_journal.recorder.undo.plan import (
+from hatp_journal.recorder.changes.links import dependents
+from hatp_journal.recorder.changes.plan import (
     AlreadyReversed,
     Blocked,
     ChangedNothing,
@@ -39,9 +29,19 @@ from hatp_journal.recorder.undo.plan import (
     UndoStep,
     Unresolved,
 )
+from hatp_journal.recorder.changes.steps import Chains, Step, steps_of
+from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.entry_bodies import (
+    CallBody,
+    Unreadable,
+    read_as,
+    read_check_answer,
+    reversed_entries,
+)
+from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
+from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.several import several_conflicts
-from hatp_journal.recorder.undo.steps import Chains, Step, steps_of
-from hatp_journal.toolkit.wire import FieldChange, Money, UndoAnswer
+from hatp_journal.toolkit.wire import FieldChange, UndoAnswer
 
 
 class CheckUnavailable(Exception):
@@ -318,12 +318,9 @@ def _placed_unchecked(plan: Sections, step: Step, item: dict[str, Any]) -> bool:
         plan.unresolved.append(Unresolved(**item, reason=step.reason or "unresolved", code=step.code))
         return True
     if step.kind in ("none", "unknown"):
-        remedy = step.journal.get("remedy")
         kind = "none" if step.kind == "none" else "unknown"
         plan.not_reversible.append(
-            NotReversible(
-                **item, kind=kind, reason=step.reason or kind, remedy=str(remedy) if remedy else None
-            )
+            NotReversible(**item, kind=kind, reason=step.reason or kind, remedy=step.remedy or None)
         )
         return True
     return False
@@ -331,12 +328,11 @@ def _placed_unchecked(plan: Sections, step: Step, item: dict[str, Any]) -> bool:
 
 def _undo_step(step: Step, item: dict[str, Any], after: str | None) -> UndoStep:
     """A step its server said can be undone (``after``: the later step of its chain undone first)."""
-    cost = step.undo.get("cost")
     return UndoStep(
         **item,
         undo=step.undo_text,
         side_effects=step.side_effects,
-        cost=Money.model_validate(cost) if isinstance(cost, dict) else None,
+        cost=step.undo.cost if step.undo is not None else None,
         resource=step.resource,
         undo_by=step.undo_by,
         after=after,

@@ -11,9 +11,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hatp_journal._shared.canonical import sha256_digest
-from hatp_journal.recorder.gateway.downstream import DownstreamError
-from hatp_journal.recorder.gateway.intake import take_in
-from hatp_journal.recorder.gateway.tokens import Kept, misplaced, new_call, redact, refused_journal
+from hatp_journal.recorder.changes.steps import steps_of
+from hatp_journal.recorder.intake.downstream_errors import DownstreamError
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import Kept, misplaced, new_call, redact, refused_journal
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore, UnknownEntry, UnknownRun
 from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
@@ -21,7 +22,6 @@ from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.undo.steps import steps_of
 
 
 def ask_remedy(
@@ -49,24 +49,24 @@ def ask_remedy(
         raise UndoError(
             UndoCode.NOT_A_REMEDY, f"{ref} is {what}; remedies are for calls that can't be undone"
         )
-    body = {
-        "agent": by,
-        "principal": run.principal,
-        "server": server,
-        "tool": tool,
-        "arguments": arguments,
-        "argumentsDigest": sha256_digest(arguments),
-        "remedies": fixed.id,
-        "decision": {
+    body = CallRecord.model_construct(
+        agent=by,
+        principal=run.principal,
+        server=server,
+        tool=tool,
+        arguments=arguments,
+        arguments_digest=sha256_digest(arguments),
+        remedies=fixed.id,
+        decision={
             "action": "ask",
             "reasons": [
                 {"code": "REMEDY", "detail": f"a remedy for {fixed.id}: a new action, approved on its own"}
             ],
             "policyDigest": policy.digest(),
         },
-    }
+    )
     approver = policy.autonomy.approver or policy.undo_authority or "unassigned"
-    return Asks(store).open(run_id, body, now=now, approver=approver, within=within)
+    return Asks(store).open(run_id, body.wire(), now=now, approver=approver, within=within)
 
 
 def is_remedy(ask: Ask) -> bool:

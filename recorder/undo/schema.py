@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hatp_journal.recorder.undo.plan import plan_schema
+from hatp_journal.recorder.changes.plan import plan_schema
 from hatp_journal.toolkit.schema import render
 
 SCHEMA_NAME = "reversal-plan.schema.json"

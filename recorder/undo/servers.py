@@ -14,17 +14,18 @@ from typing import Any
 from fastmcp import FastMCP
 from mcp.types import CallToolResult
 
+from hatp_journal.recorder.changes.host_undo import HostReadFailed, host_check, host_compensate
+from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.config import RecorderConfig
-from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.gateway.pins import PinStore
-from hatp_journal.recorder.gateway.tokens import TokenStore, recorder_announcement
+from hatp_journal.recorder.gateway.downstream import Downstream
+from hatp_journal.recorder.intake.downstream_errors import DownstreamError
+from hatp_journal.recorder.intake.pins import PinStore
+from hatp_journal.recorder.intake.tokens import TokenStore, recorder_announcement
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.tracing import traced
 from hatp_journal.recorder.undo.answer_intake import ANSWER_REFUSED, refused_answer
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
-from hatp_journal.recorder.undo.host_undo import HostReadFailed, host_check, host_compensate
 from hatp_journal.recorder.undo.planner import CheckUnavailable
-from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit.signing import verify_answer
 from hatp_journal.toolkit.wire import BINDING_TOOLS, CHECK_TOOL, COMPENSATE_TOOL, META_KEY, CallBinding
 

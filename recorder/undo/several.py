@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hatp_journal.recorder.undo.steps import Chains, Step
+from hatp_journal.recorder.changes.steps import Chains, Step
 from hatp_journal.toolkit.wire import FieldChange, ResourceFound, UndoAnswer, conflict_words
 
 

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal.recorder.changes.plan import recorded_undo
 from hatp_journal.recorder.config import RecorderConfig
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.entry_bodies import CallBody, OwnBodyUnreadable, read_own
@@ -35,7 +36,6 @@ from hatp_journal.recorder.runs.reminders import record_seen, tick
 from hatp_journal.recorder.undo.approval import (
     listed_plans,
 )
-from hatp_journal.recorder.undo.plan import recorded_undo
 from hatp_journal.recorder.undo.remedy import is_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal

@@ -43,14 +43,11 @@ from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished, reversal_of, undo_progress
 from hatp_journal.recorder.undo.planner import UndoRequest
 from hatp_journal.recorder.undo.servers import UndoServers
+from hatp_journal.recorder.undo.side_effects import side_effects_of
 from hatp_journal.recorder.web.errors import WebCode, WebRefusal
 from hatp_journal.recorder.web.runner import Approval, UndoRunner
 from hatp_journal.recorder.web.signin import Session, SignIn
-from hatp_journal.recorder.web.views import (
-    side_effects_of,
-    time_left,
-    undo_steps,
-)
+from hatp_journal.recorder.web.views import time_left, undo_steps
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import SigningKey
 

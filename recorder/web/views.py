@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal.recorder.changes.plan import ReversalPlan
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import (
@@ -17,18 +18,15 @@ from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
     OutcomeAsSent,
     ReversalBody,
-    Unreadable,
     read_as,
-    read_journal,
     reversed_entries,
 )
 from hatp_journal.recorder.record.times import is_wire_time
+from hatp_journal.recorder.runs.addresses import addresses
 from hatp_journal.recorder.runs.asks import Ask
 from hatp_journal.recorder.runs.class_words import class_words
 from hatp_journal.recorder.runs.preview_words import preview_words
 from hatp_journal.recorder.undo.approval import PlanAsk
-from hatp_journal.recorder.undo.plan import ReversalPlan
-from hatp_journal.recorder.undo.steps import steps_of
 
 
 def time_left(until: str | None, now: datetime) -> str:
@@ -350,64 +348,3 @@ def request_words(request: str) -> str:
     if request.startswith("from "):
         return f"everything from step {request.removeprefix('from ')} on"
     return request
-
-
-_ADDRESS = re.compile(r"[^\s@,;<>\"']+@[^\s@,;<>\"']+\.[^\s@,;<>\"']+")
-
-
-def recipients(side_effect: str, arguments: object, reported: object = None) -> list[str]:
-    """The addresses a side effect reaches, as the call named them: ``attendees get a cancellation
-    notice`` and a call with ``attendees: [buyer@globex.com, …]`` → those addresses.
-
-    The declaration says who is told in words (``attendees``); the recorded call's argument of that
-    name says who they are, and so does a member of that name the server ``reported`` of what the
-    call did (its verified ``effect.fields``: the attendees an event has, though the call named a
-    group or none). Empty when no member the sentence names holds an address.
-    """
-    words = set(re.findall(r"[a-z_]{3,}", side_effect.lower()))
-    found: list[str] = []
-    for named in (arguments, reported):
-        if isinstance(named, dict):
-            found += [
-                a for name, value in named.items() if str(name).lower() in words for a in addresses(value)
-            ]
-    return list(dict.fromkeys(found))
-
-
-def addresses(value: object, depth: int = 0) -> list[str]:
-    """The addresses in ``value``: a string, or lists and objects of them (``[{"email": …}]``)."""
-    if isinstance(value, str):
-        return list(_ADDRESS.findall(value))
-    if depth >= 4:
-        return []
-    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [a for v in inner for a in addresses(v, depth + 1)]
-
-
-def reported_fields(call: CallBody) -> dict[str, Any] | None:
-    """What the call's server reported of the resource it left (``effect.fields``), when intake
-    verified its journal object; None otherwise."""
-    if call.intake is None or call.intake.status != "verified":
-        return None
-    journal = read_journal(call.journal)
-    if isinstance(journal, Unreadable) or journal.effect is None:
-        return None
-    return journal.effect.fields
-
-
-@dataclass(frozen=True)
-class SideEffect:
-    """One side effect of an undo step, with the people it reaches (before anyone approves)."""
-
-    text: str
-    recipients: list[str]
-
-
-def side_effects_of(step: Any, entries: dict[str, Entry]) -> list[SideEffect]:
-    """The side effects of a plan step, each naming whom it reaches, read from the recorded call."""
-    entry = entries.get(step.entry)
-    call = read_as(CallBody, entry) if entry is not None else None
-    if not isinstance(call, CallBody):
-        return [SideEffect(text, []) for text in step.side_effects]
-    reported = reported_fields(call)
-    return [SideEffect(text, recipients(text, call.arguments, reported)) for text in step.side_effects]

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     pubkey = commands.add_parser("pubkey", help="print the witness's public key (JSON), to pin in verifiers")
     _key(pubkey)
     args = parser.parse_args(argv)
+    # lazy: --help answers before the signing stack loads
     from hatp_journal.toolkit.errors import KeyFileError, StoreError
     from hatp_journal.toolkit.signing import SigningKey
 
@@ -66,9 +67,11 @@ def _key(command: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace, key: SigningKey) -> int:
+    # lazy: the serve extra is checked before starlette and uvicorn load
     from hatp_journal._shared.extras import require_extra
 
     require_extra("serve")  # before the store is made, not once it runs
+    # lazy: only once the extra is known to be there
     import uvicorn
 
     from hatp_journal.recorder.witness.app import witness_app
@@ -76,8 +79,8 @@ def _serve(args: argparse.Namespace, key: SigningKey) -> int:
     from hatp_journal.recorder.witness.store import WitnessStore
 
     allowed = []
-    if args.recorder_key:  # the verifier's key reading, imported only when needed: it is slow to load
-        from hatp_journal.recorder.cli.verify import pinned_key
+    if args.recorder_key:
+        from hatp_journal.recorder.record.key_files import pinned_key  # lazy: only with --recorder-key
 
         allowed = [pinned_key(path) for path in args.recorder_key]
     store = WitnessStore(args.store)

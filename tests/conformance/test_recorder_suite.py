@@ -19,7 +19,7 @@ from hatp_journal.conformance import AgentCall, RecordedRun, RecordVerdict, Suit
 from hatp_journal.conformance.recorder_target import RecorderUnderTest
 from hatp_journal.recorder.gateway import core as gateway
 from hatp_journal.recorder.gateway.conformance_adapter import ReferenceRecorder, reference
-from hatp_journal.recorder.gateway.intake import Intake, take_in
+from hatp_journal.recorder.intake.journal_objects import Intake, take_in
 
 
 def suite(recorder: RecorderUnderTest) -> SuiteResult:

@@ -15,7 +15,7 @@ from sqlalchemy import create_engine
 
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamError
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.toolkit.signing import VerifyKey, b64url_decode
 from hatp_journal.toolkit.store import create_store_engine
 

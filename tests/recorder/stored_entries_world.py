@@ -34,10 +34,11 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.record.entry_bodies import Unreadable, read_body
+from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_body, read_journal
 from hatp_journal.recorder.runs.asks import Asks, call_digest
 from hatp_journal.recorder.testing.org import LEAD, LEE, Printed
 from hatp_journal.recorder.web import WebApprover
@@ -70,7 +71,18 @@ _CALL: dict[str, Any] = {
         "server": "crm",
         "undo": {"kind": "compensate", "undoBy": FUTURE, "via": "api", "sideEffects": ["notify gets a note"]},
         "compensationTokenDigest": "sha256:01",
-        "effect": {"resource": "deal/D-1", "summary": "stage Won", "fields": {"notify": ["a@b.co"]}},
+        "effect": {
+            "resource": "deal/D-1",
+            "summary": "stage Won",
+            "version": "v2",
+            "before": "v1",
+            "uses": [{"resource": "contact/C-1", "version": "v1"}],
+            "also": [{"resource": "deal/D-2", "version": "v5", "before": "v4"}],
+            "changes": [{"field": "stage", "before": "Open", "after": "Won"}],
+            "fields": {"notify": ["a@b.co"]},
+        },
+        "call": {"tool": "update_deal", "argumentsDigest": "sha256:00"},
+        "receipt": {"kid": "k", "sig": "s"},
     },
     "outcome": {"status": "ok"},
     "links": [{"entry": "e1", "via": "arguments", "resource": "deal/D-1"}],
@@ -93,8 +105,21 @@ _ASK: dict[str, Any] = {
     "decideBy": FUTURE,
 }
 _PLAN_ITEM = {"step": 1, "entry": "e1", "server": "crm", "tool": "update_deal", "summary": "stage Won"}
+_IRREVERSIBLE_CALL: dict[str, Any] = {
+    **_CALL,
+    "declared": "none",
+    "intake": {"status": "verified", "kind": "none"},
+    "journal": {
+        **_CALL["journal"],
+        "undo": {"kind": "none"},
+        "reason": "the mail is sent",
+        "remedy": "write to the buyer",
+    },
+}
 TEMPLATES: dict[str, dict[str, Any]] = {
     "call": _CALL,
+    "call-journal": _CALL,  # a call whose journal object alone is changed (the steps read it)
+    "call-none": _IRREVERSIBLE_CALL,
     "remedy": {**_CALL, "remedies": "e1"},
     "ask": _ASK,
     "decision": {
@@ -176,7 +201,9 @@ TEMPLATES: dict[str, dict[str, Any]] = {
     "link": {"source": "confirmed", "entry": "e2", "on": "e1", "by": LEE, "receipt": {}},
     "seen": {"by": LEE, "at": PAST},
 }
-"""A genuine-looking body of every kind; ``plan-decision`` is written as a ``decision``."""
+"""A genuine-looking body of every kind; ``plan-decision`` is written as a ``decision``, ``call-journal``
+and ``call-none`` as a ``call``."""
+WRITTEN_AS = {"plan-decision": "decision", "call-journal": "call", "call-none": "call"}
 
 KINDS = sorted(TEMPLATES)
 
@@ -268,13 +295,14 @@ def hostile_entries(draw: st.DrawFn) -> Hostile:
     """A body of any kind with 0-4 members dropped or replaced by an extreme value (or a whole
     body of the wrong shape): 0 changes is a genuine-looking entry, to keep state moving."""
     template = draw(st.sampled_from(KINDS))
-    kind = "decision" if template == "plan-decision" else template
+    kind = WRITTEN_AS.get(template, template)
     body = copy.deepcopy(TEMPLATES[template])
-    if draw(st.integers(0, 19)) == 0:
+    within = ("journal",) if template == "call-journal" else ()
+    if not within and draw(st.integers(0, 19)) == 0:
         return Hostile(kind, {"x": draw(st.sampled_from(EXTREMES))}, ("whole body replaced",))
-    paths = list(_paths(body))
+    paths = _paths_within(body, within)
     changes = []
-    for _ in range(draw(st.integers(0, 4))):
+    for _ in range(draw(st.integers(len(within), 4))):
         if not paths:
             break
         path = draw(st.sampled_from(paths))
@@ -285,8 +313,13 @@ def hostile_entries(draw: st.DrawFn) -> Hostile:
         except (KeyError, IndexError, TypeError):
             continue  # an earlier change took this path away
         changes.append(f"{change} {'.'.join(map(str, path))}")
-        paths = list(_paths(body))
+        paths = _paths_within(body, within)
     return Hostile(kind, body, tuple(changes))
+
+
+def _paths_within(body: dict[str, Any], within: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    """The paths of ``body`` at or under ``within`` (every path for ``()``)."""
+    return [path for path in _paths(body) if path[: len(within)] == within]
 
 
 # -- the store, its configuration and its readers -----------------------------------------------------
@@ -404,6 +437,23 @@ def command(tally: Tally, config: Path, *argv: str) -> str:
     code = told.err.split(":")[1].strip() if status and told.err.startswith("hatp-recorder:") else ""
     tally.add(name, f"exit {status}{' ' + code if code else ''}")
     return told.out + told.err
+
+
+def check_steps(tally: Tally, shared: Store, run: str) -> None:
+    """A call whose verified journal object does not fit the wire format is never planned by what it
+    says: its step keeps no journal, and is not one to compensate (nor declared irreversible); where
+    the journal decides the step it is ``unresolved``, named ``JOURNAL_UNREADABLE``."""
+    with tally.reading("steps"):
+        for step in steps_of(shared.store.entries(run)):
+            call = read_body(step.entry)
+            if not isinstance(call, CallBody) or call.intake is None or call.intake.status != "verified":
+                continue
+            if call.host_undo is not None or not isinstance(read_journal(call.journal), Unreadable):
+                continue  # the host's own undo member decides such a step, not the journal
+            outcome = f"{step.kind} {step.code or ''}".strip()
+            tally.add("steps of an unreadable journal", outcome)
+            if step.journal is not None or step.kind in ("compensate", "none", "unknown"):
+                tally.unnamed.append(f"steps {run}: {step.id} planned by an unreadable journal: {outcome}")
 
 
 def unreadable_entries(store: RunStore, run: str) -> list[str]:

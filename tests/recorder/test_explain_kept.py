@@ -28,7 +28,7 @@ from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.gateway.explain import explain as explain_call
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit.signing import SigningKey

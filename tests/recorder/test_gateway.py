@@ -17,7 +17,7 @@ from hatp_journal.recorder.config import RecorderConfig, RecorderSection, Server
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.gateway.downstream import DownstreamCode, DownstreamError
-from hatp_journal.recorder.gateway.tokens import TokenStore
+from hatp_journal.recorder.intake.tokens import TokenStore
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.asks import DecisionOutcome

@@ -34,21 +34,21 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 from starlette.testclient import TestClient
 
+from hatp_journal.recorder.changes.links import LinkedCall, LinkIndex
+from hatp_journal.recorder.changes.plan import plan_text
+from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import MailSection, RecorderConfig, RecorderSection, WebSection
 from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.gateway.intake import take_in
 from hatp_journal.recorder.gateway.replies import journal_members
-from hatp_journal.recorder.gateway.tokens import redact
+from hatp_journal.recorder.intake.journal_objects import take_in
+from hatp_journal.recorder.intake.tokens import redact
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import Entry, RunStore
 from hatp_journal.recorder.record.entry_bodies import ReadCode
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.runs.reminders import RUN_UNREADABLE, tick
-from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex
-from hatp_journal.recorder.undo.plan import plan_text
 from hatp_journal.recorder.undo.planner import CheckUnavailable, UndoRequest, build_plan
-from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.recorder.web import WebApprover
 from hatp_journal.recorder.web.views import review
 from hatp_journal.servers.mailsink import MailSink

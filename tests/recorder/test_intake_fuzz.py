@@ -24,10 +24,17 @@ from hypothesis import strategies as st
 from support import kv_server
 
 from hatp_journal._shared.canonical import canonical_bytes
-from hatp_journal.recorder.gateway.intake import MAX_DEPTH, MAX_NODES, MAX_STRING, Intake, bounded, take_in
 from hatp_journal.recorder.gateway.replies import for_agent as _for_agent
 from hatp_journal.recorder.gateway.replies import result_members
-from hatp_journal.recorder.gateway.tokens import BAD_JOURNAL
+from hatp_journal.recorder.intake.journal_objects import (
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_STRING,
+    Intake,
+    bounded,
+    take_in,
+)
+from hatp_journal.recorder.intake.tokens import BAD_JOURNAL
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.bodies import _holds_token as holds_token
 from hatp_journal.toolkit.signing import SigningKey, VerifyKey, b64url_decode

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hatp_journal.recorder.gateway.intake import take_in
+from hatp_journal.recorder.intake.journal_objects import take_in
 from hatp_journal.toolkit.signing import SigningKey, call_payload
 from hatp_journal.toolkit.wire import META_KEY
 

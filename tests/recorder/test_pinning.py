@@ -18,7 +18,7 @@ from hatp_journal._shared.pytest_postgres import ThrowawayCluster
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.gateway.downstream import Downstream, DownstreamCode, DownstreamError
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import VerifyKey, b64url

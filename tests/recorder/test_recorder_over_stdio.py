@@ -14,7 +14,7 @@ from fastmcp.client.transports import StdioTransport
 from support.waiting import poll
 
 from hatp_journal.recorder.cli.command_line import main as recorder_cli
-from hatp_journal.recorder.gateway.tokens import TokenStore
+from hatp_journal.recorder.intake.tokens import TokenStore
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.servers.mailsink import MailSink
 from hatp_journal.toolkit import SigningKey

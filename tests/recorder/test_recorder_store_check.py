@@ -13,7 +13,7 @@ from sqlalchemy import text
 from hatp_journal._shared.clock import parse_wire_time
 from hatp_journal.recorder.cli.command_line import main
 from hatp_journal.recorder.cli.store_check import PART_TABLES  # every part's tables known, as in `serve`
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.policy.stored_ledger import StoredLedger
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.keys import CLAIM_TTL, ClaimState, RunKeys

@@ -12,7 +12,8 @@ list of changes, explain, a checkpoint, an undo request); every few runs ``asks`
 agent's server logs no exception; every entry that does not fit its kind is shown as unreadable by
 ``show``, every unreadable ask is named by ``asks`` and the Asks page, and a control run's pending
 ask is always listed. Hypothesis runs derandomized; ``bench/stored_entries.py`` runs it with 10^4+
-entries and prints the outcomes.
+entries and prints the outcomes. A verified call whose journal object alone is changed (``call-journal``)
+is read as a step too: one that does not fit is ``unresolved``, named ``JOURNAL_UNREADABLE``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from stored_entries_world import (
     Tally,
     agent_calls,
     agent_outcome,
+    check_steps,
     hostile_entries,
     read_pages,
     read_whole_store,
@@ -54,7 +56,11 @@ pytestmark = pytest.mark.slow
 
 RUNS = int(os.environ.get("HATP_STORED_RUNS", "25"))
 """Hostile runs (8-24 entries each: some 300 in CI); bench/stored_entries.py runs 850 (10^4 entries)."""
-RUNS_PER_STORE = 10
+ENTRIES = tuple(int(n) for n in os.environ.get("HATP_STORED_ENTRIES", "8-24").split("-"))
+"""The entries of each hostile run, fewest-most: bench/stored_entries.py batches more per run, since
+each run's readers cost about the same at 16 entries as at 60."""
+RUNS_PER_STORE = int(os.environ.get("HATP_STORED_RUNS_PER_STORE", "10"))
+"""Runs per store (and per agent, whose own run gets every entry of the store's runs)."""
 TALLY = os.environ.get("HATP_FUZZ_TALLY")
 """A file to write this property's counts to, as one JSON line (bench/stored_entries.py reads it)."""
 
@@ -176,12 +182,13 @@ def test_hostile_stored_entries_never_crash_a_reader_and_each_odd_entry_is_named
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         phases=[Phase.explicit, Phase.reuse, Phase.generate],  # a whole store is too big to shrink
     )
-    @given(st.lists(hostile_entries(), min_size=8, max_size=24))
+    @given(st.lists(hostile_entries(), min_size=ENTRIES[0], max_size=ENTRIES[-1]))
     def one_run(entries: list[Hostile]) -> None:
         seen[0] += 1
         batch = batches.next()
         run = batch.shared.write_run(entries)
         batches.tally.entries.update(hostile.kind for hostile in entries)
+        check_steps(batches.tally, batch.shared, run)
         read_with_commands(batches.tally, batch.shared, run)
         read_pages(batches.tally, batch.client, batch.shared, run)
         batches.agent_reads(batch, entries, seen[0])

@@ -20,11 +20,11 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp.tools import ToolResult
 
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import verify_record
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.testing import recorder_world
-from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.toolkit.wire import META_KEY
 
 pytestmark = pytest.mark.anyio

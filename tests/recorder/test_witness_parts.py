@@ -10,9 +10,9 @@ import pytest
 
 from hatp_journal.recorder.config import ConfigError, load_config
 from hatp_journal.recorder.record import RunStore
-from hatp_journal.recorder.record.witnessing import WitnessSender
 from hatp_journal.recorder.witness.cli import main as witness_cli
 from hatp_journal.recorder.witness.cosign import Refusal, Witness
+from hatp_journal.recorder.witness.sender import WitnessSender
 from hatp_journal.recorder.witness.store import WitnessStore
 from hatp_journal.recorder.witness.wire import CosignRequest, WitnessCode
 from hatp_journal.toolkit.signing import SigningKey, b64url

@@ -29,9 +29,9 @@ from hatp_journal.recorder.record import RunRecordFile, RunStore
 from hatp_journal.recorder.record.chain import seal
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature, Entry
 from hatp_journal.recorder.record.witnessed import dues, latest_cosigned
-from hatp_journal.recorder.record.witnessing import WitnessSender
 from hatp_journal.recorder.testing import RecorderWorld
 from hatp_journal.recorder.witness.client import latest_head, send_cosign
+from hatp_journal.recorder.witness.sender import WitnessSender
 from hatp_journal.recorder.witness.wire import (
     MAX_REQUEST_BYTES,
     CosignRequest,

@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from hatp_journal.recorder.changes.host_diff import same, undone
+from hatp_journal.recorder.changes.host_undo import HOST_MEMBER, changed_nothing
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.undo.host_diff import same, undone
-from hatp_journal.recorder.undo.host_undo import HOST_MEMBER, changed_nothing
 from hatp_journal.recorder.undo.planner import UndoRequest
 
 FILES = ("a.txt", "b.txt")

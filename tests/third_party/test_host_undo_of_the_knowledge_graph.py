@@ -17,9 +17,9 @@ import pytest
 from host_undo_org import HostOrg, statuses
 from third_party_servers import NODE_BIN, ROOT, require
 
+from hatp_journal.recorder.changes.host_undo import HOST_MEMBER, NOTHING_CHANGED
+from hatp_journal.recorder.changes.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.config import ServerConfig
-from hatp_journal.recorder.undo.host_undo import HOST_MEMBER, NOTHING_CHANGED
-from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
 
 

@@ -17,13 +17,13 @@ from host_undo_org import HostOrg, statuses
 from tasks_server import tasks_server
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal.recorder.changes.host_undo import HOST_MEMBER, host_compensate
+from hatp_journal.recorder.changes.plan import ReversalPlan, plan_text
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.cli.show import entry_line
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.record import Entry, verify_record
-from hatp_journal.recorder.undo.host_undo import HOST_MEMBER, host_compensate
-from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest
-from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.signing import verify_answer
 

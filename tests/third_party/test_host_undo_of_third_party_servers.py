@@ -13,9 +13,9 @@ import pytest
 from host_undo_org import LEE, HostOrg, statuses
 from third_party_servers import NODE_BIN, SQLITE_VENV, require
 
+from hatp_journal.recorder.changes.host_undo import HOST_MEMBER
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo.host_undo import HOST_MEMBER
 from hatp_journal.recorder.undo.planner import UndoRequest
 
 FILESYSTEM = "@modelcontextprotocol/server-filesystem"

@@ -87,7 +87,7 @@ def test_the_store_offers_no_way_to_edit_or_delete_an_entry() -> None:
         "public_key",
         "run",
         "runs",
-        # Read-only, for the witness sender (recorder/record/witnessing.py):
+        # Read-only, for the witness sender (recorder/witness/sender.py):
         "entry_bytes",
         "signed_since",
     }

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from record_helpers import TickingClock, answer_body, call_body, fill, pins, server_pins
 
-from hatp_journal.recorder.gateway.pins import PinStore
+from hatp_journal.recorder.intake.pins import PinStore
 from hatp_journal.recorder.record import Check, RunStore, UnknownRun, VerifyReport, verify_record
 from hatp_journal.recorder.record import stream as stream_module
 from hatp_journal.recorder.record import verify as verify_module

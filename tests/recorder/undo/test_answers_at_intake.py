@@ -24,15 +24,15 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.tools import ToolResult
 
 from hatp_journal._shared.clock import utc_now, wire_time
+from hatp_journal.recorder.changes.plan import plan_text
+from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record.export import export_run
 from hatp_journal.recorder.testing import recorder_world
 from hatp_journal.recorder.undo.answer_intake import ANSWER_REFUSED
 from hatp_journal.recorder.undo.execute import CompensateUnavailable
-from hatp_journal.recorder.undo.plan import plan_text
 from hatp_journal.recorder.undo.planner import UndoRequest, build_plan
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.undo.steps import steps_of
 from hatp_journal.toolkit.signing import SigningKey, answer_payload, call_payload, token_digest
 from hatp_journal.toolkit.wire import (
     CHECK_TOOL,

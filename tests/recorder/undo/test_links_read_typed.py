@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hatp_journal.recorder.changes.links import LinkedCall, LinkIndex, dependencies, inferred
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo.links import LinkedCall, LinkIndex, dependencies, inferred
 
 VERIFIED = {"status": "verified", "kind": "compensate"}
 

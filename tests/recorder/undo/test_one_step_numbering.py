@@ -10,9 +10,9 @@ import json
 import re
 from pathlib import Path
 
+from hatp_journal.recorder.changes.plan import ReversalPlan, plan_text
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo.commands import reversal_text
-from hatp_journal.recorder.undo.plan import ReversalPlan, plan_text
 
 RECORD = Path(__file__).parents[3] / "docs" / "examples" / "d881" / "run-record.json"
 

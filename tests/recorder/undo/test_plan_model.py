@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hatp_journal.recorder.changes.plan import NotReversible, UndoStep
 from hatp_journal.recorder.undo import ReversalPlan, plan_schema, plan_text, undo_label
-from hatp_journal.recorder.undo.plan import NotReversible, UndoStep
 from hatp_journal.toolkit.schema import render
 
 SCHEMA = Path(__file__).parents[3] / "docs" / "schema" / "reversal-plan.schema.json"

@@ -12,11 +12,11 @@ from typing import Any
 import anyio
 import pytest
 
+from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.record.gc_pause import gc_frozen, gc_paused
 from hatp_journal.recorder.undo import UndoCode, UndoError, UndoRequest, build_plan
 from hatp_journal.recorder.undo.planner import PlannedUndo
-from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit import SigningKey
 
 DANA = "human://acme.com/dana"

@@ -33,6 +33,8 @@ from support.chain_server import build, outside_edit, published, undo_rows, uri,
 from support.undo_org import DANA, LEAD, LEE
 
 from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal.recorder.changes.plan import ReversalPlan
+from hatp_journal.recorder.changes.steps import Step
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.policy import Policy
 from hatp_journal.recorder.record import verify_record
@@ -45,9 +47,7 @@ from hatp_journal.recorder.undo import (
     execute_plan,
     record_plan,
 )
-from hatp_journal.recorder.undo.plan import ReversalPlan
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.recorder.undo.steps import Step
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url
 from hatp_journal.toolkit.testing import FakeClock

@@ -17,7 +17,7 @@ from fastmcp.client.transports import StdioTransport
 from support.chain_server import outside_edit, values
 from support.undo_org import CHAIN, EVE, Org
 
-from hatp_journal.recorder.gateway.tokens import TokenStore
+from hatp_journal.recorder.intake.tokens import TokenStore
 from hatp_journal.toolkit.signing import token_digest
 from hatp_journal.toolkit.wire import META_KEY
 

@@ -15,9 +15,9 @@ from support.chain_server import shelves, stock
 from support.undo_org import DANA, Org
 
 from hatp_journal._shared.canonical import canonical_bytes
+from hatp_journal.recorder.changes.plan import UNDO_VERBS, recorded_undo
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, steps_of, undo_label
-from hatp_journal.recorder.undo.plan import UNDO_VERBS, recorded_undo
 from hatp_journal.toolkit import summarize
 from hatp_journal.toolkit.versions import changes_text
 from hatp_journal.toolkit.wire import EffectChange, EffectInfo
@@ -89,7 +89,8 @@ def test_a_reversal_record_line_shows_its_own_words_and_an_older_line_its_summar
 
 
 def a_verified_call(effect: dict[str, Any]) -> Step:
-    body = {"intake": {"status": "verified", "kind": "compensate"}, "journal": {"effect": effect}}
+    journal = {"server": "shop", "effect": effect}
+    body = {"intake": {"status": "verified", "kind": "compensate"}, "journal": journal}
     entry = Entry(
         id="e1", run="r", seq=1, time="2026-11-07T18:00:00Z", kind="call", body=body, prev_hash="", hash=""
     )

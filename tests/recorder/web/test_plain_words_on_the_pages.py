@@ -9,7 +9,8 @@ from http_browser import Browser, code, form_fields, signed_in
 from support.undo_org import DANA, LEE
 from web_org import Approver
 
-from hatp_journal.recorder.web.views import recipients, request_words, status_words
+from hatp_journal.recorder.undo.side_effects import recipients
+from hatp_journal.recorder.web.views import request_words, status_words
 
 ATTENDEES = {"attendees": ["buyer@globex.com", "lee@acme.com"], "summary": "Kickoff"}
 

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hatp_journal.recorder.changes.plan import UndoStep
 from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo.plan import UndoStep
-from hatp_journal.recorder.web.views import recipients, side_effects_of
+from hatp_journal.recorder.undo.side_effects import recipients, side_effects_of
 
 RECORD = Path(__file__).parents[3] / "docs" / "examples" / "d881" / "run-record.json"
 NOTICE = "attendees get a cancellation notice"

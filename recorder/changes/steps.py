@@ -7,24 +7,24 @@ undo's own bookkeeping (plans, decisions, intents, outcomes, reversal records) i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
-from hatp_journal.recorder.record.times import is_wire_time
-from hatp_journal.recorder.undo.host_diff import same
-from hatp_journal.recorder.undo.host_undo import (
+from hatp_journal.recorder.changes.host_diff import same
+from hatp_journal.recorder.changes.host_undo import (
     NOTHING_CHANGED,
     changed_nothing,
     host_journal,
     undoable,
 )
-from hatp_journal.recorder.undo.plan import undo_label
+from hatp_journal.recorder.changes.plan import undo_label
+from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.record.entry_bodies import CallBody, Unreadable, read_as, read_journal
+from hatp_journal.recorder.record.kept_journal import KeptJournal, KeptUndo
 from hatp_journal.toolkit.errors import ErrorCode
-from hatp_journal.toolkit.wire import EffectChange
+from hatp_journal.toolkit.wire import EffectChange, EffectInfo
 
 StepKind = Literal["compensate", "none", "unknown", "read", "unresolved", "no-effect"]
 
@@ -65,16 +65,17 @@ class Written:
 class Step:
     """One forwarded call and what its journal object (if verified) says about undoing it.
 
-    What it says is read once and kept (:class:`_once`): a plan asks each step many times.
-    ``code`` is set when the call's entry could not be read (a ``ReadCode``): the step is then
-    ``unresolved`` and ``reason`` names what did not fit.
+    ``journal`` is that object read through :class:`KeptJournal` (the wire's members, docs/protocol.md),
+    None when there is none to go by (not verified, or one that does not fit: the step is then
+    ``unresolved``, its ``code`` the ``ReadCode`` and ``reason`` what did not fit). What it says is read
+    once and kept (:class:`_once`): a plan asks each step many times.
     """
 
     number: int
     entry: Entry
     kind: StepKind
     reason: str | None = None
-    journal: dict[str, Any] = field(default_factory=dict)
+    journal: KeptJournal | None = None
     code: str | None = None
 
     @_once
@@ -107,30 +108,28 @@ class Step:
         return arguments if isinstance(arguments, dict) else {}
 
     @_once
-    def effect(self) -> dict[str, Any]:
-        effect = self.journal.get("effect")
-        return effect if isinstance(effect, dict) else {}
+    def effect(self) -> EffectInfo | None:
+        """What the server said the call changed (``effect``), if it said."""
+        return self.journal.effect if self.journal is not None else None
 
     @_once
-    def undo(self) -> dict[str, Any]:
-        undo = self.journal.get("undo")
-        return undo if isinstance(undo, dict) else {}
+    def undo(self) -> KeptUndo | None:
+        """The server's undo terms (``undo``), if it gave them."""
+        return self.journal.undo if self.journal is not None else None
 
     @_once
     def summary(self) -> str:
-        """The server's summary, or ``server.tool`` for a call without one."""
-        return str(self.effect.get("summary") or f"{self.server}.{self.tool}")
+        """The server's summary, or ``server.tool`` for a call without one. An ``unresolved`` step whose
+        journal object does not fit is still named by its ``effect.summary``, if that is a string."""
+        summary = self.effect.summary if self.effect is not None else None
+        if summary is None and self.kind == "unresolved":
+            summary = _said_summary(self.call.journal)
+        return summary or f"{self.server}.{self.tool}"
 
     @_once
     def changes(self) -> list[EffectChange] | None:
         """The fields the call changed (``effect.changes``), if the server said."""
-        changes = self.effect.get("changes")
-        if not isinstance(changes, list):
-            return None
-        try:
-            return [EffectChange.model_validate(change) for change in changes]
-        except ValidationError:
-            return None  # intake verified it; a record written otherwise gets the summary's words
+        return self.effect.changes if self.effect is not None else None
 
     @_once
     def undo_text(self) -> str:
@@ -139,38 +138,25 @@ class Step:
 
     @_once
     def resource(self) -> str | None:
-        resource = self.effect.get("resource")
-        return resource if isinstance(resource, str) else None
+        return self.effect.resource if self.effect is not None else None
 
     @_once
     def version(self) -> str | None:
-        version = self.effect.get("version")
-        return version if isinstance(version, str) else None
+        return self.effect.version if self.effect is not None else None
 
     @_once
     def before(self) -> str | None:
         """The resource's version right before the call (``effect.before``)."""
-        before = self.effect.get("before")
-        return before if isinstance(before, str) else None
+        return self.effect.before if self.effect is not None else None
 
     @_once
     def writes(self) -> list[Written]:
         """Every resource the call wrote with its versions: ``effect.resource`` first, then each of
-        ``effect.also`` (a call that wrote several); empty when it names none."""
+        ``effect.also`` (a call that wrote several; the model names each resource once); empty when
+        it names none."""
         found = [Written(self.resource, self.version, self.before)] if self.resource else []
-        also = self.effect.get("also")
-        for write in also if isinstance(also, list) else []:
-            resource = write.get("resource") if isinstance(write, dict) else None
-            if isinstance(resource, str) and resource not in {w.resource for w in found}:
-                version, before = write.get("version"), write.get("before")
-                found.append(
-                    Written(
-                        resource,
-                        version if isinstance(version, str) else None,
-                        before if isinstance(before, str) else None,
-                    )
-                )
-        return found
+        also = self.effect.also if self.effect is not None else None
+        return found + [Written(write.resource, write.version, write.before) for write in also or []]
 
     def written(self, resource: str) -> Written | None:
         """What the call wrote of ``resource``, if it wrote it."""
@@ -180,8 +166,7 @@ class Step:
     def token_digest(self) -> str | None:
         """The digest of the call's compensation token (the token itself stays in the Recorder's
         token store, never in the record)."""
-        digest = self.journal.get("compensationTokenDigest")
-        return digest if isinstance(digest, str) else None
+        return self.journal.compensation_token_digest if self.journal is not None else None
 
     @_once
     def by_host(self) -> bool:
@@ -190,20 +175,22 @@ class Step:
 
     @_once
     def undo_by(self) -> str | None:
-        undo_by = self.undo.get("undoBy")
-        return undo_by if is_wire_time(undo_by) and isinstance(undo_by, str) else None
+        """The undo window's end (``undo.undoBy``, a wire time: the model reads no other)."""
+        return self.undo.undo_by if self.undo is not None else None
 
     @_once
     def side_effects(self) -> list[str]:
-        side_effects = self.undo.get("sideEffects")
-        return [str(s) for s in side_effects] if isinstance(side_effects, list) else []
+        return list(self.undo.side_effects) if self.undo is not None else []
+
+    @_once
+    def remedy(self) -> str | None:
+        """What the server says to do instead, for a call it can't undo (``remedy``)."""
+        return self.journal.remedy if self.journal is not None else None
 
     @_once
     def uses(self) -> list[str]:
         """Resources the server declared the call relied on (``effect.uses``)."""
-        uses = self.effect.get("uses")
-        listed = uses if isinstance(uses, list) else []
-        return [str(u["resource"]) for u in listed if isinstance(u, dict) and "resource" in u]
+        return [use.resource for use in self.effect.uses] if self.effect is not None else []
 
 
 NO_CHANGE_CODES = frozenset({ErrorCode.TOOL_FAILED, ErrorCode.INVALID_ARGUMENTS})
@@ -311,7 +298,7 @@ def _classify(number: int, entry: Entry) -> Step:
 
 
 def _classified(number: int, entry: Entry, body: CallBody) -> Step:
-    journal = _object(body.journal)
+    journal = body.journal
     status = body.intake.status if body.intake is not None else None
     outcome = body.outcome.status if body.outcome is not None else None
     if outcome == "failed":
@@ -323,7 +310,10 @@ def _classified(number: int, entry: Entry, body: CallBody) -> Step:
         if undoable(host):
             if changed_nothing(host):
                 return Step(number, entry, "no-effect", NOTHING_CHANGED)
-            return Step(number, entry, "compensate", None, host_journal(host))
+            kept = read_journal(host_journal(host))
+            if isinstance(kept, Unreadable):  # the host's own member, yet odd as stored: go by nothing
+                return Step(number, entry, "unresolved", kept.text(), code=kept.code)
+            return Step(number, entry, "compensate", None, kept)
         return Step(number, entry, "unknown", str(host.get("failed", "the host can't undo it")))
     if (
         outcome == "ok"
@@ -332,9 +322,9 @@ def _classified(number: int, entry: Entry, body: CallBody) -> Step:
     ):
         # The host classed it a read (registry, trusted declaration or hint): nothing to undo, and
         # nothing a later step can have relied on it for.
-        return Step(number, entry, "read", None, _object(journal) if status == "verified" else {})
+        return Step(number, entry, "read", None, _readable(journal) if status == "verified" else None)
     if status == "error":
-        code = str(_object(journal.get("error")).get("code", ""))
+        code = _error_code(journal)
         if code in NO_CHANGE_CODES:
             return Step(number, entry, "no-effect", f"the tool refused the call and changed nothing ({code})")
         reason = body.intake.reason if body.intake else None
@@ -342,25 +332,25 @@ def _classified(number: int, entry: Entry, body: CallBody) -> Step:
         return Step(number, entry, "unresolved", why)
     if status == "unresolved":
         reason = body.intake.reason if body.intake else None
-        return Step(number, entry, "unresolved", reason or "intake failed", journal)
+        return Step(number, entry, "unresolved", reason or "intake failed", _readable(journal))
     if outcome == "error" and body.declared not in (None, "unknown"):
         # A journal-aware tool that answered an error made no change (its transaction rolled back).
         return Step(number, entry, "no-effect", "the tool answered an error and changed nothing")
-    verified: dict[str, Any] = {}
+    verified: KeptJournal | None = None
     if status == "verified":
-        # Its server signed it, yet it may not fit (an undoBy that is no time): unresolved, kept as is.
+        # Its server signed it, yet it may not fit (an undoBy that is no time): unresolved, named.
         kept = read_journal(journal)
         if isinstance(kept, Unreadable):
-            return Step(number, entry, "unresolved", kept.text(), journal, kept.code)
-        verified = journal
+            return Step(number, entry, "unresolved", kept.text(), code=kept.code)
+        verified = kept
     kind = body.intake.kind if body.intake is not None else None
     if kind == "compensate":
         return Step(number, entry, "compensate", None, verified)
     if kind == "read":
         return Step(number, entry, "read", None, verified)
     if kind == "none":
-        reason = verified.get("reason") or "declared irreversible by the server"
-        return Step(number, entry, "none", str(reason), verified)
+        reason = (verified.reason if verified is not None else None) or "declared irreversible by the server"
+        return Step(number, entry, "none", reason, verified)
     return Step(number, entry, "unknown", "the server does not say how to undo it", verified)
 
 
@@ -370,5 +360,43 @@ def host_class(body: CallBody) -> str | None:
     return verdict.rclass if verdict is not None else None
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+def _readable(journal: Any) -> KeptJournal | None:
+    """The journal object through :class:`KeptJournal`, or None when it does not fit (a step that
+    goes by nothing the server said)."""
+    kept = read_journal(journal)
+    return None if isinstance(kept, Unreadable) else kept
+
+
+class _Summary(BaseModel):
+    summary: str
+
+
+class _SaidSummary(BaseModel):
+    """A journal object's ``effect.summary`` read alone, for one that does not fit as a whole."""
+
+    effect: _Summary
+
+
+def _said_summary(journal: Any) -> str | None:
+    try:
+        return _SaidSummary.model_validate(journal).effect.summary
+    except ValidationError:
+        return None
+
+
+class _ErrorCode(BaseModel):
+    code: str
+
+
+class _ErrorJournal(BaseModel):
+    """What an error answer's intake keeps: the tool's error, its stable ``code`` read alone."""
+
+    error: _ErrorCode
+
+
+def _error_code(journal: Any) -> str:
+    """The code of the tool's error (``error.code``), or "" when the stored value has none."""
+    try:
+        return _ErrorJournal.model_validate(journal).error.code
+    except ValidationError:
+        return ""

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from hatp_journal.recorder.gateway.intake import Intake
+from hatp_journal.recorder.intake.journal_objects import Intake
 from hatp_journal.recorder.record.tables import RecToken
 from hatp_journal.toolkit.signing import VerifyKey, token_digest, without_token
 from hatp_journal.toolkit.wire import META_KEY, RECORDER_META_KEY, CallBinding
@@ -106,7 +106,7 @@ def _path(node: _Node | None) -> str:
 
 def refused_journal(astray: str) -> dict[str, Any]:
     """The ``intake`` and ``journal`` members of a call whose result put a journal object or token
-    astray (:func:`~hatp_journal.recorder.gateway.tokens.misplaced`): unresolved, nothing of it kept."""
+    astray (:func:`~hatp_journal.recorder.intake.tokens.misplaced`): unresolved, nothing of it kept."""
     why = f"{BAD_JOURNAL}: {astray}"
     return {
         "intake": Intake("unresolved", "unknown", why).wire(),

@@ -24,6 +24,7 @@ from hatp_journal._shared.clock import utc_now, wire_time
 from hatp_journal._shared.text import shown
 from hatp_journal.recorder.config import ConfigError, WitnessConfig
 from hatp_journal.recorder.record.chain import genesis_hash
+from hatp_journal.recorder.record.key_files import pinned_key
 from hatp_journal.recorder.record.models import Checkpoint, Cosignature
 from hatp_journal.recorder.record.store import RunStore
 from hatp_journal.recorder.record.witnessed import Due, dues, keep_cosignature, latest_cosigned, note_due
@@ -44,8 +45,6 @@ _STALE_ATTEMPTS = 3
 
 def witness_keys(witnesses: Sequence[WitnessConfig]) -> dict[str, VerifyKey]:
     """Each witness's pinned public key, by name; a key that cannot be read is a ConfigError."""
-    from hatp_journal.recorder.cli.verify import pinned_key
-
     keys: dict[str, VerifyKey] = {}
     for witness in witnesses:
         try:

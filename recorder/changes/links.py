@@ -17,10 +17,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, StrictStr
 
+from hatp_journal.recorder.changes.host_undo import host_resource
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.record.entry_bodies import LinkBody, read_as
 from hatp_journal.recorder.record.unreadable import BodyModel, OrAbsent
-from hatp_journal.recorder.undo.host_undo import host_resource
 
 LinkSource = Literal["declared", "host", "inferred", "confirmed", "default"]
 _MIN_INFERRED = 4

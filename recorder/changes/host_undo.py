@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal._shared.clock import wire_time
+from hatp_journal.recorder.changes.host_diff import changes, listed, only_in, same, undone
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
 from hatp_journal.recorder.policy.registry_compensation import (
@@ -36,7 +37,6 @@ from hatp_journal.recorder.policy.registry_compensation import (
 )
 from hatp_journal.recorder.policy.template_paths import resolve
 from hatp_journal.recorder.record.written_bodies import HostUndoRecord
-from hatp_journal.recorder.undo.host_diff import changes, listed, only_in, same, undone
 from hatp_journal.toolkit.errors import ErrorCode
 from hatp_journal.toolkit.signing import SigningKey, answer_payload
 from hatp_journal.toolkit.wire import PROTOCOL
@@ -44,7 +44,7 @@ from hatp_journal.toolkit.wire import PROTOCOL
 if TYPE_CHECKING:  # named only: steps.py imports this module, and reading commands don't load mcp
     from mcp.types import CallToolResult
 
-    from hatp_journal.recorder.undo.steps import Step
+    from hatp_journal.recorder.changes.steps import Step
 
 HOST_MEMBER = "hostUndo"
 """The call entry's member that holds what the host needs to undo the call."""
