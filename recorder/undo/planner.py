@@ -31,6 +31,7 @@ from hatp_journal.recorder.changes.plan import (
 )
 from hatp_journal.recorder.changes.steps import Chains, Step, steps_of
 from hatp_journal.recorder.record import RunStore, UnknownRun
+from hatp_journal.recorder.record.call_search import calls_naming
 from hatp_journal.recorder.record.entry_bodies import (
     CallBody,
     Unreadable,
@@ -433,32 +434,32 @@ def _read_since(store: RunStore, run_id: str, planned: Sequence[Step]) -> list[R
         for name in (resource, resource.rstrip("/").rsplit("/", 1)[-1]):
             by_name.setdefault(name, set()).add(resource)
     found: list[ReadSince] = []
-    for other in store.runs():
-        if other.id == run_id:
+    runs = {run.id: (place, run) for place, run in enumerate(store.runs())}
+    naming = calls_naming(store, by_name.keys(), besides=run_id)
+    naming.sort(key=lambda hit: runs[hit[0]][0])  # oldest run first; stable within a run
+    for other_id, entry in naming:
+        call = read_as(CallBody, entry)
+        if not isinstance(call, CallBody):  # an unreadable call names nothing it read
             continue
-        for entry in store.entries(other.id):
-            call = read_as(CallBody, entry) if entry.kind == "call" else None
-            if not isinstance(call, CallBody):  # an unreadable call names nothing it read
-                continue
-            touched = [
-                (order[resource], resource, through)
-                for resource, through in _reads(call, by_name)
-                if entry.time >= since[resource]
-            ]
-            if touched:
-                _, resource, through = min(touched)
-                found.append(
-                    ReadSince(
-                        run=other.id,
-                        entry=entry.id,
-                        agent=other.agent,
-                        server=call.server,
-                        tool=call.tool,
-                        time=entry.time,
-                        resource=resource,
-                        through=through,
-                    )
+        touched = [
+            (order[resource], resource, through)
+            for resource, through in _reads(call, by_name)
+            if entry.time >= since[resource]
+        ]
+        if touched:
+            _, resource, through = min(touched)
+            found.append(
+                ReadSince(
+                    run=other_id,
+                    entry=entry.id,
+                    agent=runs[other_id][1].agent,
+                    server=call.server,
+                    tool=call.tool,
+                    time=entry.time,
+                    resource=resource,
+                    through=through,
                 )
+            )
     return found
 
 
