@@ -52,8 +52,9 @@ from hatp_journal.recorder.web import WebApprover
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("HATP_STORED_RUNS", "25"))
-"""Hostile runs (8-24 entries each: some 300 in CI); bench/stored_entries.py runs 850 (10^4 entries)."""
+RUNS = int(os.environ.get("HATP_STORED_RUNS", "12"))
+"""Hostile runs (8-24 entries each: some 200 in CI, in two stores); bench/stored_entries.py runs 850
+(10^4 entries)."""
 RUNS_PER_STORE = 10
 TALLY = os.environ.get("HATP_FUZZ_TALLY")
 """A file to write this property's counts to, as one JSON line (bench/stored_entries.py reads it)."""
