@@ -417,7 +417,7 @@ PATHS = (
 
 def test_the_machine_reaches_conflicts_overrides_crashes_and_approvals_with_every_invariant_held() -> None:
     """One fixed story through the same rules, so the paths a few random examples may miss are
-    walked on every run, each invariant checked after each step."""
+    walked on every run, every invariant checked after each line of it."""
     REACHED.clear()
     machine = UndoMachine()
     invariants = [
