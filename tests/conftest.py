@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+MEMORY_DISK = Path("/dev/shm")
+ROOM_NEEDED = 4 * 1024**3
+"""Free bytes a memory disk must have to hold the suite's files (chromium's and PostgreSQL's too)."""
+
+
+def _temporary_files_in_memory() -> None:
+    """Temporary files (tmp_path, tempfile, and the servers the tests start) go to a memory disk
+    when there is a roomy one and nobody chose TMPDIR: SQLite's fsync per commit then costs
+    nothing, as the PostgreSQL fixture runs with fsync off. No test outlives the machine's power,
+    so none proves anything an fsync adds; the files are real files all the same."""
+    if os.environ.get("TMPDIR") or not MEMORY_DISK.is_dir() or not os.access(MEMORY_DISK, os.W_OK):
+        return
+    if shutil.disk_usage(MEMORY_DISK).free < ROOM_NEEDED:
+        return
+    os.environ["TMPDIR"] = str(MEMORY_DISK)  # for the processes the tests start
+    tempfile.tempdir = str(MEMORY_DISK)  # gettempdir() may have been asked already
+
+
+_temporary_files_in_memory()
 
 # postgres_url and store_url (SQLite, then PostgreSQL): one throwaway cluster per session.
 pytest_plugins = ["hatp_journal._shared.pytest_postgres"]

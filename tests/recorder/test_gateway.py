@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import plain_server
 import pytest
 from fastmcp import Client
 
@@ -21,6 +24,7 @@ from hatp_journal.recorder.intake.tokens import TokenStore
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import RunStore
 from hatp_journal.recorder.runs.asks import DecisionOutcome
+from hatp_journal.recorder.testing import EMBEDDED_URL
 from hatp_journal.toolkit import SigningKey
 from hatp_journal.toolkit.signing import b64url, token_digest, verify
 from hatp_journal.toolkit.testing import FakeClock
@@ -70,8 +74,22 @@ class Gateway:
         )
 
 
+def example_deals() -> ModuleType:
+    """tests/toolkit/example_server.py as a module: the one ``import example_server`` gives there
+    (its table is declared once per process)."""
+    if "example_server" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("example_server", EXAMPLE)
+        assert spec is not None
+        assert spec.loader is not None
+        sys.modules["example_server"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["example_server"])
+    return sys.modules["example_server"]
+
+
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
+    """A fresh Recorder and run; its two servers run in this process (no process boundary is under
+    test here: the last two tests start them over stdio, as ``serve`` does)."""
     (tmp_path / "policy.json").write_text(json.dumps(POLICY))
     keys = {person: SigningKey.generate() for person in ("lee", "eve")}
     people = [
@@ -79,27 +97,27 @@ async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
         {"id": "eve", "roles": [], "publicKey": b64url(keys["eve"].public.raw())},
     ]
     (tmp_path / "directory.json").write_text(json.dumps({"people": people}))
-    SigningKey.generate().save(tmp_path / "deals.key")
+    deals, journal = example_deals().build(tmp_path / "deals.db", SigningKey.generate())
     config = RecorderConfig(
         recorder=RecorderSection(
             agent="sales-bot", principal="human://acme.com/dana", directory=str(tmp_path / "directory.json")
         ),
-        servers={
-            "deals": ServerConfig(
-                command=sys.executable,
-                args=[str(EXAMPLE), "--db", str(tmp_path / "deals.db"), "--key", str(tmp_path / "deals.key")],
-            ),
-            "plain": ServerConfig(command=sys.executable, args=[str(HERE / "plain_server.py")]),
-        },
+        servers={"deals": ServerConfig(url=EMBEDDED_URL), "plain": ServerConfig(url=EMBEDDED_URL)},
     )
     store = RunStore(tmp_path / "recorder.db", SigningKey.generate())
     clock = FakeClock()
-    recorder = Recorder(config, store=store, policy=load_policy(tmp_path / "policy.json"), clock=clock)
-    async with AsyncExitStack() as stack:
-        mcp = await recorder.start(stack)
-        async with Client(mcp) as agent:
-            directory = Directory.load(tmp_path / "directory.json")
-            yield Gateway(agent, recorder, store, clock, directory, keys)
+    embedded = {"deals": deals, "plain": plain_server.mcp}
+    policy = load_policy(tmp_path / "policy.json")
+    recorder = Recorder(config, store=store, policy=policy, clock=clock, embedded=embedded)
+    try:
+        async with AsyncExitStack() as stack:
+            mcp = await recorder.start(stack)
+            async with Client(mcp) as agent:
+                directory = Directory.load(tmp_path / "directory.json")
+                yield Gateway(agent, recorder, store, clock, directory, keys)
+    finally:
+        store.dispose()
+        journal.engine.dispose()
 
 
 async def test_a_reversible_call_is_forwarded_journaled_and_its_token_kept_out_of_record_and_agent(

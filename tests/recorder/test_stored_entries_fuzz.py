@@ -54,8 +54,9 @@ from hatp_journal.recorder.web import WebApprover
 
 pytestmark = pytest.mark.slow
 
-RUNS = int(os.environ.get("HATP_STORED_RUNS", "25"))
-"""Hostile runs (8-24 entries each: some 300 in CI); bench/stored_entries.py runs 850 (10^4 entries)."""
+RUNS = int(os.environ.get("HATP_STORED_RUNS", "12"))
+"""Hostile runs (8-24 entries each: some 200 in CI, in two stores); bench/stored_entries.py runs
+more and longer ones (10^4 entries)."""
 ENTRIES = tuple(int(n) for n in os.environ.get("HATP_STORED_ENTRIES", "8-24").split("-"))
 """The entries of each hostile run, fewest-most: bench/stored_entries.py batches more per run, since
 each run's readers cost about the same at 16 entries as at 60."""

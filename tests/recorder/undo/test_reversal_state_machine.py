@@ -12,11 +12,17 @@ and clock moves, checking after every step:
 
 Everything is real but in one process: the chain server is reached by the Recorder and the
 undo over MCP's in-memory transport, with SQLite files for every store.
+
+CI runs a fixed (derandomized) set of examples and checks that they reached the undo paths that
+matter (a conflict, an override, a crash and its resume, an approved publish); the longer profile,
+random examples by the thousand, is ``bench/reversal_machine.py``.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -26,9 +32,14 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+)
 from support.chain_server import build, outside_edit, published, undo_rows, uri, values
 from support.undo_org import DANA, LEAD, LEE
 
@@ -61,6 +72,16 @@ POLICY = {
 }
 
 
+REACHED: Counter[str] = Counter()
+"""How often the examples reached each path that matters (the test and the bench read it)."""
+
+
+def reached(path: str) -> None:
+    REACHED[path] += 1
+    if currently_in_test_context():  # not in the fixed story below
+        event(path)  # shown by ``--hypothesis-show-statistics``
+
+
 class Crash(Exception):
     """The Recorder dies here: nothing after this point of the undo happens in this process."""
 
@@ -76,6 +97,9 @@ class World:
         self.directory = Directory.model_validate({"people": [person]})
         self.policy = Policy.model_validate(POLICY)
         self.server, self.journal = build(root / "chain.db", SigningKey.generate(), clock=self.clock)
+        self.crashed: str | None = (
+            None  # the crash the last undo survived (events are told in the test's thread)
+        )
 
     async def open(self) -> None:
         self.world = await RecorderWorld.open(
@@ -109,6 +133,7 @@ class World:
     ) -> ReversalPlan:
         """Plan, approve and run an undo (resumed once if it crashes); the plan as approved."""
         request = UndoRequest(from_step=from_step)
+        self.crashed = None
 
         async def plan() -> Any:
             return await build_plan(
@@ -158,6 +183,7 @@ class World:
         try:
             await execute_plan(self.store, ask.ref, compensate=crashing, replan=replan, authority=authority)
         except Crash:
+            self.crashed = "an undo crashed after its server compensated" if after_call else "an undo crashed"
             await execute_plan(
                 self.store, ask.ref, compensate=self.servers.compensate, replan=replan, authority=authority
             )
@@ -186,6 +212,9 @@ class UndoMachine(RuleBasedStateMachine):
         self.edits = 0
         self.value_before: dict[str, str | None] = {}  # call entry → its key's value just before
         self.others_wrote: set[str] = set()  # keys Eve edited, or an earlier undo changed
+
+    def calls(self) -> int:
+        return sum(e.kind == "call" for e in self.world.store.entries(self.world.run))
 
     def agent_writes(self, tool: str, arguments: dict[str, str]) -> None:
         before = values(self.world.root / "chain.db").get(arguments["key"])
@@ -258,7 +287,11 @@ class UndoMachine(RuleBasedStateMachine):
             answer, _ = self.portal.call(self.world.call, "chain_publish", arguments)
             assert "published" in answer, answer
             self.approved += 1
-        else:  # the deadline passed first (time_passes): the agent is told it was not approved
+            reached("an approved publish was made")
+        else:
+            reached(
+                "an approval came after the deadline"
+            )  # the deadline passed first (time_passes): the agent is told it was not approved
             answer, _ = self.portal.call(partial(self.world.call, refused=True), "chain_publish", arguments)
             assert answer["code"] == "DEADLINE_EXCEEDED", answer
 
@@ -288,10 +321,13 @@ class UndoMachine(RuleBasedStateMachine):
     def dana_undoes_and_lee_approves(
         self, data: st.DataObject, override: bool, crash_at: int | None, after_call: bool
     ) -> None:
-        calls = [e for e in self.world.store.entries(self.world.run) if e.kind == "call"]
+        calls = self.calls()
         if not calls:
             return
-        start = data.draw(st.integers(min_value=1, max_value=len(calls)), label="from step")
+        start = data.draw(st.integers(min_value=1, max_value=calls), label="from step")
+        self.undo_from(start, override, crash_at, after_call)
+
+    def undo_from(self, start: int, override: bool, crash_at: int | None, after_call: bool) -> None:
         try:
             plan = self.portal.call(self.world.undo, start, override, crash_at, after_call)
         except UndoError as error:
@@ -299,6 +335,11 @@ class UndoMachine(RuleBasedStateMachine):
         # Where nobody else wrote, whatever the run did to a key (create, edit, remove, create
         # again) is the run's own chain: undoing it is never a conflict.
         assert {c.resource for c in plan.conflicts} <= self.others_wrote, plan.conflicts
+        reached("an undo ran")
+        if self.world.crashed:
+            reached(self.world.crashed)
+        if plan.conflicts:
+            reached("an undo overrode a conflict" if override else "an undo planned a conflict")
         self.others_wrote |= {s.resource for s in plan.steps if s.resource}
         self.check_reported_or_restored()
 
@@ -353,10 +394,56 @@ class UndoMachine(RuleBasedStateMachine):
                 assert parse_wire_time(answer["at"]) <= parse_wire_time(answer["undoBy"]), answer
 
 
+EXAMPLES = int(os.environ.get("HATP_REVERSAL_EXAMPLES", "8"))
+"""Random examples in CI (up to 25 rules each); bench/reversal_machine.py runs thousands."""
+
 UndoMachine.TestCase.settings = settings(
-    max_examples=20,
+    max_examples=EXAMPLES,
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_undo_state_machine = UndoMachine.TestCase
+
+PATHS = (
+    "an undo ran",
+    "an undo planned a conflict",
+    "an undo overrode a conflict",
+    "an undo crashed",
+    "an undo crashed after its server compensated",
+    "an approved publish was made",
+)
+
+
+def test_the_machine_reaches_conflicts_overrides_crashes_and_approvals_with_every_invariant_held() -> None:
+    """One fixed story through the same rules, so the paths a few random examples may miss are
+    walked on every run, every invariant checked after each line of it."""
+    REACHED.clear()
+    machine = UndoMachine()
+    invariants = [
+        machine.no_compensation_replaced_a_human_write_without_override,
+        machine.each_token_is_compensated_at_most_once,
+        machine.nothing_held_for_approval_happened_before_it,
+        machine.the_run_record_verifies,
+        machine.nothing_was_compensated_after_its_undo_by,
+    ]
+
+    def then(*_: object) -> None:
+        for holds in invariants:
+            holds()
+
+    try:
+        then(machine.agent_puts("a", "1"), machine.agent_puts("b", "1"), machine.eve_edits("a"))
+        then(machine.undo_from(1, override=False, crash_at=None, after_call=False))  # a conflicts
+        first = machine.calls() + 1
+        then(machine.agent_writes_a_key_twice_and_removes_it("c"), machine.agent_puts("c", "2"))
+        then(machine.eve_edits("c"))
+        then(machine.undo_from(first, override=True, crash_at=1, after_call=True))
+        then(machine.agent_puts("b", "3"), machine.agent_attaches("a", "b"))
+        then(machine.undo_from(machine.calls() - 1, override=False, crash_at=1, after_call=False))
+        then(machine.agent_publishes("a"), machine.time_passes(5))
+        then(machine.lee_approves_and_the_agent_calls_again())
+    finally:
+        machine.teardown()
+
+    assert [path for path in PATHS if not REACHED[path]] == [], REACHED
