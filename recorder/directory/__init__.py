@@ -15,8 +15,8 @@ from pydantic.alias_generators import to_camel
 
 from hatp_journal._shared.files import FileProblem, check_nesting, read_text
 from hatp_journal.recorder.directory.not_counted import NotCounted, Refused
-from hatp_journal.recorder.policy.locate import LocateError, located
-from hatp_journal.recorder.policy.problems import problems_of
+from hatp_journal.recorder.file_places.locate import LocateError, located
+from hatp_journal.recorder.file_places.problems import problems_of
 from hatp_journal.toolkit.errors import KeyFileError
 from hatp_journal.toolkit.signing import VerifyKey, b64url_decode
 

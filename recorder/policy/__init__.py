@@ -8,11 +8,12 @@ carries the call's reversibility class R0–R4 (:func:`classify_call`), with the
 operations are verified (:mod:`.attestations`).
 """
 
+from hatp_journal.recorder.file_places.problems import Problem
 from hatp_journal.recorder.policy.attestations import AttestationProblem, AttestationTrust
 from hatp_journal.recorder.policy.classes import ClassVerdict, Hints, RClass, classify
 from hatp_journal.recorder.policy.classify import classify_call
 from hatp_journal.recorder.policy.decide import Decision, decide, policy_rules
-from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
+from hatp_journal.recorder.policy.errors import PolicyFileError
 from hatp_journal.recorder.policy.facts import CallFacts, Kind
 from hatp_journal.recorder.policy.load import load_policy, parse_policy
 from hatp_journal.recorder.policy.model import (

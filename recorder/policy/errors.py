@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a policy file, at a 1-based line and column."""
-
-    line: int
-    column: int
-    message: str
+from hatp_journal.recorder.file_places.problems import Problem
 
 
 class PolicyFileError(ValueError):

@@ -7,13 +7,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hatp_journal._shared.files import FileProblem, read_text
+from hatp_journal.recorder.file_places.locate import KeyMap, LocateError, located
+from hatp_journal.recorder.file_places.problems import Problem, problems_of
 from hatp_journal.recorder.policy.attestations import AttestationFileError
 from hatp_journal.recorder.policy.classes import rank
-from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
-from hatp_journal.recorder.policy.locate import KeyMap, LocateError, located
+from hatp_journal.recorder.policy.errors import PolicyFileError
 from hatp_journal.recorder.policy.model import Policy
 from hatp_journal.recorder.policy.override_people import override_problems
-from hatp_journal.recorder.policy.problems import problems_of
 from hatp_journal.recorder.policy.registry import Registry, RegistryFileMissing
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hatp_journal.recorder.directory import Directory
+from hatp_journal.recorder.file_places.locate import KeyMap
+from hatp_journal.recorder.file_places.problems import Problem
 from hatp_journal.recorder.policy.classes import RClass, rank
-from hatp_journal.recorder.policy.errors import Problem
-from hatp_journal.recorder.policy.locate import KeyMap
 from hatp_journal.recorder.policy.model import ClassOverride, Policy
 from hatp_journal.recorder.policy.registry import Registry
 
@@ -50,10 +51,6 @@ def override_problems(
 
 def _directory(path: str | Path) -> dict[str, list[str]]:
     """Each person's id with their roles (a directory that can't be read raises DirectoryError)."""
-    # lazy: a cycle, the one known exception of the floors (tests/test_floors.py): directory/
-    # imports the policy package (policy/locate.py, problems.py), whose __init__ loads this module.
-    from hatp_journal.recorder.directory import Directory
-
     return {person.id: list(person.roles) for person in Directory.load(Path(path)).people}
 
 

@@ -21,11 +21,11 @@ from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal._shared.files import FileProblem, read_text
+from hatp_journal.recorder.file_places.locate import LocateError, located
+from hatp_journal.recorder.file_places.problems import Problem, problems_of
 from hatp_journal.recorder.policy.classes import CLASSES as CLASS_RANK
 from hatp_journal.recorder.policy.classes import ClassSource, ClassVerdict, RClass, verdict
-from hatp_journal.recorder.policy.errors import PolicyFileError, Problem
-from hatp_journal.recorder.policy.locate import LocateError, located
-from hatp_journal.recorder.policy.problems import problems_of
+from hatp_journal.recorder.policy.errors import PolicyFileError
 from hatp_journal.recorder.policy.registry_compensation import Compensation, ToolShape
 from hatp_journal.recorder.policy.resource_names import ResourceName
 from hatp_journal.toolkit.wire import WireModel

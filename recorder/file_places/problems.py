@@ -1,19 +1,29 @@
 """A pydantic validation's errors as problems at the line and column of the key each is about.
 
 Shared by the policy file, the registry and the directory: each reads its JSON or TOML with a key map
-(:mod:`hatp_journal.recorder.policy.locate`) and says what is wrong where.
+(:mod:`hatp_journal.recorder.file_places.locate`) and says what is wrong where.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from hatp_journal.recorder.policy.errors import Problem
-from hatp_journal.recorder.policy.locate import KeyMap
+from hatp_journal.recorder.file_places.locate import KeyMap
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a file a person wrote (a policy, a registry, a directory), at a 1-based
+    line and column."""
+
+    line: int
+    column: int
+    message: str
 
 
 def problems_of(keys: KeyMap, error: ValidationError) -> list[Problem]:
