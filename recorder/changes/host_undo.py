@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal._shared.clock import wire_time
+from hatp_journal.recorder.changes.host_cascade import refusal, rendered, would_remove
 from hatp_journal.recorder.changes.host_diff import changes, listed, only_in, same, undone
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
@@ -97,7 +98,12 @@ async def take_snapshot(compensation: Compensation, arguments: dict[str, Any], c
     except TemplateError as error:
         raise HostReadFailed(f"snapshot: {error}") from None
     value = await read(call, request)
-    templates = [*(c.arguments for c in compensation.inverses()), compensation.restored, compensation.summary]
+    templates = [
+        *(c.arguments for c in compensation.inverses()),
+        compensation.restored,
+        compensation.summary,
+        *(c.of for c in compensation.cascade),
+    ]
     try:  # {added} and {removed} have the snapshot's shape: what they name must be there too
         for path in [p for root in ("snapshot", "added", "removed") for p in paths_under(templates, root)]:
             resolve({path.root: value}, path)
@@ -139,6 +145,7 @@ async def host_member(
                 "removed": only_in(snapshot["snapshot"], left),
             }
         inverses = [_rendered(inverse, data) for inverse in compensation.inverses()]
+        cascade = rendered(compensation.cascade, data) if compensation.cascade else None
         member = HostUndoRecord.model_construct(
             server=server,
             tool=tool,
@@ -150,6 +157,7 @@ async def host_member(
             restored=sha256_digest(render(compensation.restored, data)),
             after=sha256_digest(left),
             after_state=left,
+            cascade=cascade,
         )
     except (TemplateError, HostReadFailed) as error:
         return HostUndoRecord(failed=f"the host can't undo it: {error}").wire()
@@ -258,6 +266,9 @@ async def host_compensate(
         )
     if not _unchanged(member, expected, found) and not request.get("override"):
         return _answer(step, "compensate", member, expected, found, key, now())
+    taken = would_remove(member, found)
+    if taken:  # the server would delete with it what the call did not make: no override lifts this
+        return _cascade_conflict(step, "compensate", member, expected, found, taken, key, now())
     base = _base(step, "compensate", member, expected, sha256_digest(found))
     if request.get("override"):
         base["override"] = request["override"]
@@ -346,6 +357,9 @@ def _answer(
     """A check answer, or a compensate answer that stopped at a conflict."""
     base = _base(step, operation, member, expected, sha256_digest(found))
     if _unchanged(member, expected, found):
+        taken = would_remove(member, found)
+        if taken:
+            return _cascade_conflict(step, operation, member, expected, found, taken, key, now)
         return _signed({**base, "status": "ok"}, key, now)
     # What changed is named against the state the call left; a later write of the run is not
     # kept in this entry, so against it only the fingerprints can differ.
@@ -354,6 +368,24 @@ def _answer(
     message = f"{member['resource']} changed since the call ({named}); the host did not overwrite it"
     conflict = {**base, "status": "conflict", "code": ErrorCode.UNDO_CONFLICT, "message": message}
     return _signed({**conflict, "changes": found_changes}, key, now)
+
+
+def _cascade_conflict(
+    step: Step,
+    operation: str,
+    member: Mapping[str, Any],
+    expected: str,
+    found: Any,
+    taken: list[dict[str, Any]],
+    key: SigningKey,
+    now: datetime,
+) -> dict[str, Any]:
+    """A conflict: the inverse would also remove, through the server's cascade, ``taken``."""
+    base = _base(step, operation, member, expected, sha256_digest(found))
+    tools = ", ".join(str(call["tool"]) for call in inverse_calls(member))
+    message = refusal(str(member.get("resource", "")), tools, taken)
+    conflict = {**base, "status": "conflict", "code": ErrorCode.UNDO_CONFLICT, "message": message}
+    return _signed({**conflict, "changes": taken}, key, now)
 
 
 def _base(step: Step, operation: str, member: Mapping[str, Any], expected: str, found: str) -> dict[str, Any]:
