@@ -269,9 +269,9 @@ def _cascade_conflict(line: dict[str, Any], entry: Any, before: dict[str, Any]) 
     made = only_in(member["afterState"], member["snapshot"])["relations"]
     named = receipt.get("changes") or []
     for change in named:
-        index = int(change["field"].removeprefix("/relations/"))
-        relation = before["relations"][index]
-        assert relation == change["expected"], f"a cascade conflict naming what is not there: {line}"
+        relation = change["expected"]
+        assert change["field"].startswith("/relations/"), f"a cascade onto what is no relation: {line}"
+        assert relation in before["relations"], f"a cascade conflict naming what was not there: {line}"
         assert {relation["from"], relation["to"]} & created, f"a cascade onto what it did not create: {line}"
         assert relation not in made, f"a cascade conflict over the call's own relation: {line}"
     assert named, f"a cascade conflict naming nothing: {line}"

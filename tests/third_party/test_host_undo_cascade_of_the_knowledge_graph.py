@@ -51,6 +51,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             await run_of("colleague", lambda c, s, r: colleagues_dangling_relation(org, memory, c, s, r))
             await run_of("unrelated", lambda c, s, r: colleagues_unrelated_relation(org, memory, c, s, r))
             await run_of("own", lambda c, s, r: agents_own_relation(org, memory, c, s, r))
+            await run_of("since", lambda c, s, r: colleagues_relation_since(org, memory, c, s, r))
             await run_of("machine", lambda c, s, r: the_machines_failing_sequence(org, memory, c, s, r))
 
     anyio.run(stories)
@@ -78,6 +79,17 @@ async def colleagues_unrelated_relation(org: HostOrg, memory: Path, call: Any, s
     await call("create_entities", {"entities": [entity("Cy")]})
     _, reversal = await org.undo(servers, rec.run_id, UndoRequest(steps=(1,)))
     return {"statuses": statuses(reversal), "after": read_graph(memory)}
+
+
+async def colleagues_relation_since(org: HostOrg, memory: Path, call: Any, servers: Any, rec: Any) -> Any:
+    """The agent creates Cy; then the colleague relates her Ada to Cy; the undo is overridden."""
+    write_graph(memory, {"entities": [entity("Ada")], "relations": []})
+    await call("create_entities", {"entities": [entity("Cy")]})
+    ada_knew_cy = {"from": "Ada", "to": "Cy", "relationType": "knew"}
+    write_graph(memory, {"entities": [entity("Ada"), entity("Cy")], "relations": [ada_knew_cy]})
+    run = rec.run_id
+    plan, reversal = await org.undo(servers, run, UndoRequest(steps=(1,)), overrides=tuple(calls(org, run)))
+    return {"plan": plan, "reversal": reversal, "after": read_graph(memory), "relation": ada_knew_cy}
 
 
 async def agents_own_relation(org: HostOrg, memory: Path, call: Any, servers: Any, rec: Any) -> Any:
@@ -197,3 +209,17 @@ def test_the_machines_failing_sequence_ends_in_the_documented_cascade_conflict_a
     assert "reversed" not in told["statuses"].values()
     assert told["after"] == told["before"]
     assert CY_KNEW_ADA in told["after"]["relations"]
+
+
+def test_an_overridden_undo_does_not_delete_a_relation_a_colleague_made_to_the_entity_since(
+    world: dict[str, Any],
+) -> None:
+    told = world["since"]
+    [conflict] = told["plan"]["conflicts"]  # changed since the call: the usual conflict, overridden
+    [line] = told["reversal"].body["steps"]
+
+    assert "changed since the call" in conflict["message"]
+    assert line["status"] == "conflicted"
+    assert line["reason"].startswith(cascade_message("/relations/0", told["relation"]))
+    assert line["receipt"]["operation"] == "compensate"
+    assert told["after"] == {"entities": [entity("Ada"), entity("Cy")], "relations": [told["relation"]]}
