@@ -10,7 +10,9 @@ A state read is fingerprinted by the RFC 8785 digest of what it returned. A call
 equals what its undo would restore changed nothing: it is never undone (steps.py). ``check`` and
 the undo read the state again and compare: a resource someone changed since is an
 ``UNDO_CONFLICT`` naming each path that differs (old → new), never overwritten unless a signed
-override says so. After the inverse call(s) the state is read once more and must be what the
+override says so. An inverse the registry says also removes more (``cascade``) is never run while
+that would take an element the call did not add: a conflict naming it, whatever the override
+(host_cascade.py). After the inverse call(s) the state is read once more and must be what the
 undo said it would leave: the snapshot, or, when someone changed the resource since, the state
 found with only the call's own change taken back (host_diff.py); anything else is
 ``UNDO_UNVERIFIED``. The answers have the shape of a server's undo answers and are signed by the
