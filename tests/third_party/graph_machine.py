@@ -243,6 +243,7 @@ class GraphMachine(RuleBasedStateMachine):
         by_id = {e.id: e for e in calls}
         cascades = [line for line in lines if _cascade_conflict(line, by_id[line["entry"]], last_graph)]
         for line in cascades:  # it removed nothing: each element it names is still there
+            self._count("cascade conflicts")
             for change in line["receipt"]["changes"]:
                 assert change["expected"] in read_graph(self.memory)["relations"], line
         if not self.edited:  # the only conflicts without a colleague: a cascade, and the earlier
