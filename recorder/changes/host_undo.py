@@ -10,7 +10,9 @@ A state read is fingerprinted by the RFC 8785 digest of what it returned. A call
 equals what its undo would restore changed nothing: it is never undone (steps.py). ``check`` and
 the undo read the state again and compare: a resource someone changed since is an
 ``UNDO_CONFLICT`` naming each path that differs (old → new), never overwritten unless a signed
-override says so. After the inverse call(s) the state is read once more and must be what the
+override says so. An inverse the registry says also removes more (``cascade``) is never run while
+that would take an element the call did not add: a conflict naming it, whatever the override
+(host_cascade.py). After the inverse call(s) the state is read once more and must be what the
 undo said it would leave: the snapshot, or, when someone changed the resource since, the state
 found with only the call's own change taken back (host_diff.py); anything else is
 ``UNDO_UNVERIFIED``. The answers have the shape of a server's undo answers and are signed by the
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from hatp_journal._shared.canonical import canonical_bytes, sha256_digest
 from hatp_journal._shared.clock import wire_time
+from hatp_journal.recorder.changes.host_cascade import refusal, rendered, would_remove
 from hatp_journal.recorder.changes.host_diff import changes, listed, only_in, same, undone
 from hatp_journal.recorder.policy.decide import Decision
 from hatp_journal.recorder.policy.reasons import Reason, ReasonCode
@@ -97,7 +100,12 @@ async def take_snapshot(compensation: Compensation, arguments: dict[str, Any], c
     except TemplateError as error:
         raise HostReadFailed(f"snapshot: {error}") from None
     value = await read(call, request)
-    templates = [*(c.arguments for c in compensation.inverses()), compensation.restored, compensation.summary]
+    templates = [
+        *(c.arguments for c in compensation.inverses()),
+        compensation.restored,
+        compensation.summary,
+        *(c.of for c in compensation.cascade),
+    ]
     try:  # {added} and {removed} have the snapshot's shape: what they name must be there too
         for path in [p for root in ("snapshot", "added", "removed") for p in paths_under(templates, root)]:
             resolve({path.root: value}, path)
@@ -139,6 +147,7 @@ async def host_member(
                 "removed": only_in(snapshot["snapshot"], left),
             }
         inverses = [_rendered(inverse, data) for inverse in compensation.inverses()]
+        cascade = rendered(compensation.cascade, data) if compensation.cascade else None
         member = HostUndoRecord.model_construct(
             server=server,
             tool=tool,
@@ -150,6 +159,7 @@ async def host_member(
             restored=sha256_digest(render(compensation.restored, data)),
             after=sha256_digest(left),
             after_state=left,
+            cascade=cascade,
         )
     except (TemplateError, HostReadFailed) as error:
         return HostUndoRecord(failed=f"the host can't undo it: {error}").wire()
@@ -258,6 +268,9 @@ async def host_compensate(
         )
     if not _unchanged(member, expected, found) and not request.get("override"):
         return _answer(step, "compensate", member, expected, found, key, now())
+    taken = would_remove(member, found)
+    if taken:  # the server would delete with it what the call did not make: no override lifts this
+        return _cascade_conflict(step, "compensate", member, expected, found, taken, key, now())
     base = _base(step, "compensate", member, expected, sha256_digest(found))
     if request.get("override"):
         base["override"] = request["override"]
@@ -346,6 +359,9 @@ def _answer(
     """A check answer, or a compensate answer that stopped at a conflict."""
     base = _base(step, operation, member, expected, sha256_digest(found))
     if _unchanged(member, expected, found):
+        taken = would_remove(member, found)
+        if taken:
+            return _cascade_conflict(step, operation, member, expected, found, taken, key, now)
         return _signed({**base, "status": "ok"}, key, now)
     # What changed is named against the state the call left; a later write of the run is not
     # kept in this entry, so against it only the fingerprints can differ.
@@ -354,6 +370,24 @@ def _answer(
     message = f"{member['resource']} changed since the call ({named}); the host did not overwrite it"
     conflict = {**base, "status": "conflict", "code": ErrorCode.UNDO_CONFLICT, "message": message}
     return _signed({**conflict, "changes": found_changes}, key, now)
+
+
+def _cascade_conflict(
+    step: Step,
+    operation: str,
+    member: Mapping[str, Any],
+    expected: str,
+    found: Any,
+    taken: list[dict[str, Any]],
+    key: SigningKey,
+    now: datetime,
+) -> dict[str, Any]:
+    """A conflict: the inverse would also remove, through the server's cascade, ``taken``."""
+    base = _base(step, operation, member, expected, sha256_digest(found))
+    tools = ", ".join(str(call["tool"]) for call in inverse_calls(member))
+    message = refusal(str(member.get("resource", "")), tools, taken)
+    conflict = {**base, "status": "conflict", "code": ErrorCode.UNDO_CONFLICT, "message": message}
+    return _signed({**conflict, "changes": taken}, key, now)
 
 
 def _base(step: Step, operation: str, member: Mapping[str, Any], expected: str, found: str) -> dict[str, Any]:

@@ -36,7 +36,16 @@ FOR_EACH, EACH, ITEM = "forEach", "each", "item"
 """``{"forEach": "{result.results}", "each": {"entityName": "{item.entityName}"}}``: an array made
 of ``each`` rendered once per element of the array ``forEach`` names, the element as ``{item}``."""
 
-__all__ = ["ROOTS", "Compensation", "HostCall", "TemplateError", "ToolShape", "placeholders", "render"]
+__all__ = [
+    "ROOTS",
+    "Cascade",
+    "Compensation",
+    "HostCall",
+    "TemplateError",
+    "ToolShape",
+    "placeholders",
+    "render",
+]
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,31 @@ class ToolShape:
     arguments: tuple[str, ...]
     input_schema: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+
+
+class Cascade(WireModel):
+    """What the server's inverse call also removes on its own: the elements of the array at ``path``
+    in the state read whose member named in ``match_any`` holds one of the values ``of`` names
+    (server-memory's delete_entities also deletes every relation naming a deleted entity)."""
+
+    path: str = Field(
+        pattern=r"^(/[^/]*)+$", description="RFC 6901 pointer to an array in the state read, e.g. /relations"
+    )
+    match_any: tuple[str, ...] = Field(
+        min_length=1, description="the members of an element that may hold one of the values"
+    )
+    of: str = Field(
+        min_length=1, description="the values, a template over {args, result, snapshot, added, removed}"
+    )
+
+    def steps(self) -> tuple[str, ...]:
+        """The pointer's reference tokens."""
+        return pointer_steps(self.path)
+
+
+def pointer_steps(path: str) -> tuple[str, ...]:
+    """An RFC 6901 pointer's reference tokens, unescaped (``~1`` is ``/``, ``~0`` is ``~``)."""
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:])
 
 
 class HostCall(WireModel):
@@ -82,6 +116,11 @@ class Compensation(WireModel):
     restored: Any = Field(
         default="{snapshot}",
         description="what the state read gives once undone, a template over {args, result, snapshot}",
+    )
+    cascade: tuple[Cascade, ...] = Field(
+        default=(),
+        description="what the inverse call(s) also remove on their own; the host refuses an undo whose "
+        "cascade would remove an element the call did not add",
     )
 
     @model_validator(mode="after")
@@ -149,6 +188,14 @@ class Compensation(WireModel):
                 checked.append(((*where, "arguments", key), template, at_hand, _argument(target, key)))
         for where, template, roots, expected in checked:
             found += [((*where, *at), problem) for at, problem in _checked(template, roots, expected)]
+        state_schema = state_tool.output_schema if state_tool is not None else None
+        for index, cascade in enumerate(self.cascade):
+            where = ("cascade", str(index))
+            if self.snapshot is None:
+                found.append((where, "a cascade needs a snapshot read: the host compares with it"))
+                continue
+            found += [((*where, "of", *at), p) for at, p in _checked(cascade.of, known, {"type": "array"})]
+            found += [((*where, *at), p) for at, p in _cascade_target(cascade, state_schema)]
         return found
 
 
@@ -159,6 +206,32 @@ class _Known:
 
     names: tuple[str, ...] | None
     schema: Mapping[str, Any] | None
+
+
+def _cascade_target(cascade: Cascade, schema: Mapping[str, Any] | None) -> Problems:
+    """What is wrong with a cascade's ``path`` and ``matchAny`` against the state read's schema
+    (nothing is checked where the file gives no schema)."""
+    current = schema
+    for step in cascade.steps():
+        if current is None:
+            return []
+        properties = current.get("properties")
+        if not isinstance(properties, Mapping):
+            return []
+        if step not in properties:
+            return [(("path",), f"{cascade.path}: the state read has no field {step!r} there")]
+        current = properties[step] if isinstance(properties[step], Mapping) else None
+    if current is None:
+        return []
+    if current.get("type") not in (None, "array"):
+        return [(("path",), f"{cascade.path} is a {current.get('type')}, not an array")]
+    item = _inside(current, 0)
+    members = _object(item.get("properties")) if item is not None else {}
+    return [
+        (("matchAny", str(n)), f"the elements at {cascade.path} have no member {name!r}")
+        for n, name in enumerate(cascade.match_any)
+        if members and name not in members
+    ]
 
 
 def _argument(tool: ToolShape, key: str) -> Mapping[str, Any] | None:

@@ -183,6 +183,7 @@ class HostUndoRecord(Written):
     restored: str | None = None
     after: str | None = None
     after_state: Any = None
+    cascade: list[dict[str, Any]] | None = None
     receipt: dict[str, Any] | None = None
     failed: str | None = None
 

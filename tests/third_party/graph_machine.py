@@ -10,7 +10,9 @@ Invariants, checked after every undo:
   is never reported ``reversed`` without its answer naming what the override overwrote;
 - a call that changed nothing is never planned nor run;
 - an undo that left what it said it would is reported ``reversed``, never failed; a failure
-  names the paths that differ; a conflict comes only from a colleague's edit;
+  names the paths that differ; a conflict comes only from a colleague's edit, or is the documented
+  cascade conflict (the undo of a create would delete with it relations the call did not make,
+  named by path, and nothing is removed) with the earlier steps its staying step keeps;
 - reads never block: a read is never planned, never a conflict, never what keeps a step.
 Used by tests/third_party/test_host_undo_state_machine.py (few examples) and
 bench/host_undo_machine.py (many).
@@ -26,7 +28,8 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from hatp_journal.recorder.changes.host_diff import same, undone
+from hatp_journal.recorder.changes.host_cascade import DID_NOT_MAKE
+from hatp_journal.recorder.changes.host_diff import only_in, same, undone
 from hatp_journal.recorder.changes.host_undo import HOST_MEMBER, changed_nothing
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.undo.planner import UndoRequest
@@ -180,6 +183,8 @@ class GraphMachine(RuleBasedStateMachine):
             return await self.org.undo(self.servers, run, UndoRequest(from_step=step), overrides)
 
         plan, reversal = self.portal.call(plan_and_run, ())
+        last_graph = before_graph  # the graph the reversal below was planned on
+        cascades: list[dict[str, Any]] = []
         for section in ("steps", "conflicts", "notReversible", "unresolved", "blocked", "alreadyReversed"):
             self.stats[f"planned as {section}"] = self.stats.get(f"planned as {section}", 0) + len(
                 plan[section]
@@ -187,6 +192,7 @@ class GraphMachine(RuleBasedStateMachine):
         if override and plan["conflicts"]:
             self._count("overrides")
             # The steps without a conflict ran: override the conflicts of the plan approved now.
+            last_graph = read_graph(self.memory)
             plan, reversal = self.portal.call(plan_and_run, _every_conflict)
             override = bool(plan["conflicts"])
         else:
@@ -235,13 +241,54 @@ class GraphMachine(RuleBasedStateMachine):
                 assert ran[0]["status"] == "reversed", (
                     f"an undo that did what it said was reported failed: {ran}"
                 )
-        if not self.edited:
-            assert "conflicted" not in status.values(), f"a conflict without a colleague: {lines}"
+        by_id = {e.id: e for e in calls}
+        # what the steps this reversal undid removed and put back (an element a cascade names may
+        # have come back with the undo of a later delete, and go with the undo of the relate that made it)
+        undid = [by_id[line["entry"]].body[HOST_MEMBER] for line in lines if line["status"] == "reversed"]
+        put_back = [r for m in undid for r in only_in(m["snapshot"], m["afterState"])["relations"]]
+        took = [r for m in undid for r in only_in(m["afterState"], m["snapshot"])["relations"]]
+        now = read_graph(self.memory)["relations"]
+        for line in lines:
+            if not _cascade_conflict(line, by_id[line["entry"]]):
+                continue
+            self._count("cascade conflicts")
+            cascades.append(line)
+            for change in line["receipt"]["changes"]:
+                relation = change["expected"]
+                there = relation in last_graph["relations"] or relation in put_back
+                assert there, f"a cascade conflict naming what was not there: {line}"
+                assert relation in now or relation in took, f"a cascade conflict that removed: {line}"
+        if not self.edited:  # the only conflicts without a colleague: a cascade, and the earlier
+            # steps on the same graph that its step, staying, keeps from being undone as planned
+            latest = max((line["step"] for line in cascades), default=0)
+            others = [line for line in lines if line["status"] == "conflicted" and line not in cascades]
+            assert all(line["step"] < latest for line in others), f"a conflict without a colleague: {lines}"
         self.colleague &= after  # what an override removed is no longer hers to keep
 
     @invariant()
     def the_server_file_stays_readable(self) -> None:
         read_graph(self.memory)
+
+
+def _cascade_conflict(line: dict[str, Any], entry: Any) -> bool:
+    """Whether ``line`` is the documented cascade conflict (docs/policy.md, "An inverse that removes
+    more than it names"): the undo of a create whose delete_entities would also delete relations
+    naming an entity it created, relations the call did not make, each named by its path."""
+    receipt = line.get("receipt") or {}
+    if line["status"] != "conflicted" or DID_NOT_MAKE not in str(receipt.get("message", "")):
+        return False
+    member = entry.body[HOST_MEMBER]
+    created = {e["name"] for e in only_in(member["afterState"], member["snapshot"])["entities"]}
+    made = only_in(member["afterState"], member["snapshot"])["relations"]
+    named = receipt.get("changes") or []
+    for change in named:
+        relation = change["expected"]
+        assert change["field"].startswith("/relations/"), f"a cascade onto what is no relation: {line}"
+        assert {relation["from"], relation["to"]} & created, f"a cascade onto what it did not create: {line}"
+        assert relation not in made, f"a cascade conflict over the call's own relation: {line}"
+    assert named, f"a cascade conflict naming nothing: {line}"
+    assert entry.body["tool"] == "create_entities", f"a cascade conflict of another tool: {line}"
+    return True
 
 
 def _every_conflict(plan: dict[str, Any]) -> tuple[str, ...]:
