@@ -92,6 +92,19 @@ def reports(data: bytes, **pinned_keys: Any) -> tuple[VerifyReport, VerifyReport
     )
 
 
+def collections_at_each_entry(collections: list[int], monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets, as each entry is checked, how many collections were made so far."""
+    during: list[int] = []
+    check_entry = verify_module.RecordVerifier.entry
+
+    def counted(self: verify_module.RecordVerifier, raw: Any, stored: bytes | None) -> None:
+        during.append(len(collections))
+        check_entry(self, raw, stored)
+
+    monkeypatch.setattr(verify_module.RecordVerifier, "entry", counted)
+    return during
+
+
 def test_problems_found_on_workers_are_listed_exactly_as_in_one_process(
     troubled: bytes, store: RunStore, server_key: SigningKey, started: list[int]
 ) -> None:
@@ -135,14 +148,7 @@ def test_the_collector_does_not_walk_the_entries_waiting_for_their_verdicts(
 ) -> None:
     keys = {"recorder_keys": pins(store), "server_keys": server_pins(server_key)}
     alone = verify_record(troubled, workers=0, **keys)
-    during: list[int] = []  # the collections made so far, as each entry is checked
-    check_entry = verify_module.RecordVerifier.entry
-
-    def counted(self: verify_module.RecordVerifier, raw: Any, stored: bytes | None) -> None:
-        during.append(len(collections))
-        check_entry(self, raw, stored)
-
-    monkeypatch.setattr(verify_module.RecordVerifier, "entry", counted)
+    during = collections_at_each_entry(collections, monkeypatch)
 
     streamed = verify_record(io.BytesIO(troubled), **ON_WORKERS, **keys)
 
@@ -161,14 +167,7 @@ def test_cyclic_garbage_is_still_collected_every_so_many_entries(
 ) -> None:
     monkeypatch.setattr(verify_module, "COLLECT_EVERY", 50)
     keys = {"recorder_keys": pins(store), "server_keys": server_pins(server_key)}
-    during: list[int] = []  # the collections made so far, as each entry is checked
-    check_entry = verify_module.RecordVerifier.entry
-
-    def counted(self: verify_module.RecordVerifier, raw: Any, stored: bytes | None) -> None:
-        during.append(len(collections))
-        check_entry(self, raw, stored)
-
-    monkeypatch.setattr(verify_module.RecordVerifier, "entry", counted)
+    during = collections_at_each_entry(collections, monkeypatch)
 
     report = verify_record(io.BytesIO(troubled), **ON_WORKERS, **keys)
 
