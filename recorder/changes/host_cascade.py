@@ -44,7 +44,9 @@ def would_remove(member: Mapping[str, Any], found: Any) -> list[dict[str, Any]]:
     made = only_in(member.get("afterState"), member.get("snapshot"))
     taken: list[dict[str, Any]] = []
     for cascade in cascades:
-        steps = pointer_steps(str(cascade["path"]))
+        if not _well_formed(cascade):  # a stored entry is read as it is: skip what no Recorder wrote
+            continue
+        steps = pointer_steps(cascade["path"])
         values = {_key(value) for value in cascade["values"]}
         own = Counter(_key(element) for element in _at(made, steps))
         for index, element in enumerate(_at(found, steps)):
@@ -66,6 +68,16 @@ def refusal(resource: str, tool: str, taken: list[dict[str, Any]]) -> str:
     return (
         f"undoing it would also remove {named}, {DID_NOT_MAKE}: {tool} deletes those with it; "
         f"the host did not run it and {resource} is unchanged"
+    )
+
+
+def _well_formed(cascade: Any) -> bool:
+    return (
+        isinstance(cascade, dict)
+        and isinstance(cascade.get("path"), str)
+        and isinstance(cascade.get("values"), list)
+        and isinstance(cascade.get("matchAny"), list)
+        and all(isinstance(name, str) for name in cascade["matchAny"])
     )
 
 
