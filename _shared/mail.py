@@ -18,11 +18,15 @@ Sending can be split in two: :func:`probe` goes through EHLO, MAIL and RCPT and 
 refused recipient or a missing extension shows up while the caller can still roll back, and gives
 the exact envelope (bytes and options) to send later with :meth:`SmtpSession.send`.
 
-A message sent again after a lost ``250`` (RFC 1047: SMTP can't ask whether it arrived) is
+A message sent again after a lost ``250`` (RFC 1047: plain SMTP can't ask whether it arrived) is
 recognisable: the same bytes, so the same Message-ID, and, to a server that offers DSN (RFC 3461),
-the same envelope identifier (``MAIL FROM:<…> ENVID=…``) when the envelope carries one. A caller that
-records deliveries passes a :class:`DeliveryMark` to :meth:`SmtpSession.send`, staged before the
-final ``.`` and committed as the first thing after the ``250``.
+the same envelope identifier (``MAIL FROM:<…> ENVID=…``) when the envelope carries one. To a server
+that offers CHECKPOINT (RFC 1845) such an envelope also names its transaction
+(``TRANSID=<envelope-id@our-EHLO-name>``), the same on every attempt: a server that stored the
+message answers a restart ``355`` with the whole message's length as the offset, and the message is
+then ended with its final ``.`` alone, so the server stores no second copy. A caller that records
+deliveries passes a :class:`DeliveryMark` to :meth:`SmtpSession.send`, staged before the final
+``.`` and committed as the first thing after the ``250``.
 """
 
 from __future__ import annotations
@@ -229,7 +233,7 @@ def probe(
         if eight_bit and not data.isascii():
             options.append("BODY=8BITMIME")
         envelope = Envelope(sender, tuple(recipients), data, tuple(options))
-        accepted, refused = _offer(client, envelope)
+        accepted, refused, _ = _offer(client, envelope)
         client.rset()
         client.quit()
     except (MailDeliveryError, smtplib.SMTPException, OSError) as exc:
@@ -265,7 +269,7 @@ class SmtpSession:
         it any more (e.g. it stopped offering SMTPUTF8), or could not be reached; the connection is
         then dropped and the next call opens a new one. A prepared mark is abandoned then.
         """
-        self.marked = False
+        self.marked = self.restarted = False
         try:
             client = self._connected()
             for option, extension in (("SMTPUTF8", "smtputf8"), ("BODY=8BITMIME", "8bitmime")):
@@ -274,15 +278,18 @@ class SmtpSession:
                     raise missing(
                         f"{self.where} no longer offers {extension.upper()}, which this message needs"
                     )
-            _, refused = _offer(client, envelope)
+            _, refused, restarted = _offer(client, envelope)
             client.putcmd("data")
             code, reply = client.getreply()
             if code != 354:
                 raise smtplib.SMTPDataError(code, reply)
-            # Dot-stuffing as in RFC 5321 4.5.2; the content ends with CRLF so that ".\r\n" ends it.
-            content = re.sub(rb"(?m)^\.", b"..", envelope.data)
-            # One write, content and ".": a "." of its own would wait for the content's ACK (Nagle).
-            wire = (content if content.endswith(b"\r\n") else content + b"\r\n") + b".\r\n"
+            if restarted:  # the server holds the whole message: end the transaction, send nothing
+                wire = b".\r\n"
+            else:
+                # Dot-stuffing as in RFC 5321 4.5.2; the content ends with CRLF so that ".\r\n" ends it.
+                content = re.sub(rb"(?m)^\.", b"..", envelope.data)
+                # One write, content and ".": a "." of its own would wait for the content's ACK (Nagle).
+                wire = (content if content.endswith(b"\r\n") else content + b"\r\n") + b".\r\n"
             if mark is None:
                 client.send(wire)
                 code, reply = client.getreply()
@@ -293,10 +300,13 @@ class SmtpSession:
         except (MailDeliveryError, smtplib.SMTPException, OSError) as exc:
             self._drop()
             _raise_delivery_error(exc, self.where)
+        self.restarted = restarted
         return refused
 
     marked = False
     """Whether the last :meth:`send` committed its mark (False if it was dropped for a slow reply)."""
+    restarted = False
+    """Whether the last :meth:`send` found the message stored already (a CHECKPOINT restart)."""
 
     def _send_marked(self, client: smtplib.SMTP, wire: bytes, mark: DeliveryMark) -> tuple[int, bytes]:
         try:
@@ -396,16 +406,27 @@ def _all_refused(exc: smtplib.SMTPRecipientsRefused) -> MailDeliveryError:
     return MailDeliveryError("all recipients were refused", exc.recipients, smtp_code=worst)
 
 
-def _offer(client: smtplib.SMTP, envelope: Envelope) -> tuple[tuple[str, ...], dict[str, tuple[int, bytes]]]:
-    """MAIL and RCPT for each recipient; returns (accepted, refused).
+def _offer(
+    client: smtplib.SMTP, envelope: Envelope
+) -> tuple[tuple[str, ...], dict[str, tuple[int, bytes]], bool]:
+    """MAIL and RCPT for each recipient; returns (accepted, refused, whether the server holds the
+    whole message already: a CHECKPOINT restart answered ``355`` with its full length).
 
     Raises ``SMTPRecipientsRefused`` if nobody was accepted.
     """
     options = list(envelope.options)
     if envelope.envelope_id is not None and client.has_extn("dsn"):
         options.append(f"ENVID={envelope.envelope_id}")
-    code, reply = client.mail(envelope.sender, options)
-    if code != 250:
+    transid = _transid(envelope, client)
+    code, reply = client.mail(envelope.sender, [*options, f"TRANSID={transid}"] if transid else options)
+    restarted = False
+    if code == 355 and transid is not None:
+        offset = reply.split(b" ", 1)[0]
+        restarted = offset.isdigit() and int(offset) == _stored_length(envelope.data)
+        if not restarted:  # part of it, or a length we did not send: start over, as a new transaction
+            client.rset()
+            code, reply = client.mail(envelope.sender, options)
+    if code not in (250, 355) or (code == 355 and not restarted):
         raise smtplib.SMTPSenderRefused(code, reply, envelope.sender)
     refused: dict[str, tuple[int, bytes]] = {}
     for address in envelope.recipients:
@@ -415,7 +436,28 @@ def _offer(client: smtplib.SMTP, envelope: Envelope) -> tuple[tuple[str, ...], d
     if len(refused) == len(envelope.recipients):
         raise smtplib.SMTPRecipientsRefused(refused)
     accepted = tuple(address for address in envelope.recipients if address not in refused)
-    return accepted, refused
+    return accepted, refused, restarted
+
+
+_TRANSID_PART = re.compile(r"(?:(?![()<>@,;:\\\"/\[\]?=])[!-~])+")
+"""A TRANSID's local or domain part (RFC 1845): ASCII without controls, space and MIME's tspecials."""
+
+
+def _transid(envelope: Envelope, client: smtplib.SMTP) -> str | None:
+    """The envelope's transaction name for a server offering CHECKPOINT: its envelope identifier at
+    our EHLO name (``localhost`` if that name can't be a TRANSID's domain), or None."""
+    if envelope.envelope_id is None or not client.has_extn("checkpoint"):
+        return None
+    if not _TRANSID_PART.fullmatch(envelope.envelope_id):
+        return None
+    domain = client.local_hostname if _TRANSID_PART.fullmatch(client.local_hostname) else "localhost"
+    transid = f"<{envelope.envelope_id}@{domain}>"
+    return transid if len(transid) <= 80 else None
+
+
+def _stored_length(data: bytes) -> int:
+    """How many octets of ``data`` a server stores: the content as sent, ending with CRLF."""
+    return len(data) if data.endswith(b"\r\n") else len(data) + 2
 
 
 def _envelope(msg: EmailMessage) -> tuple[str, list[str]]:

@@ -33,11 +33,16 @@ Witnesses, none of them the Recorder's own account:
 
 Commands and servers run as child processes of a forkserver that has imported the project once,
 so a start costs milliseconds and the trials test crashes rather than import time. The mail sink
-(``hatp-mailsink serve``) is one of them, a process of its own as a real SMTP server is. At the end
-the sink's own view is printed too: every Message-ID a recipient got twice, and how many of those
-copies came with the courier's envelope identifier (ENVID), which tells a resend by its envelope.
+(``hatp-mailsink serve``) is one of them, a process of its own as a real SMTP server is. It offers
+CHECKPOINT (RFC 1845), unless ``--no-checkpoint``: the courier names each notice's transaction
+(TRANSID), and a restart of one whose message the sink stored is answered with the whole message's
+offset, so no second copy is stored. At the end the sink's own view is printed too: the restarts
+it recognised (each a copy it did not store), every Message-ID a recipient got twice, and how many
+of those copies came with the courier's envelope identifier (ENVID), which tells a resend by its
+envelope.
 
-Run: ``.venv/bin/python bench/crash_trials.py [--trials 200] [--seed N]`` (``make bench-crash``).
+Run: ``.venv/bin/python bench/crash_trials.py [--trials 200] [--seed N] [--no-checkpoint]``
+(``make bench-crash``).
 """
 
 from __future__ import annotations
@@ -708,6 +713,14 @@ def _recipient(message: Message) -> str:
 # -- main ---------------------------------------------------------------------------------------
 
 
+def _restarts_recognised(log: Path) -> int:
+    """How many restarts the sink logged answering with the stored message (``hatp-mailsink serve``)."""
+    if not log.exists():
+        return 0
+    lines = log.read_text(errors="replace").splitlines()
+    return sum(": stored already, no second copy" in line for line in lines)
+
+
 def _spans(spans: dict[str, float]) -> str:
     return ", ".join(f"{server} {seconds * 1000:.0f} ms" for server, seconds in sorted(spans.items()))
 
@@ -717,10 +730,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--seed", type=int, default=random.randrange(2**32))
     parser.add_argument("--keep", action="store_true", help="keep the working directory and print it")
+    parser.add_argument(
+        "--no-checkpoint",
+        dest="checkpoint",
+        action="store_false",
+        help="the sink offers no CHECKPOINT, as most SMTP servers: a courier's restart is a second copy",
+    )
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     root = Path(tempfile.mkdtemp(prefix="crash-trials-"))
-    print(f"crash trials: {args.trials} trials, seed {args.seed}, load {os.getloadavg()[0]:.1f}, in {root}")
+    offers = "CHECKPOINT" if args.checkpoint else "no CHECKPOINT"
+    print(
+        f"crash trials: {args.trials} trials, seed {args.seed}, load {os.getloadavg()[0]:.1f}, the sink"
+        f" offering {offers}, in {root}"
+    )
     launcher = Launcher(root)
     totals: Counter[str] = Counter()
     kills: Counter[str] = Counter()
@@ -734,8 +757,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The sink is a process of its own, as a real SMTP server is: in this one its replies would
     # wait for the harness's polling (the GIL), which widens the courier's window.
     sink_port = _free_port()
+    serve = ["serve", "--dir", str(root / "mail"), "--port", str(sink_port)]
     sink = launcher.start(
-        "hatp_journal.servers.mailsink.cli", ["serve", "--dir", str(root / "mail"), "--port", str(sink_port)]
+        "hatp_journal.servers.mailsink.cli", serve + ([] if args.checkpoint else ["--no-checkpoint"])
     )
     while not _accepts(sink_port):
         if not sink.alive():
@@ -806,6 +830,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  the sink's own count (hatp-mailsink resent): {len(resends)} Message-IDs a recipient got more"
         f" than once, {with_envid} of them with one ENVID on every copy"
     )
+    restarts = _restarts_recognised(Path(launcher.log))
+    print(f"  restarts the sink recognised (CHECKPOINT; each a copy it did not store): {restarts}")
     for line in failures:
         print("  " + line)
     if args.keep:

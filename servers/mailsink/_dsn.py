@@ -4,7 +4,9 @@ their syntax. It never sends a delivery report (a sink delivers nothing further)
 ``ENVID`` with the message, so that a resent message is recognisable by its envelope too.
 
 aiosmtpd (1.4.6) refuses every MAIL and RCPT parameter it does not know with ``555``, and upper-cases
-the ones it keeps, so these are taken out of the command, case kept, before aiosmtpd sees it.
+the ones it keeps, so these are taken out of the command, case kept, before aiosmtpd sees it. So is
+the CHECKPOINT extension's ``TRANSID`` (RFC 1845), when the sink offers it (``_checkpoint.py``): its
+syntax is checked here, and the handler's MAIL hook reads it from :data:`PENDING_TRANSID`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import re
 
 from aiosmtpd.smtp import SMTP, Envelope
+
+from ._checkpoint import ehlo_name_usable, transid_problem
 
 ENVID_ATTRIBUTE = "hatp_envelope_id"
 """Where the MAIL command's ENVID is kept on aiosmtpd's envelope (xtext, as it came)."""
@@ -21,6 +25,10 @@ _XTEXT = re.compile(r"(?:[!-*,-<>-~]|\+[0-9A-F]{2})+")
 _NOTIFY = re.compile(r"NEVER|(?:SUCCESS|FAILURE|DELAY)(?:,(?:SUCCESS|FAILURE|DELAY))*", re.IGNORECASE)
 _ORCPT = re.compile(r"[A-Za-z0-9-]+;" + _XTEXT.pattern)
 _MAX_ENVID = 100
+
+PENDING_TRANSID = "hatp_pending_transid"
+"""Where the MAIL command being handled keeps its TRANSID (on the session's SMTP object) for the
+handler's MAIL hook; None when it gave none."""
 
 
 def xtext_decoded(text: str) -> str:
@@ -50,11 +58,21 @@ class DsnSMTP(SMTP):
         if arg is None or self.session is None or not self.session.extended_smtp:
             await super().smtp_MAIL(arg)  # its own syntax error
             return
+        # A sink that does not offer CHECKPOINT leaves TRANSID to aiosmtpd, which refuses it (555).
+        checkpoint = getattr(self.event_handler, "restarts", None) is not None
         try:
-            rest, taken = _split(arg, ("ENVID", "RET"))
+            rest, taken = _split(arg, ("ENVID", "RET", "TRANSID") if checkpoint else ("ENVID", "RET"))
         except ValueError as exc:
             await self.push(f"501 5.5.4 Syntax error in parameters: {exc}")
             return
+        transid = taken.get("TRANSID")
+        if transid is not None:
+            problem = transid_problem(transid)
+            if problem is None and not ehlo_name_usable(self.session.host_name):
+                problem = "TRANSID needs an EHLO name of printable ASCII without spaces (RFC 1845)"
+            if problem is not None:
+                await self.push(f"501 5.5.4 {problem}")
+                return
         envelope_id = taken.get("ENVID")
         if envelope_id is not None and not (
             _XTEXT.fullmatch(envelope_id) and len(xtext_decoded(envelope_id)) <= _MAX_ENVID
@@ -66,7 +84,11 @@ class DsnSMTP(SMTP):
             return
         envelope: Envelope | None = self.envelope
         started = envelope is not None and bool(envelope.mail_from)
-        await super().smtp_MAIL(rest)
+        setattr(self, PENDING_TRANSID, transid)
+        try:
+            await super().smtp_MAIL(rest)
+        finally:
+            setattr(self, PENDING_TRANSID, None)
         if envelope is not None and not started and envelope.mail_from and envelope_id is not None:
             setattr(envelope, ENVID_ATTRIBUTE, envelope_id)
 

@@ -13,6 +13,11 @@ FROM:<…> ENVID=…``, RFC 3461) is kept as a third, first of all, and only the
 
     X-Envelope-Id: ntc_3f9a…
 
+and, for a sender that named its transaction (``TRANSID``, RFC 1845; see ``_checkpoint.py``), the
+TRANSID, the message's length in octets and the sender's EHLO name, before the two envelope headers::
+
+    X-Envelope-Transid: <ntc_3f9a…@courier.acme.com> 1423 courier.acme.com
+
 Two copies of one Message-ID delivered to one recipient are a resend (:func:`resent`): the sender
 lost the ``250`` of the first (RFC 1047) and sent it again.
 """
@@ -35,6 +40,7 @@ from pathlib import Path
 ENVELOPE_FROM = "X-Envelope-From"
 ENVELOPE_TO = "X-Envelope-To"
 ENVELOPE_ID = "X-Envelope-Id"
+ENVELOPE_TRANSID = "X-Envelope-Transid"
 
 _ADDRESS = re.compile(r"<([^<>]*)>")
 # Zero-padded so that sorting keys as strings sorts deliveries by time, then by order within one
@@ -123,9 +129,10 @@ def deliver(
     envelope_to: Sequence[str],
     data: bytes,
     envelope_id: str | None = None,
+    transaction: str | None = None,
 ) -> str:
     """Store one message durably in the Maildir and return its key (``envelope_id``: the sender's
-    ENVID, xtext).
+    ENVID, xtext; ``transaction``: its TRANSID header value, see ``_checkpoint.py``).
 
     Follows the Maildir protocol (write to ``tmp/``, then rename into ``new/``) and fsyncs the file
     and the directory, so a message the sink acknowledged survives a crash of the machine.
@@ -134,7 +141,7 @@ def deliver(
     tmp_path = directory / "tmp" / key
     new_path = directory / "new" / key
     with tmp_path.open("xb") as out:
-        out.write(_envelope_headers(envelope_from, envelope_to, envelope_id))
+        out.write(_envelope_headers(envelope_from, envelope_to, envelope_id, transaction))
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
@@ -160,10 +167,32 @@ def count_messages(directory: Path) -> int:
     return sum(1 for sub in ("new", "cur") for _ in (directory / sub).iterdir())
 
 
-def _envelope_headers(envelope_from: str, envelope_to: Sequence[str], envelope_id: str | None) -> bytes:
+def sink_headers(directory: Path) -> list[dict[str, str]]:
+    """For every message in the Maildir, the trace headers the sink wrote on top of it (name in
+    lower case: value): those before its ``X-Envelope-From``, which it always writes. Reads only the
+    start of each file."""
+    found = []
+    for path in (path for sub in ("new", "cur") for path in (directory / sub).iterdir()):
+        with path.open("rb") as stored:
+            head = stored.read(4096)
+        headers: dict[str, str] = {}
+        for line in head.split(b"\r\n"):
+            name, colon, value = line.decode("utf-8", "replace").partition(":")
+            if not colon or name.lower() == ENVELOPE_FROM.lower():
+                break
+            headers[name.lower()] = value.strip()
+        found.append(headers)
+    return found
+
+
+def _envelope_headers(
+    envelope_from: str, envelope_to: Sequence[str], envelope_id: str | None, transaction: str | None
+) -> bytes:
     # One recipient per folded line keeps each header line short for long recipient lists.
     recipients = ",\r\n ".join(f"<{address}>" for address in envelope_to)
     text = f"{ENVELOPE_FROM}: <{envelope_from}>\r\n{ENVELOPE_TO}: {recipients}\r\n"
+    if transaction is not None:  # before X-Envelope-From, so only the sink's counts
+        text = f"{ENVELOPE_TRANSID}: {transaction}\r\n{text}"
     if envelope_id is not None:  # xtext: printable ASCII, no space; first, so only the sink's counts
         text = f"{ENVELOPE_ID}: {envelope_id}\r\n{text}"
     # SMTPUTF8 allows non-ASCII addresses; RFC 6532 carries them in headers as UTF-8.

@@ -1,6 +1,6 @@
 """``hatp-mailsink``: run the mail sink, and list or show what it received.
 
-    hatp-mailsink serve --dir DIR [--host HOST] [--port N]
+    hatp-mailsink serve --dir DIR [--host HOST] [--port N] [--no-checkpoint]
     hatp-mailsink list  --dir DIR
     hatp-mailsink show  --dir DIR N        (N as numbered by ``list``, from 1)
     hatp-mailsink resent --dir DIR         (each Message-ID a recipient got more than once)
@@ -11,6 +11,7 @@ Usage errors (unknown directory, bad message number) print a message on stderr a
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -33,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "serve":
-            return _serve(args.dir, args.host, args.port)
+            return _serve(args.dir, args.host, args.port, checkpoint=args.checkpoint)
         messages = read_maildir(args.dir)
         if args.command == "list":
             _list(messages)
@@ -56,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--dir", type=Path, required=True, help="Maildir (created if missing)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port (the default)")
+    serve.add_argument(
+        "--no-checkpoint",
+        dest="checkpoint",
+        action="store_false",
+        help="don't offer CHECKPOINT (RFC 1845): a sender's restart of a stored message is a second copy",
+    )
     listing = commands.add_parser("list", help="one line per stored message")
     listing.add_argument("--dir", type=Path, required=True)
     show = commands.add_parser("show", help="print one stored message")
@@ -68,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve(directory: Path, host: str, port: int) -> int:
+def _serve(directory: Path, host: str, port: int, *, checkpoint: bool) -> int:
     stop = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -76,9 +83,12 @@ def _serve(directory: Path, host: str, port: int) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    from ._server import MailSink
+    from ._server import MailSink, log
 
-    sink = MailSink(directory, host=host, port=port)
+    # A server's log: one line per restart recognised (the names in it are checked printable ASCII).
+    log.addHandler(logging.StreamHandler(sys.stdout))
+    log.setLevel(logging.INFO)
+    sink = MailSink(directory, host=host, port=port, checkpoint=checkpoint)
     try:
         sink.start()
     except OSError as exc:

@@ -171,29 +171,59 @@ def test_a_dead_couriers_lease_is_taken_over_and_its_notices_delivered(engine, m
     assert [str(m.message["Message-ID"]) for m in mail_sink.wait_for(1)] == [staged.message_id]
 
 
-def test_a_courier_killed_between_the_250_and_its_mark_is_the_one_resend_with_the_same_message_id(
-    engine, mail_sink, tmp_path
-):
+def killed_between_the_250_and_its_mark(
+    engine: Engine, sink: MailSink, store: Path
+) -> tuple[Staged, int, list[str]]:
+    """Stage a notice, run a courier that dies right after reading the notice's 250 (before its
+    mark), then let the next pass deliver: (the notice, the courier's exit code, what was flushed)."""
     _, staged = staged_in_a_transaction(
-        engine, Outbox(engine, mail_sink.host, mail_sink.port), "Cancelled: Kickoff", commit=True
+        engine, Outbox(engine, sink.host, sink.port), "Cancelled: Kickoff", commit=True
     )
     env = {**os.environ, "HATP_JOURNAL_TESTING": "1", "HATP_JOURNAL_CRASH_AT": "courier:delivered"}
-    courier = [sys.executable, "-m", "hatp_journal.servers.courier", "--store", str(tmp_path / "server.db")]
-    courier += ["--smtp-host", mail_sink.host, "--smtp-port", str(mail_sink.port)]
+    courier = [sys.executable, "-m", "hatp_journal.servers.courier", "--store", str(store)]
+    courier += ["--smtp-host", sink.host, "--smtp-port", str(sink.port)]
     killed = subprocess.run(courier, env=env, check=False, timeout=120)
+    flushed = Outbox(engine, sink.host, sink.port).flush()  # takes the dead one's lease
+    return staged, killed.returncode, flushed
 
-    flushed = Outbox(engine, mail_sink.host, mail_sink.port).flush()  # takes the dead one's lease
 
-    delivered = mail_sink.wait_for(2)
+def test_a_courier_killed_between_the_250_and_its_mark_restarts_the_transaction_and_no_second_copy_is_stored(
+    engine, mail_sink, tmp_path
+):
+    staged, returncode, flushed = killed_between_the_250_and_its_mark(
+        engine, mail_sink, tmp_path / "server.db"
+    )
+
+    delivered = mail_sink.wait_for(1)
+    sent = row(engine, staged.id)
+    assert returncode == -signal.SIGKILL
+    assert flushed == [staged.id]
+    # The sink offers CHECKPOINT: the next courier named the same transaction (TRANSID), the sink
+    # answered that it holds the whole message, and the courier sent only the final ".".
+    assert [(m.message_id, m.envelope_id) for m in delivered] == [(staged.message_id, staged.id)]
+    assert resent(delivered) == []
+    assert sent is not None
+    assert (sent.state, sent.attempts) == ("sent", 2)  # the killed courier's send is counted too
+
+
+def test_without_checkpoint_a_courier_killed_before_its_mark_is_the_one_resend_with_the_same_message_id(
+    engine, tmp_path
+):
+    with MailSink(tmp_path / "maildir", checkpoint=False) as sink:
+        staged, returncode, flushed = killed_between_the_250_and_its_mark(
+            engine, sink, tmp_path / "server.db"
+        )
+        delivered = sink.wait_for(2)
+
     copies = Counter((str(m.message["Message-ID"]), m.envelope_id) for m in delivered)
     sent = row(engine, staged.id)
-    assert killed.returncode == -signal.SIGKILL
+    assert returncode == -signal.SIGKILL
     assert flushed == [staged.id]
     # A receiver can tell the copy: the same Message-ID, and the same ENVID (the sink offers DSN).
     assert copies == {(staged.message_id, staged.id): 2}
     assert [(r.message_id, r.numbers) for r in resent(delivered)] == [(staged.message_id, (1, 2))]
     assert sent is not None
-    assert (sent.state, sent.attempts) == ("sent", 2)  # the killed courier's send is counted too
+    assert (sent.state, sent.attempts) == ("sent", 2)
 
 
 def test_a_courier_whose_server_is_gone_delivers_what_waits_then_exits_and_gives_the_lease_back(
