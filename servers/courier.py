@@ -12,7 +12,9 @@ crash. The courier's own window runs from its final ``.`` (the server stores the
 answers ``250``) to its ``sent`` mark, which is staged in an open transaction before the content
 goes out and committed as the first thing after the ``250`` (crash points ``courier:delivered``,
 the 250 read and the mark not committed, and ``courier:marked``). Every attempt at a notice sends
-the same bytes (the same Message-ID) and, to a server that offers DSN, the notice id as ``ENVID``.
+the same bytes (the same Message-ID), to a server that offers DSN the notice id as ``ENVID``, and
+to one that offers CHECKPOINT (RFC 1845) the notice's transaction as ``TRANSID``, so that the next
+courier's attempt after a kill in the window is a restart the server answers without a second copy.
 """
 
 from __future__ import annotations

@@ -14,16 +14,21 @@ after the server's ``250``. What that gives, crash by crash:
 - killed after its commit, at any point: the row is ``prepared`` and the courier (a process of its
   own, which the server's kill leaves alone, or the next one started) delivers it once;
 - the courier killed between its final ``.`` and its ``sent`` mark: the one window where a notice
-  can be sent twice, with the same Message-ID (and, for iTIP, the same bytes and SEQUENCE, which a
-  calendar applies once) and, to a server that offers DSN, the same envelope identifier (``ENVID``,
-  the notice id), so a receiver can collapse the copies. No sender can close it (the
-  duplicate-message problem of RFC 1047: SMTP can't ask whether a message whose answer was lost
-  arrived); marking before the ``.`` instead loses the messages a server drops when its sender
-  vanishes. It lasts from the final ``.`` through the server's storing and its ``250`` to one
-  commit: the mark is staged in an open transaction before the message goes out and committed
-  (no fsync) the moment the ``250`` is read, so nothing, not even the store's write lock, is
-  waited for in between (:class:`~hatp_journal.servers.courier.SentMark`). What remains is the
-  receiving server's time to store the message and answer; ``bench/courier_window.py`` times it.
+  can be sent again. Against a server that offers CHECKPOINT (RFC 1845; ``hatp-mailsink`` does,
+  few others) the courier names each notice's transaction (``TRANSID=<notice-id@its-EHLO-name>``),
+  the same on every attempt, so the next courier's attempt is a restart: the server answers it
+  holds the whole message, the courier sends only the final ``.``, and no second copy is stored.
+  Against any other server the notice is sent again, with the same Message-ID (and, for iTIP, the
+  same bytes and SEQUENCE, which a calendar applies once) and, to a server that offers DSN, the same
+  envelope identifier (``ENVID``, the notice id), so a receiver can collapse the copies: plain SMTP
+  can't ask whether a message whose answer was lost arrived (the duplicate-message problem of RFC
+  1047), and marking before the ``.`` instead loses the messages a server drops when its sender
+  vanishes. The window lasts from the final ``.`` through the server's storing and its ``250`` to
+  one commit: the mark is staged in an open transaction before the message goes out and committed
+  (no fsync) the moment the ``250`` is read, so nothing, not even the store's write lock, is waited
+  for in between (:class:`~hatp_journal.servers.courier.SentMark`). What remains is the receiving
+  server's time to store the message and answer; ``bench/courier_window.py`` times it, and
+  ``bench/courier_kills.py`` counts copies with and without CHECKPOINT.
 
 Who delivers (``courier``): ``"process"`` (what ``serve`` uses) starts a courier process of its own
 session after a commit and whenever ``prepared`` rows wait with no live courier, and the call

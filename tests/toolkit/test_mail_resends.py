@@ -15,6 +15,7 @@ from aiosmtpd.smtp import Envelope as AiosmtpdEnvelope
 from support.flaky_smtp import flaky_smtp
 
 from hatp_journal._shared.mail import Envelope, MailDeliveryError, SmtpSession, envelope_id_allowed, probe
+from hatp_journal.servers.mailsink._dsn import PENDING_TRANSID, DsnSMTP
 from hatp_journal.servers.mailsink.pytest_fixtures import mail_sink
 
 __all__ = ["mail_sink"]
@@ -167,3 +168,88 @@ def test_a_connection_lost_before_the_final_reply_abandons_the_mark_and_may_be_t
 
     assert mark.calls == ["prepare", "abandon"]
     assert (lost.value.temporary, session.marked) == (True, False)
+
+
+def test_to_a_server_offering_checkpoint_a_second_send_of_one_envelope_is_a_restart_and_stores_one_copy(
+    mail_sink,
+) -> None:
+    envelope = _with_id(probe(_message(), mail_sink.host, mail_sink.port)[0], "ntc_1")
+    session = SmtpSession(mail_sink.host, mail_sink.port)
+    try:
+        session.send(envelope)
+        first = session.restarted
+        mark = _RecordingMark()
+        session.send(envelope, mark)  # as the next courier would, after a kill before its mark
+    finally:
+        session.close()
+
+    assert (first, session.restarted) == (False, True)
+    assert (mark.calls, session.marked) == (["prepare", "commit"], True)  # the restart's 250 marks it
+    assert [m.message_id for m in mail_sink.messages()] == ["<ntc_1@acme.com>"]
+
+
+class _HoldsPartOfIt:
+    """Offers CHECKPOINT and claims to hold the first 10 octets of any transaction named to it."""
+
+    def __init__(self) -> None:
+        self.restarts = True  # the sink's SMTP session then takes TRANSID out of MAIL
+        self.mails: list[str | None] = []
+        self.stored: list[bytes] = []
+
+    async def handle_EHLO(
+        self, server: SMTP, session: Session, envelope: AiosmtpdEnvelope, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        return [*responses[:-1], "250-DSN", "250-CHECKPOINT", responses[-1]]
+
+    async def handle_MAIL(
+        self, server: SMTP, session: Session, envelope: AiosmtpdEnvelope, address: str, options: list[str]
+    ) -> str:
+        transid = getattr(server, PENDING_TRANSID)
+        self.mails.append(transid)
+        envelope.mail_from = address
+        return "355 10 is the transaction offset" if transid else "250 OK"
+
+    async def handle_DATA(self, server: SMTP, session: Session, envelope: AiosmtpdEnvelope) -> str:
+        self.stored.append(envelope.original_content or b"")
+        return "250 OK"
+
+
+class _SinkSession(_AnyPort):
+    def factory(self) -> SMTP:
+        return DsnSMTP(self.handler)
+
+
+def test_a_355_for_part_of_a_message_starts_a_new_transaction_that_sends_all_of_it() -> None:
+    handler = _HoldsPartOfIt()
+    controller = _SinkSession(handler, hostname="127.0.0.1", port=0)
+    controller.start()
+    try:
+        envelope = _with_id(probe(_message(), "127.0.0.1", int(controller.port))[0], "ntc_1")
+        handler.mails.clear()  # the probe's MAIL
+        session = SmtpSession("127.0.0.1", int(controller.port))
+        try:
+            session.send(envelope)
+        finally:
+            session.close()
+    finally:
+        controller.stop()
+
+    assert str(handler.mails[0]).startswith("<ntc_1@")
+    assert handler.mails[1:] == [None]  # after RSET, MAIL again without the TRANSID
+    assert handler.stored == [envelope.data]
+    assert not session.restarted
+
+
+def test_an_envelope_id_that_cannot_name_a_transaction_goes_without_a_transid(mail_sink) -> None:
+    # "@" is fine in an ENVID (xtext) but not in a TRANSID's local part (RFC 1845).
+    envelope = _with_id(probe(_message(), mail_sink.host, mail_sink.port)[0], "ntc@1")
+    session = SmtpSession(mail_sink.host, mail_sink.port)
+    try:
+        session.send(envelope)
+        session.send(envelope)
+    finally:
+        session.close()
+
+    assert [m.envelope_id for m in mail_sink.wait_for(2)] == ["ntc@1", "ntc@1"]
+    assert not session.restarted
