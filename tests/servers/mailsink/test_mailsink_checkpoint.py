@@ -156,3 +156,12 @@ def test_a_sink_without_checkpoint_offers_none_and_refuses_a_transid(tmp_path: P
 
     assert not offered
     assert code == 555
+
+
+def test_a_transid_from_a_client_whose_ehlo_name_has_a_space_is_refused_with_501(mail_sink):
+    with _client(mail_sink, "courier acme") as client:
+        code, reply = client.mail(SENDER, ["TRANSID=<ntc_1@courier.acme.com>"])
+
+    assert (code, reply.split()[0]) == (501, b"5.5.4")
+    assert b"EHLO name" in reply
+    assert mail_sink.messages() == []
