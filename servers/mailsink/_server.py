@@ -102,12 +102,13 @@ class _Handler:
 
     def _store(self, envelope: Envelope, data: bytes, transaction: Transaction | None) -> bool:
         """Store the message unless its transaction's message is stored already; True if stored."""
-        if transaction is not None and self.restarts is not None:
-            while (storing := self.restarts.claim(transaction)) is not None:
+        restarts = self.restarts if transaction is not None else None  # a transaction is claimed
+        if restarts is not None and transaction is not None:
+            while (storing := restarts.claim(transaction)) is not None:
                 storing.wait()
-                if self.restarts.stored_length(transaction) is not None:
+                if restarts.stored_length(transaction) is not None:
                     return False
-        header = transaction.header_value(len(data)) if transaction is not None else None
+        stored: int | None = None
         try:
             deliver(
                 self._directory,
@@ -115,14 +116,12 @@ class _Handler:
                 list(envelope.rcpt_tos),
                 data,
                 getattr(envelope, ENVID_ATTRIBUTE, None),
-                header,
+                transaction.header_value(len(data)) if transaction is not None else None,
             )
-        except BaseException:
-            if transaction is not None and self.restarts is not None:
-                self.restarts.finish(transaction, None)
-            raise
-        if transaction is not None and self.restarts is not None:
-            self.restarts.finish(transaction, len(data))
+            stored = len(data)
+        finally:
+            if restarts is not None and transaction is not None:
+                restarts.finish(transaction, stored)
         return True
 
 
