@@ -217,7 +217,7 @@ class Deliverer:
                 tuple(row.recipients()),
                 row.data,
                 tuple(json.loads(row.options_json)),
-                envelope_id=row.id,  # the same on every attempt: a DSN server can tell a resend
+                envelope_id=row.id,  # the same on every attempt: ENVID and TRANSID tell a resend
             )
             # Counted before the send: a courier killed after the 250 and before its mark leaves
             # the attempt counted, so a notice sent twice shows two attempts, not one.
