@@ -338,9 +338,6 @@ class UnknownToolsRefused(Middleware):
     ) -> PromptResult:
         try:
             return await call_next(context)
-        except NotFoundError:
-            name = context.message.name
-            if await self.recorder.mcp.get_prompt(name) is not None:
-                raise  # a published prompt's own failure: journaled as its call (prompt_policy.py)
-            asked = Asked.prompt(name, context.message.arguments)
+        except NotFoundError:  # only for a name nothing publishes: a server's own error is an MCPError
+            asked = Asked.prompt(context.message.name, context.message.arguments)
             raise await refuse_unknown(self.recorder, asked) from None

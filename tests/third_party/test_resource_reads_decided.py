@@ -592,3 +592,31 @@ def test_an_unknown_prompt_or_uri_is_journaled_not_logged_as_a_failure_with_a_tr
 
     assert codes == ["UNKNOWN_PROMPT", "UNKNOWN_RESOURCE"]
     assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+
+
+def test_a_listed_prompt_its_server_no_longer_offers_is_journaled_as_its_failed_get_not_as_unknown(
+    tmp_path: Path,
+) -> None:
+    reads: list[str] = []
+    plain = plain_server(reads)
+    org = HostOrg.make(
+        tmp_path,
+        {"plain": ServerConfig(command="in-memory")},
+        {"autonomy": LETS_UNKNOWN_THROUGH},
+        embedded={"plain": plain},
+    )
+
+    async def story() -> tuple[MCPError, str | None]:
+        async with AsyncExitStack() as stack:
+            recorder, agent = await org.session(stack)
+            plain.disable(names={"welcome"}, components={"prompt"})  # listed to the Recorder, gone now
+            with pytest.raises(MCPError) as failed:
+                await agent.get_prompt("plain_welcome", {"name": "Ada"})
+            return failed.value, recorder.run_id
+
+    error, run = anyio.run(story)
+    [entry] = [e for e in org.store.entries(run) if e.body.get("tool") == "prompts/get"]
+
+    assert (entry.kind, entry.body["server"], entry.body["outcome"]["status"]) == ("call", "plain", "error")
+    assert (error.data or {}).get("code") != "UNKNOWN_PROMPT"
+    assert reads == []
