@@ -297,10 +297,14 @@ def test_the_machines_failing_sequence_skips_every_earlier_step_on_the_graph_and
 ) -> None:
     told = world["machine"]
     lines = {line["entry"]: line for line in told["reversal"].body["steps"]}
-    create_cy = told["calls"][-1]
+    relate_ada, create_bo, create_cy = told["calls"][4], told["calls"][6], told["calls"][-1]
 
     assert [entry for entry, line in lines.items() if line["status"] == "conflicted"] == [create_cy]
     assert all(line["status"] == "skipped" for entry, line in lines.items() if entry != create_cy)
+    # step 8 followed step 5 on the graph through step 7, which the earlier undo undid
+    assert lines[create_bo]["reason"] == "already undone"
+    assert lines[relate_ada]["reason"] == f"relied on by {create_cy}"
+    assert [(b["entry"], b["keptFor"]) for b in told["plan"]["blocked"]][0] == (relate_ada, [create_cy])
 
 
 def test_a_colleagues_edit_of_the_graph_after_an_earlier_undo_still_reads_conflicted(
