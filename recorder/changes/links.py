@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -221,6 +222,28 @@ def dependents(entries: Iterable[Entry]) -> dict[str, set[str]]:
         for on in ons:
             found.setdefault(on, set()).add(call)
     return found
+
+
+def kept_for(
+    entry: str, relied_on_by: Mapping[str, set[str]], staying: AbstractSet[str], undone: AbstractSet[str]
+) -> list[str]:
+    """The staying calls (not undone by this undo) that rely on ``entry``, in run order: directly, or
+    through calls already undone by an earlier undo. An undone call left its resource as it found it,
+    so a call that followed it on that resource follows ``entry``: while it stays, ``entry`` can't be
+    undone either (the resource is not as ``entry`` left it)."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    frontier = list(relied_on_by.get(entry, ()))
+    while frontier:
+        later = frontier.pop()
+        if later in seen:
+            continue
+        seen.add(later)
+        if later in staying:
+            found.add(later)
+        elif later in undone:
+            frontier.extend(relied_on_by.get(later, ()))
+    return sorted(found, key=lambda e: int(e[1:]))
 
 
 def inferred(entries: Iterable[Entry]) -> list[Link]:

@@ -1,6 +1,6 @@
 """What the Recorder passes through besides tool calls: resources, resource templates and prompts
 as each server published them, each read and get decided by the policy and journaled
-(:mod:`.prompt_policy`), and unknown tool names and resource URIs journaled as refused.
+(:mod:`.prompt_policy`), and unknown tool names, resource URIs and prompt names journaled as refused.
 
 Resources keep their URIs (they name things in the server's world); prompts are renamed
 ``{server}_{prompt}`` like tools, so two servers' prompts cannot collide. Everything else the
@@ -28,7 +28,6 @@ from mcp import types as mcp_types
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
-    INVALID_PARAMS,
     LOG_LEVEL_META_KEY,
     METHOD_NOT_FOUND,
     LoggingLevel,
@@ -37,9 +36,8 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import PrivateAttr
 
-from hatp_journal.recorder.gateway.arguments import check_arguments
-from hatp_journal.recorder.gateway.prompt_policy import READ_TOOL, Asked, decided
-from hatp_journal.recorder.record.written_bodies import RefusedRecord
+from hatp_journal.recorder.gateway.prompt_policy import Asked, decided
+from hatp_journal.recorder.gateway.unknown_asks import refuse_unknown
 
 if TYPE_CHECKING:
     from fastmcp import Client, Context
@@ -305,7 +303,8 @@ class ForwardPrompt(ProxyPrompt):
 
 class UnknownToolsRefused(Middleware):
     """A call of a tool the Recorder does not publish (a typo, a binding tool) is journaled as refused,
-    and so is a read of a URI no server listed and no template of a server matches."""
+    and so are a read of a URI no server listed and no template of a server matches, and a get of a
+    prompt no server offers (:mod:`.unknown_asks`)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
@@ -330,30 +329,15 @@ class UnknownToolsRefused(Middleware):
         try:
             return await call_next(context)
         except NotFoundError:  # fastmcp's path screening of templated reads included
-            uri = str(context.message.uri)
-            entry = await refuse_unknown_resource(self.recorder, uri)
-            said = f"{UNKNOWN_RESOURCE}: no server of the Recorder lists {uri!r} or a template matching it"
-            data = {"uri": uri, "code": UNKNOWN_RESOURCE, "entry": entry}
-            raise MCPError(INVALID_PARAMS, said, data) from None
+            raise await refuse_unknown(self.recorder, Asked.read(str(context.message.uri))) from None
 
-
-UNKNOWN_RESOURCE = "UNKNOWN_RESOURCE"
-
-
-async def refuse_unknown_resource(recorder: Recorder, uri: str) -> str:
-    """Journal a read of ``uri``, which nothing the Recorder publishes serves, as refused; the entry's id."""
-    section = recorder.config.recorder
-    arguments = {"uri": uri}
-    checked = check_arguments(arguments, section.max_arguments_bytes)
-    kept = {"arguments": arguments, "argumentsDigest": checked.digest}
-    body = RefusedRecord.model_validate(
-        {
-            "agent": section.agent,
-            "principal": section.principal,
-            "tool": READ_TOOL,
-            "code": UNKNOWN_RESOURCE,
-            **(kept if checked.refusal is None else checked.refusal.kept),
-        }
-    )
-    entry = await recorder.store.append_async(recorder.own_run(), "refused", body.wire())
-    return entry.id
+    async def on_get_prompt(
+        self,
+        context: MiddlewareContext[mcp_types.GetPromptRequestParams],
+        call_next: CallNext[mcp_types.GetPromptRequestParams, PromptResult],
+    ) -> PromptResult:
+        try:
+            return await call_next(context)
+        except NotFoundError:  # only for a name nothing publishes: a server's own error is an MCPError
+            asked = Asked.prompt(context.message.name, context.message.arguments)
+            raise await refuse_unknown(self.recorder, asked) from None

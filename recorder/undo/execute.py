@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hatp_journal._shared.clock import wire_time
-from hatp_journal.recorder.changes.links import dependents
+from hatp_journal.recorder.changes.links import dependents, kept_for
 from hatp_journal.recorder.changes.plan import ReversalPlan
 from hatp_journal.recorder.changes.steps import Chains, Step, steps_of
 from hatp_journal.recorder.record import Entry, RunStore
@@ -145,6 +145,7 @@ async def _run(
     steps = {s.id: s for s in steps_of(list(entries))}
     relied_on_by = dependents(entries)
     conflicts = {c.entry: c for c in plan.conflicts}
+    undone = {a.entry for a in plan.already_reversed}  # by an earlier undo: what followed them follows on
     staying: set[str] = set()
     left: dict[str, str] = {}  # resource → the version the latest compensation left
     results: list[StepResult] = []
@@ -175,7 +176,7 @@ async def _run(
             )
             staying.add(entry_id)
             continue
-        keepers = sorted(relied_on_by.get(entry_id, set()) & staying, key=lambda e: int(e[1:]))
+        keepers = kept_for(entry_id, relied_on_by, staying, undone)
         if keepers:
             results.append(StepResult(*base, status="skipped", reason="relied on by " + ", ".join(keepers)))
             staying.add(entry_id)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal._shared.clock import parse_wire_time
-from hatp_journal.recorder.changes.links import dependents
+from hatp_journal.recorder.changes.links import dependents, kept_for
 from hatp_journal.recorder.changes.plan import (
     AlreadyReversed,
     Blocked,
@@ -384,11 +384,13 @@ def _left_as_the_run_left_it(
 
 
 def _block(plan: Sections, relied_on_by: dict[str, set[str]]) -> None:
-    """Keep every step that a staying step relied on (newest first, so it carries backwards)."""
+    """Keep every step that a staying step relied on (newest first, so it carries backwards), also
+    through a step an earlier undo undid (:func:`kept_for`)."""
     staying = {i.entry for i in [*plan.conflicts, *plan.not_reversible, *plan.unresolved, *plan.expired]}
+    undone = {a.entry for a in plan.already_reversed}
     kept: set[str] = set()
     for step in plan.steps:  # newest first
-        keepers = sorted(relied_on_by.get(step.entry, set()) & staying, key=lambda e: int(e[1:]))
+        keepers = kept_for(step.entry, relied_on_by, staying, undone)
         if keepers:
             staying.add(step.entry)
             kept.add(step.entry)

@@ -53,6 +53,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             await run_of("own", lambda c, s, r: agents_own_relation(org, memory, c, s, r))
             await run_of("since", lambda c, s, r: colleagues_relation_since(org, memory, c, s, r))
             await run_of("machine", lambda c, s, r: the_machines_failing_sequence(org, memory, c, s, r))
+            await run_of(
+                "behind", lambda c, s, r: a_cascade_conflict_after_an_earlier_undo(org, memory, c, s, r)
+            )
+            await run_of(
+                "edited", lambda c, s, r: a_colleagues_edit_after_an_earlier_undo(org, memory, c, s, r)
+            )
 
     anyio.run(stories)
     return told
@@ -124,6 +130,47 @@ async def the_machines_failing_sequence(org: HostOrg, memory: Path, call: Any, s
         "reversal": reversal,
         "after": read_graph(memory),
     }
+
+
+async def a_cascade_conflict_after_an_earlier_undo(
+    org: HostOrg, memory: Path, call: Any, servers: Any, rec: Any
+) -> Any:
+    """The colleague has related Cy to her Ada while no Cy exists. The agent creates Bo (step 1) and
+    Eve (step 2), and step 2 is undone; the agent then creates Cy (step 3). Everything from step 1 is
+    undone: step 3 stays (its cascade), and Bo's create, which step 3 followed on the graph (through
+    the undone step 2), can't be undone either: nobody else changed the graph since it."""
+    write_graph(memory, {"entities": [entity("Ada")], "relations": [CY_KNEW_ADA]})
+    await call("create_entities", {"entities": [entity("Bo")]})
+    await call("create_entities", {"entities": [entity("Eve")]})
+    run = rec.run_id
+    await org.undo(servers, run, UndoRequest(from_step=2))
+    await call("create_entities", {"entities": [entity("Cy")]})
+    before = read_graph(memory)
+    plan, reversal = await org.undo(servers, run, UndoRequest(from_step=1))
+    lines = {line["entry"]: line for line in reversal.body["steps"]} if reversal is not None else {}
+    return {
+        "calls": calls(org, run),
+        "plan": plan,
+        "lines": lines,
+        "before": before,
+        "after": read_graph(memory),
+    }
+
+
+async def a_colleagues_edit_after_an_earlier_undo(
+    org: HostOrg, memory: Path, call: Any, servers: Any, rec: Any
+) -> Any:
+    """As above, but the colleague adds her Zed to the graph instead and the agent creates nothing
+    more: Bo's create has nothing later that stays, and the graph changed since it."""
+    write_graph(memory, {"entities": [entity("Ada")], "relations": []})
+    await call("create_entities", {"entities": [entity("Bo")]})
+    await call("create_entities", {"entities": [entity("Eve")]})
+    run = rec.run_id
+    await org.undo(servers, run, UndoRequest(from_step=2))
+    write_graph(memory, {"entities": [entity("Ada"), entity("Bo"), entity("Zed")], "relations": []})
+    plan, reversal = await org.undo(servers, run, UndoRequest(from_step=1))
+    lines = {line["entry"]: line for line in reversal.body["steps"]} if reversal is not None else {}
+    return {"calls": calls(org, run), "plan": plan, "lines": lines, "after": read_graph(memory)}
 
 
 def cascade_message(path: str, relation: dict[str, str]) -> str:
@@ -223,3 +270,52 @@ def test_an_overridden_undo_does_not_delete_a_relation_a_colleague_made_to_the_e
     assert line["reason"].startswith(cascade_message("/relations/0", told["relation"]))
     assert line["receipt"]["operation"] == "compensate"
     assert told["after"] == {"entities": [entity("Ada"), entity("Cy")], "relations": [told["relation"]]}
+
+
+def test_a_step_before_a_cascade_conflict_reads_skipped_naming_the_step_that_stays_not_conflicted(
+    world: dict[str, Any],
+) -> None:
+    told = world["behind"]
+    create_bo, create_eve, create_cy = told["calls"]
+    plan, lines = told["plan"], told["lines"]
+
+    # the plan the approver reads says so before anything runs
+    assert [c["entry"] for c in plan["conflicts"]] == [create_cy]
+    assert [(b["entry"], b["keptFor"]) for b in plan["blocked"]] == [(create_bo, [create_cy])]
+    assert plan["steps"] == []
+    assert (lines[create_cy]["status"], lines[create_eve]["status"]) == ("conflicted", "skipped")
+    assert lines[create_eve]["reason"] == "already undone"
+    assert (lines[create_bo]["status"], lines[create_bo]["reason"]) == (
+        "skipped",
+        f"relied on by {create_cy}",
+    )
+    assert told["after"] == told["before"]
+
+
+def test_the_machines_failing_sequence_skips_every_earlier_step_on_the_graph_and_conflicts_none(
+    world: dict[str, Any],
+) -> None:
+    told = world["machine"]
+    lines = {line["entry"]: line for line in told["reversal"].body["steps"]}
+    relate_ada, create_bo, create_cy = told["calls"][4], told["calls"][6], told["calls"][-1]
+
+    assert [entry for entry, line in lines.items() if line["status"] == "conflicted"] == [create_cy]
+    assert all(line["status"] == "skipped" for entry, line in lines.items() if entry != create_cy)
+    # step 8 followed step 5 on the graph through step 7, which the earlier undo undid
+    assert lines[create_bo]["reason"] == "already undone"
+    assert lines[relate_ada]["reason"] == f"relied on by {create_cy}"
+    assert (relate_ada, [create_cy]) in [(b["entry"], b["keptFor"]) for b in told["plan"]["blocked"]]
+
+
+def test_a_colleagues_edit_of_the_graph_after_an_earlier_undo_still_reads_conflicted(
+    world: dict[str, Any],
+) -> None:
+    told = world["edited"]
+    create_bo, create_eve = told["calls"]
+    lines = told["lines"]
+
+    assert [c["entry"] for c in told["plan"]["conflicts"]] == [create_bo]
+    assert lines[create_eve]["status"] == "skipped"
+    assert lines[create_bo]["status"] == "conflicted"
+    assert "changed since the call" in lines[create_bo]["reason"]
+    assert told["after"] == {"entities": [entity("Ada"), entity("Bo"), entity("Zed")], "relations": []}

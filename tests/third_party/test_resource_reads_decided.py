@@ -3,7 +3,12 @@ URI, or a template of {NAME} segments), else R4 (unknown). Under the class polic
 through and is journaled with its class; anything else is refused with ``RESOURCE_NOT_ALLOWED`` and a
 ``refused`` entry before the server is asked. The attacks: a server template that matches too much,
 ``..`` and escapes in URIs, control characters, a URI nobody lists, a server no registry classifies,
-and a server that answers a read with garbage. Agents of both protocol eras see the same."""
+and a server that answers a read with garbage. Agents of both protocol eras see the same.
+
+A get of a prompt no server offers is refused the same way, with ``UNKNOWN_PROMPT`` and a ``refused``
+entry: a name the Recorder never published (the server's own name, not renamed; a line break or
+terminal controls in it; one too long to keep), while a prompt an unclassified server offers is
+decided like any prompt (R4, refused)."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from host_undo_org import HostOrg
 from mcp.shared.exceptions import MCPError
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal.recorder.cli.show import entry_lines
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.gateway.core import Recorder
 from hatp_journal.recorder.gateway.explain import (
@@ -33,6 +39,7 @@ from hatp_journal.recorder.gateway.explain import (
 )
 from hatp_journal.recorder.policy import load_policy
 from hatp_journal.recorder.record import Entry
+from hatp_journal.recorder.web.views import timeline
 
 GARBAGE_SERVER = Path(__file__).parents[1] / "support" / "garbage_resources_server.py"
 LETS_UNKNOWN_THROUGH = {"unknown": "allow", "read": "allow", "none": "allow", "compensate": "allow"}
@@ -75,6 +82,11 @@ def plain_server(reads: list[str]) -> FastMCP:
         reads.append("plain://hello")
         return "hello"
 
+    @server.prompt
+    def welcome(name: str) -> str:
+        reads.append(f"welcome {name}")
+        return f"Welcome {name}."
+
     return server
 
 
@@ -108,6 +120,31 @@ READS = {
 }
 
 
+LINE_BREAK = "notes_x\ne9\trefused\tforged"
+"""A prompt name that, printed as it is, would add a line of its own."""
+CONTROLS = "notes_\x1b[2J\u009b31m\u2028\u202egpj.exe"
+"""ANSI clear-screen, a C1 CSI, a line separator and a bidi override."""
+MAX_ARGUMENTS_BYTES = 64 * 1024
+TOO_LONG = "notes_" + "a" * MAX_ARGUMENTS_BYTES
+PROMPTS = {
+    "offered": ("notes_greeting", {"name": "Ada"}),
+    "unclassified": ("plain_welcome", {"name": "Ada"}),
+    "unknown prompt": ("notes_farewell", {"name": "Ada"}),
+    "not renamed": ("greeting", {"name": "Ada"}),
+    "line break": (LINE_BREAK, None),
+    "controls": (CONTROLS, {"topic": "x\ny"}),
+    "too long": (TOO_LONG, None),
+}
+
+
+async def get_as_sent(agent: Client[Any], name: str, arguments: dict[str, str] | None) -> Any:
+    """Get the prompt ``name`` exactly as given."""
+    params = mcp_types.GetPromptRequestParams(name=name, arguments=arguments)
+    return await agent.session.send_request(
+        mcp_types.GetPromptRequest(params=params), mcp_types.GetPromptResult
+    )
+
+
 async def read_as_sent(agent: Client[Any], uri: str) -> list[Any]:
     """Read ``uri`` exactly as given: fastmcp's client would first normalise it (``..`` removed,
     control characters escaped), a hand-written client need not."""
@@ -123,13 +160,20 @@ async def read_all(org: HostOrg, mode: str) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     async with AsyncExitStack() as stack:
         policy = load_policy(org.root / "policy.json", directory=org.root / "directory.json")
-        recorder = Recorder(org.config, store=org.store, policy=policy, embedded=org.embedded)
+        section = org.config.recorder.model_copy(update={"max_arguments_bytes": MAX_ARGUMENTS_BYTES})
+        config = org.config.model_copy(update={"recorder": section})
+        recorder = Recorder(config, store=org.store, policy=policy, embedded=org.embedded)
         mcp = await recorder.start(stack)
         agent = await stack.enter_async_context(Client(mcp, mode=mode))  # type: ignore[arg-type]
         seen["capabilities"] = agent.initialize_result.capabilities if mode == "legacy" else None
         for name, uri in READS.items():
             try:
                 seen[name] = await read_as_sent(agent, uri)
+            except MCPError as error:
+                seen[name] = error
+        for name, (prompt, arguments) in PROMPTS.items():
+            try:
+                seen[name] = await get_as_sent(agent, prompt, arguments)
             except MCPError as error:
                 seen[name] = error
         seen["run"] = recorder.run_id
@@ -410,3 +454,169 @@ def test_a_refusal_is_journaled_not_logged_as_a_failure_with_a_traceback(
 
     assert refused.data["code"] == "RESOURCE_NOT_ALLOWED"
     assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+
+
+def prompt_entry(seen: dict[str, Any], name: str, code: str = "UNKNOWN_PROMPT") -> Entry:
+    """The get of ``name`` refused with ``code`` (a prompt is journaled by its server's own name)."""
+    [entry] = [
+        e
+        for e in seen["entries"]
+        if e.body.get("tool") == "prompts/get"
+        and e.body.get("code") == code
+        and (e.body.get("arguments") or {}).get("name") == name
+    ]
+    return entry
+
+
+@ERAS
+@pytest.mark.parametrize("asked", ["unknown prompt", "not renamed"])
+def test_a_get_of_a_prompt_no_server_offers_is_journaled_as_refused_unknown_prompt(
+    world: dict[str, Any], mode: str, asked: str
+) -> None:
+    seen = world[mode]
+    name, arguments = PROMPTS[asked]
+    error = seen[asked]
+    refused = prompt_entry(seen, name)
+
+    assert isinstance(error, MCPError)
+    assert error.error.code == mcp_types.INVALID_PARAMS
+    assert error.data == {"code": "UNKNOWN_PROMPT", "entry": refused.id, "name": name}
+    assert error.message.startswith(
+        f"UNKNOWN_PROMPT: no server of the Recorder offers a prompt named {name!r}"
+    )
+    assert (refused.kind, refused.body["tool"], refused.body["code"]) == (
+        "refused",
+        "prompts/get",
+        "UNKNOWN_PROMPT",
+    )
+    assert "server" not in refused.body
+    assert refused.body["arguments"] == {"name": name, "arguments": arguments}
+    assert refused.body["argumentsDigest"].startswith("sha256:")
+
+
+@ERAS
+@pytest.mark.parametrize("asked", ["line break", "controls"])
+def test_a_prompt_name_with_a_line_break_or_terminal_controls_is_kept_as_sent_and_quoted_escaped(
+    world: dict[str, Any], mode: str, asked: str
+) -> None:
+    seen = world[mode]
+    name, _ = PROMPTS[asked]
+    error = seen[asked]
+    refused = prompt_entry(seen, name)
+
+    assert (error.data["code"], error.data["entry"], error.data["name"]) == (
+        "UNKNOWN_PROMPT",
+        refused.id,
+        name,
+    )
+    assert refused.body["code"] == "UNKNOWN_PROMPT"
+    assert error.message.isprintable()  # one line: no line break, ANSI escape or bidi override
+    assert repr(name) in error.message
+
+
+@ERAS
+def test_a_prompt_name_too_long_to_keep_is_refused_with_its_size_and_digest_not_its_name(
+    world: dict[str, Any], mode: str
+) -> None:
+    seen = world[mode]
+    error = seen["too long"]
+    [refused] = [e for e in seen["entries"] if e.id == error.data["entry"]]
+    kept = refused.body["argumentsRefused"]
+
+    assert error.data == {"code": "UNKNOWN_PROMPT", "entry": refused.id}
+    assert f"… ({len(TOO_LONG)} characters)" in error.message
+    assert len(error.message) < 500
+    assert (refused.body["tool"], refused.body["code"]) == ("prompts/get", "UNKNOWN_PROMPT")
+    assert "arguments" not in refused.body
+    assert kept["bytes"] > MAX_ARGUMENTS_BYTES
+    assert "more than max_arguments_bytes" in kept["reason"]
+
+
+@ERAS
+def test_a_prompt_an_unclassified_server_offers_is_decided_r4_and_refused_not_unknown(
+    world: dict[str, Any], mode: str
+) -> None:
+    seen = world[mode]
+    refused = prompt_entry(seen, "welcome", "PROMPT_NOT_ALLOWED")
+    reversibility = refused.body["decision"]["reversibility"]
+
+    assert seen["unclassified"].data["code"] == "PROMPT_NOT_ALLOWED"
+    assert (refused.body["code"], refused.body["server"]) == ("PROMPT_NOT_ALLOWED", "plain")
+    assert (reversibility["class"], reversibility["source"]) == ("R4", "host-default")
+    assert not [read for read in seen["reads"] if read.startswith("welcome")]
+
+
+def test_refused_prompt_names_forge_no_line_in_show_explain_or_the_run_timeline(
+    world: dict[str, Any],
+) -> None:
+    seen = world["auto"]
+    org: HostOrg = seen["org"]
+    policy = load_policy(org.root / "policy.json", directory=org.root / "directory.json")
+    downstream = seen["recorder"].downstreams["notes"]
+    refused = {e.id for e in seen["entries"] if e.body.get("code") == "UNKNOWN_PROMPT"}
+    shown = entry_lines(seen["entries"])
+
+    def explained(name: str) -> list[str]:
+        told = explain_listed(downstream, policy, "prompts/get", {"name": name}, utc_now())
+        return explanation(told, policy).splitlines()
+
+    assert len(refused) == 5
+    assert len(shown) == len(seen["entries"])
+    assert all(line.isprintable() for line in shown)
+    assert [line.split()[:2] for line in shown if line.split()[0] in refused] == [
+        [e, "refused"] for e in sorted(refused, key=lambda e: int(e[1:]))
+    ]
+    assert len(explained(LINE_BREAK)) == len(explained(CONTROLS)) == len(explained("notes_farewell"))
+    assert all(line.isprintable() for line in explained(LINE_BREAK) + explained(CONTROLS))
+    assert not refused & {line.entry for line in timeline(seen["entries"], utc_now())}
+
+
+def test_an_unknown_prompt_or_uri_is_journaled_not_logged_as_a_failure_with_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    reads: list[str] = []
+    embedded = {"plain": plain_server(reads)}
+    org = HostOrg.make(tmp_path, {"plain": ServerConfig(command="in-memory")}, {}, embedded=embedded)
+
+    async def story() -> list[str]:
+        async with AsyncExitStack() as stack:
+            _, agent = await org.session(stack)
+            with pytest.raises(MCPError) as prompt:
+                await agent.get_prompt("plain_farewell")
+            with pytest.raises(MCPError) as read:
+                await agent.read_resource("plain://nowhere")
+            return [prompt.value.data["code"], read.value.data["code"]]
+
+    with caplog.at_level(logging.ERROR, logger="fastmcp"):
+        codes = anyio.run(story)
+
+    assert codes == ["UNKNOWN_PROMPT", "UNKNOWN_RESOURCE"]
+    assert [record.getMessage() for record in caplog.records if record.exc_info] == []
+
+
+def test_a_listed_prompt_its_server_no_longer_offers_is_journaled_as_its_failed_get_not_as_unknown(
+    tmp_path: Path,
+) -> None:
+    reads: list[str] = []
+    plain = plain_server(reads)
+    org = HostOrg.make(
+        tmp_path,
+        {"plain": ServerConfig(command="in-memory")},
+        {"autonomy": LETS_UNKNOWN_THROUGH},
+        embedded={"plain": plain},
+    )
+
+    async def story() -> tuple[MCPError, str | None]:
+        async with AsyncExitStack() as stack:
+            recorder, agent = await org.session(stack)
+            plain.disable(names={"welcome"}, components={"prompt"})  # listed to the Recorder, gone now
+            with pytest.raises(MCPError) as failed:
+                await agent.get_prompt("plain_welcome", {"name": "Ada"})
+            return failed.value, recorder.run_id
+
+    error, run = anyio.run(story)
+    [entry] = [e for e in org.store.entries(run) if e.body.get("tool") == "prompts/get"]
+
+    assert (entry.kind, entry.body["server"], entry.body["outcome"]["status"]) == ("call", "plain", "error")
+    assert (error.data or {}).get("code") != "UNKNOWN_PROMPT"
+    assert reads == []

@@ -15,33 +15,34 @@ import sys
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from support.chain_server import undo_log, values
+from support.undo_authority import (
+    NO_LONGER,
+    People,
+    approved_not_run,
+    edit_directory,
+    halts,
+    with_a_new_key_for_lee,
+    without_lee,
+    without_lees_role,
+)
 from support.undo_org import EVE, LEAD, LEE, POLICY, Org, make_org
 from support.waiting import wait_until
 
 from hatp_journal._shared.clock import utc_now
 from hatp_journal.recorder.config import load_config
-from hatp_journal.recorder.directory import Directory
-from hatp_journal.recorder.record import Entry
-from hatp_journal.recorder.undo import Step, UndoCode, UndoError, decide_plan, find_plan
+from hatp_journal.recorder.undo import Step, UndoCode, UndoError
 from hatp_journal.recorder.undo.actions import authority_now, run_plan
 from hatp_journal.recorder.undo.servers import UndoServers
-from hatp_journal.toolkit import SigningKey
-from hatp_journal.toolkit.signing import b64url
 
-HALTED = "undo-halted"
-NO_LONGER = f"hatp-recorder: {UndoCode.APPROVER_NO_LONGER_AUTHORIZED}: "
 THREE_PUTS = [
     ("chain_put", {"key": "a", "value": "1"}),
     ("chain_put", {"key": "b", "value": "1"}),
     ("chain_put", {"key": "c", "value": "1"}),
 ]
-
-People = list[dict[str, Any]]
 
 
 @pytest.fixture
@@ -57,61 +58,12 @@ def stdio_org(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> Org:
     return make_org(tmp_path, capfd, stdio=True)
 
 
-def edit_directory(org: Org, change: Callable[[People], None]) -> None:
-    path = org.root / "directory.json"
-    directory = json.loads(path.read_text())
-    change(directory["people"])
-    path.write_text(json.dumps(directory))
-
-
-def lee(people: People) -> dict[str, Any]:
-    return next(p for p in people if p["id"] == LEE)
-
-
-def without_lee(people: People) -> None:
-    people.remove(lee(people))
-
-
-def without_lees_role(people: People) -> None:
-    lee(people)["roles"] = []
-
-
-def with_a_new_key_for_lee(people: People) -> None:
-    lee(people)["publicKey"] = b64url(SigningKey.generate().public.raw())
-
-
 def eve_leads_the_team(people: People) -> None:
     next(p for p in people if p["id"] == EVE)["roles"] = [LEAD]
 
 
 def undo_authority_given_to(org: Org, role: str) -> None:
     (org.root / "policy.json").write_text(json.dumps({**POLICY, "undoAuthority": role}))
-
-
-def approved_not_run(org: Org, run: str) -> str:
-    """A plan to undo all of ``run``, approved by Lee (counted), and not run yet: its ref."""
-    ref, _ = org.plan(run, "--from", "1")
-    store = org.store()
-    try:
-        decided = decide_plan(
-            store,
-            ref,
-            "approve",
-            person=LEE,
-            key=SigningKey.from_file(Path(org.key(LEE))),
-            directory=Directory.load(org.root / "directory.json"),
-            undo_authority=LEAD,
-            fresh=find_plan(store, ref).plan,
-            now=utc_now(),
-        )
-    finally:
-        store.dispose()
-    assert decided.counted, decided.message
-    return ref
-
-
-def halts(org: Org, run: str) -> list[Entry]:
-    return [e for e in org.entries(run) if e.kind == HALTED]
 
 
 def undo_entries(org: Org, run: str) -> list[str]:

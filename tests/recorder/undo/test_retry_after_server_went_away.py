@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from support.chain_server import gone_mark, outside_edit, undo_log, values
+from support.undo_authority import NO_LONGER, approved_not_run, edit_directory, halts, without_lees_role
 from support.undo_org import Org, make_org
-from test_authority_at_every_step import NO_LONGER, approved_not_run, edit_directory, halts, without_lees_role
 
 from hatp_journal.recorder.record import Entry
 from hatp_journal.recorder.undo import Step, UndoCode, UndoError

@@ -11,8 +11,8 @@ import subprocess
 
 from http_browser import code, form_fields, signed_in
 from support.chain_server import undo_log, values
+from support.undo_authority import HALTED, approved_not_run, edit_directory, halts, without_lee
 from support.undo_org import DANA, LEE
-from test_authority_at_every_step import HALTED, approved_not_run, edit_directory, halts, without_lee
 from test_undo_in_background import approve, hold_the_undo_lease, outcome_once
 from web_org import Approver
 
