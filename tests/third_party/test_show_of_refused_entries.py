@@ -5,7 +5,8 @@ nothing serves, calls a tool the Recorder does not publish, and calls again a ca
 every name it chooses carries a line break, ANSI escapes, C1 controls, a bidi override or a line
 separator. ``show`` prints each ``refused`` entry on one line with what was asked (the tool, or the
 method and the prompt's name or the URI) and its code, escaped; ``show --json`` prints the same
-values as valid JSON with every control and format character written as ``\\uXXXX``.
+values as valid JSON with every control and format character written as ``\\uXXXX``. A read the
+policy let through names its URI too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import unicodedata
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,6 +45,7 @@ TAG = "\U000e0041"
 """A tag character (format, past U+FFFF): JSON escapes it as a surrogate pair."""
 MAX_ARGUMENTS_BYTES = 16 * 1024
 TOO_LONG = "notes_" + "a" * MAX_ARGUMENTS_BYTES
+TODAY = "notes://today"
 SECRET = "notes://secret"
 NOWHERE = f"notes://nowhere/{HOSTILE}"
 UNKNOWN_TOOL = f"crm_export{HOSTILE}"
@@ -52,8 +55,13 @@ ZOE = {"who": "Zoë 李", "note": HOSTILE}
 
 
 def notes_server() -> FastMCP:
-    """A server no registry file classifies: its reads, gets and calls are R4 for the policy."""
+    """A server whose registry file classes one read, ``notes://today``, R0: its other reads, its
+    gets and its calls are R4 for the policy."""
     server = FastMCP("notes")
+
+    @server.resource(TODAY)
+    def today() -> str:
+        return "The lamp ships on Monday."
 
     @server.resource(SECRET)
     def secret() -> str:
@@ -68,6 +76,20 @@ def notes_server() -> FastMCP:
         return f"forgot {what}"
 
     return server
+
+
+def notes_registry(root: Path) -> dict[str, Any]:
+    """The policy's registry: a file that classes ``notes://today`` R0."""
+    said = {"rationale": "reads a note", "evidence": {"version": "1", "source": "notes.py:1"}}
+    own = {
+        "format": "hatp-registry/1",
+        "server": {"id": "our-notes", "package": "in-memory", "version": "1"},
+        "status": "reviewed",
+        "tools": {},
+        "resources": {TODAY: {"class": "R0", **said}},
+    }
+    (root / "our-notes.json").write_text(json.dumps(own))
+    return {"registry": {"files": ["our-notes.json"], "servers": {"notes": "our-notes"}}}
 
 
 async def sent(agent: Client[Any], request: Any, answer: type[Any]) -> Any:
@@ -98,6 +120,7 @@ async def refused_everything(org: HostOrg, mode: str) -> dict[str, Any]:
         recorder = Recorder(config, store=org.store, policy=policy, embedded=org.embedded)
         mcp = await recorder.start(stack)
         agent = await stack.enter_async_context(Client(mcp, mode=mode))  # type: ignore[arg-type]
+        told["today"] = await read(agent, TODAY)
         told["secret"] = await read(agent, SECRET)
         told["nowhere"] = await read(agent, NOWHERE)
         told["greeting"] = await get(agent, "notes_greeting", {"name": "Ada"})
@@ -128,7 +151,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for mode in ("auto", "legacy"):
         root = tmp_path_factory.mktemp(f"refused-{mode}")
         servers = {"notes": ServerConfig(command="in-memory")}
-        org = HostOrg.make(root, servers, {}, embedded={"notes": notes_server()})
+        org = HostOrg.make(root, servers, notes_registry(root), embedded={"notes": notes_server()})
         told[mode] = anyio.run(refused_everything, org, mode)
         told[mode]["entries"] = org.store.entries(told[mode]["run"])
         (root / "recorder.toml").write_text(
@@ -248,3 +271,16 @@ def test_jq_reads_show_json_as_the_same_values(world: dict[str, Any], printed_js
     done = subprocess.run([jq, "-c", "."], input=printed_json, capture_output=True, check=True, timeout=60)
 
     assert json.loads(done.stdout) == [entry.wire() for entry in world["auto"]["entries"]]
+
+
+def test_show_names_the_uri_of_a_read_the_policy_let_through(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen = world["auto"]
+    [call] = [e for e in seen["entries"] if e.kind == "call"]
+    printed = show(seen, capsys)
+
+    assert seen["today"].contents[0].text == "The lamp ships on Monday."
+    assert re.fullmatch(
+        rf"{call.id} +call +notes\.resources/read {TODAY} +allow R0", line_of(printed, call.id)
+    )
