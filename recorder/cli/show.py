@@ -117,7 +117,8 @@ def _asked(server: str | None, tool: str, arguments: Any) -> str:
     """``server.tool`` (no server: nothing the Recorder publishes serves it), and for a prompt get
     or a resource read the prompt's name or the URI asked for."""
     what = f"{server}.{tool}" if server else tool
-    named = _text(_member(arguments, _NAMED_BY.get(tool, "")))
+    member = _NAMED_BY.get(tool)
+    named = _text(_member(arguments, member)) if member is not None else ""
     return f"{what} {named}" if named else what
 
 

@@ -50,8 +50,9 @@ SECRET = "notes://secret"
 NOWHERE = f"notes://nowhere/{HOSTILE}"
 UNKNOWN_TOOL = f"crm_export{HOSTILE}"
 UNKNOWN_PROMPT = f"notes_{HOSTILE}{TAG}"
-ZOE = {"who": "Zoë 李", "note": HOSTILE}
-"""Arguments whose ordinary non-ASCII text stays readable in JSON, and whose controls do not."""
+ZOE = {"who": "Zoë 李", "note": HOSTILE, "": "notes://secret"}
+"""Arguments whose ordinary non-ASCII text stays readable in JSON, and whose controls do not (an
+empty key names no URI: only a read's ``uri`` or a get's ``name`` says what was asked)."""
 
 
 def notes_server() -> FastMCP:
