@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from hatp_journal._shared.clock import utc_now
 from hatp_journal._shared.text import shown, unsafe
 from hatp_journal.recorder.cli.command_line import main
+from hatp_journal.recorder.cli.show import entry_lines
 from hatp_journal.recorder.config import ServerConfig
 from hatp_journal.recorder.directory import Directory
 from hatp_journal.recorder.gateway.core import Recorder
@@ -285,3 +286,35 @@ def test_show_names_the_uri_of_a_read_the_policy_let_through(
     assert re.fullmatch(
         rf"{call.id} +call +notes\.resources/read {TODAY} +allow R0", line_of(printed, call.id)
     )
+
+
+def stored(number: int, body: dict[str, Any]) -> Entry:
+    """A ``refused`` entry as a store hands it back (no gateway can be made to crash mid-call here)."""
+    return Entry(
+        id=f"e{number}",
+        run="r",
+        seq=number,
+        time="2026-12-04T12:00:00Z",
+        kind="refused",
+        body=body,
+        prev_hash="",
+        hash="",
+    )
+
+
+def test_an_approved_call_in_doubt_says_why_and_a_refused_body_that_does_not_fit_reads_unreadable() -> None:
+    why = "the Recorder that was making this approved call sent it to crm at 12:00Z and stopped\n"
+    in_doubt = {"server": "crm", "tool": "charge", "arguments": {}, "code": "CALL_IN_DOUBT", "why": why}
+    lines = entry_lines(
+        [stored(3, {**in_doubt, "ask": "e2"}), stored(4, {"tool": 7, "code": "UNKNOWN_TOOL"})]
+    )
+
+    assert re.split(" {2,}", lines[0]) == [
+        "e3",
+        "refused",
+        "crm.charge",
+        "CALL_IN_DOUBT",
+        f"{shown(why)}; ask e2",
+    ]
+    assert re.split(" {2,}", lines[1])[2:4] == ["unreadable", "BODY_UNREADABLE"]
+    assert re.split(" {2,}", lines[1])[4].startswith("tool")  # the member that does not fit
