@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.toolkit.errors import KeyFileError
 
 
@@ -82,7 +83,7 @@ def _pending(args: argparse.Namespace) -> int:
             return 0
         for row in pending(engine, every=args.all):
             if args.json:
-                print(json.dumps(row.model_dump(), ensure_ascii=False, sort_keys=True))
+                print(json_for_people(row.model_dump(), sort_keys=True))
                 continue
             line = (
                 f"{row.id}  {row.state:<8} {row.server} {row.tool} -> {row.action}  attempts {row.attempts}"

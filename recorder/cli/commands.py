@@ -25,7 +25,7 @@ from typing import Any, Literal
 import anyio
 
 from hatp_journal._shared.clock import parse_wire_time, utc_now, wire_time
-from hatp_journal._shared.text import shown
+from hatp_journal._shared.text import json_for_people, shown
 from hatp_journal.recorder import tracing
 from hatp_journal.recorder.cli.bad_input import said_as_bad_input
 from hatp_journal.recorder.cli.columns import aligned
@@ -88,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.command in ("asks", "approve", "deny"):
             return _asks(store, config, args)
         elif args.command == "show" and args.json:
-            print(
-                json.dumps([entry.wire() for entry in store.entries(args.run)], indent=2, ensure_ascii=False)
-            )
+            print(json_for_people([entry.wire() for entry in store.entries(args.run)], indent=2))
         elif args.command == "show":
             for line in entry_lines(store.entries(args.run)):
                 print(line)

@@ -7,7 +7,6 @@ nor the store's machinery: it is meant to come in well under a second.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from functools import partial
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import anyio
 
 from hatp_journal._shared.clock import utc_now
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.recorder.config import load_config
 from hatp_journal.recorder.gateway.explain import ExplainError, explain, explanation, parse_arguments
 from hatp_journal.recorder.policy import load_policy
@@ -45,7 +45,7 @@ def explain_command(args: argparse.Namespace) -> int:
             raise
         return 2
     if args.json:
-        print(json.dumps(explained.decision.wire(), indent=2, ensure_ascii=False))
+        print(json_for_people(explained.decision.wire(), indent=2))
     else:
         print(explanation(explained, policy))
         if explained.listed_at is not None:

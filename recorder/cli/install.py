@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.recorder.config import RUN_KEY_ENV, ConfigError, load_config, missing_commands, with_run_key
 
 
@@ -81,7 +82,7 @@ def install(args: argparse.Namespace) -> int:
     made = entry(args.client, args.config, args.run_key)
     key = "servers" if args.client == "vscode" else "mcpServers"
     if args.write is None:
-        print(json.dumps({key: {args.name: made}}, indent=2, ensure_ascii=False))
+        print(json_for_people({key: {args.name: made}}, indent=2))
         return 0
     target = Path(args.write) if args.write else default_file(args.client)
     try:

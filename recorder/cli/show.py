@@ -27,6 +27,7 @@ from hatp_journal.recorder.record.entry_bodies import (
     NoticeBody,
     OutcomeBody,
     PlanBody,
+    RefusedBody,
     ReversalBody,
     Unreadable,
     read_body,
@@ -38,6 +39,9 @@ from hatp_journal.recorder.runs.preview_words import preview_words
 
 Line = tuple[str, str, str, str]
 _SECTIONS = ("steps", "conflicts", "notReversible")
+_NAMED_BY = {"prompts/get": "name", "resources/read": "uri"}
+"""The argument that says what a prompt get or a resource read asked for (the ``tool`` of its
+entry is the MCP method: ``recorder/gateway/prompt_policy.py``, not imported: it loads the gateway)."""
 
 
 def entry_lines(entries: Sequence[Entry]) -> list[str]:
@@ -104,11 +108,38 @@ def describe(body: Body | Unreadable) -> Line:
         return f"step {body.step}" if body.step else "", "", body.summary or "", body.undo_by or ""
     if isinstance(body, MentionBody):
         return body.ask or body.entry or "", body.code, "", ""
+    if isinstance(body, RefusedBody):
+        return _refused(body)
     return "", "", "", ""
 
 
+def _asked(server: str | None, tool: str, arguments: Any) -> str:
+    """``server.tool`` (no server: nothing the Recorder publishes serves it), and for a prompt get
+    or a resource read the prompt's name or the URI asked for."""
+    what = f"{server}.{tool}" if server else tool
+    member = _NAMED_BY.get(tool)
+    named = _text(_member(arguments, member)) if member is not None else ""
+    return f"{what} {named}" if named else what
+
+
+def _refused(body: RefusedBody) -> Line:
+    """What was asked and not forwarded, its code (and the class it was decided by), and why."""
+    decision = body.decision
+    rclass = decision.rclass if decision is not None else None
+    reasons = [r.detail for r in decision.reasons] if decision is not None else []
+    kept = body.arguments_refused
+    said = [
+        *reasons,
+        body.why,
+        kept.reason if kept is not None else "",
+        f"ask {body.ask}" if body.ask else "",
+    ]
+    status = f"{body.code} {rclass or ''}".strip()
+    return _asked(body.server, body.tool, body.arguments), status, "; ".join(t for t in said if t), ""
+
+
 def _call(body: CallBody) -> Line:
-    what = f"{body.server}.{body.tool}"
+    what = _asked(body.server, body.tool, body.arguments)
     if body.remedies:
         what += f" (remedies {body.remedies})"
     action = body.decision.action if body.decision is not None else ""

@@ -249,6 +249,28 @@ class LinkBody(MentionBody):
     by: str | None = None
 
 
+class KeptOfArguments(BodyModel):
+    """``argumentsRefused``: what a refused entry keeps of arguments the record can't hold."""
+
+    reason: str = ""
+    bytes: int | None = None
+
+
+class RefusedBody(BodyModel):
+    """A ``refused``: a call, a prompt get or a resource read the Recorder did not forward, and why
+    (its code; the policy's decision, or what is known of an approved call in doubt). ``server`` is
+    absent when nothing the Recorder publishes serves what was asked."""
+
+    server: str | None = None
+    tool: str = ""
+    arguments: Any = None
+    arguments_refused: KeptOfArguments | None = None
+    code: str = ""
+    decision: AskDecision | None = None
+    ask: str | None = None
+    why: str = ""
+
+
 class OtherBody(BodyModel):
     """A kind no reader looks into."""
 
@@ -332,10 +354,15 @@ class MentionEntry(_Typed):
     body: MentionBody
 
 
-class OtherEntry(_Typed):
-    """``refused`` and ``seen``: kinds no reader looks into."""
+class RefusedEntry(_Typed):
+    kind: Literal["refused"]
+    body: RefusedBody
 
-    kind: Literal["refused", "seen"]
+
+class OtherEntry(_Typed):
+    """``seen``: a kind no reader looks into."""
+
+    kind: Literal["seen"]
     body: OtherBody
 
 
@@ -355,6 +382,7 @@ TypedEntry = Annotated[
     | NoteEntry
     | LinkEntry
     | MentionEntry
+    | RefusedEntry
     | OtherEntry,
     Field(discriminator="kind"),
 ]
@@ -376,6 +404,7 @@ Body = (
     | NoteBody
     | LinkBody
     | MentionBody
+    | RefusedBody
     | OtherBody
 )
 

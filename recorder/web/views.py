@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from hatp_journal._shared.clock import parse_wire_time
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.recorder.changes.plan import ReversalPlan
 from hatp_journal.recorder.changes.steps import steps_of
 from hatp_journal.recorder.directory import Directory
@@ -98,7 +98,7 @@ def ask_view(
     return AskView(
         ref=ask.ref,
         call=f"{terms.server}.{terms.tool}",
-        arguments=json.dumps(terms.arguments, indent=2, ensure_ascii=False),
+        arguments=json_for_people(terms.arguments, indent=2),  # a bidi override can't turn it around
         declared=terms.declared or "unknown",
         rclass=class_words(decision.rclass),
         reaches=list(dict.fromkeys(addresses(terms.arguments))),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.servers.calendar.constants import DEFAULT_ORGANIZER
 from hatp_journal.servers.runner import add_courier_argument, add_server_arguments, key_path, run_server
 from hatp_journal.toolkit.errors import KeyFileError, StoreError
@@ -148,7 +149,7 @@ def _outbox(args: argparse.Namespace) -> int:
             Outbox(engine, args.smtp_host, args.smtp_port).flush()
         with Session(engine) as session:
             for notice in session.exec(select(OutboxNotice).order_by(col(OutboxNotice.created_at))):
-                print(json.dumps(notice.view(), ensure_ascii=False))
+                print(json_for_people(notice.view()))
     finally:
         engine.dispose()
     return 0

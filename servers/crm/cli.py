@@ -10,11 +10,11 @@ Bad input (unknown deal or stage, missing store, an unusable key file) prints a 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.servers.runner import add_server_arguments, key_path, run_server
 from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bad_input(error.message)
     finally:
         engine.dispose()
-    print(json.dumps(deal_view(deal), ensure_ascii=False, indent=2))
+    print(json_for_people(deal_view(deal), indent=2))
     return 0
 
 

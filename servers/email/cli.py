@@ -12,11 +12,11 @@ and exits 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hatp_journal._shared.text import json_for_people
 from hatp_journal.servers.runner import add_courier_argument, add_server_arguments, key_path, run_server
 from hatp_journal.toolkit.errors import KeyFileError, StoreError, ToolFailed
 
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = create_store_engine(args.db)
         try:
             for sent in list_sent(engine):
-                print(json.dumps(sent, ensure_ascii=False))
+                print(json_for_people(sent))
         finally:
             engine.dispose()
     except StoreError as error:  # a bad URL, a database that can't be reached (password masked)

@@ -8,6 +8,7 @@ import logging
 import smtplib
 import socket
 import sqlite3
+import unicodedata
 from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
@@ -175,6 +176,22 @@ def test_a_person_drops_a_failing_action_from_the_command_line_and_it_is_never_t
     assert mailbox.received == []
     [kept] = pending(shop.journal.engine, every=True)
     assert (kept.state, kept.dropped_by) == ("dropped", "kim@acme.com")
+
+
+def test_pending_json_writes_controls_and_bidi_overrides_in_the_data_as_escapes_and_reads_back_the_same(
+    shop: JournalHarness, mailbox: Mailbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mailbox.broken = True
+    value = "Zoë\x1b[2J\u009b31m\u2028\u202egpj.exe\u200b"
+    shop.call("put_and_mail", key="order-7", value=value)
+    capsys.readouterr()
+
+    assert journal_cli(["pending", "--db", str(tmp_path / "shop.db"), "--json"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    listed = json.loads(line)
+    assert json.loads(listed["data_json"])["value"] == value
+    assert "Zoë" in line
+    assert [c for c in line if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")] == []
 
 
 def test_a_plain_callable_that_fails_after_the_commit_is_logged_not_lost_silently(

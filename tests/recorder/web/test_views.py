@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from support.undo_org import LEAD, LEE, make_org
@@ -34,6 +35,7 @@ def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_de
             "amount": "600.00",
             "currency": "USD",
             "receipt_to": "ap@globex.com",
+            "memo": "Zoë\u202eexe.gpj\u2028\x1b[2J",
         },
         "declared": "compensate",
         "callDigest": "sha256:00",  # as every ask is recorded (asks.py): what an approval signs
@@ -58,3 +60,5 @@ def test_an_ask_over_a_money_cap_shows_the_reason_code_the_totals_and_who_may_de
     assert view.totals == ["perRun: spent 0.00, call 600.00, total 600.00, cap 500"]
     assert view.holders == [f"Lee ({LEE})"]
     assert view.left == "4h 0m left"
+    assert '"memo": "Zoë\\u202eexe.gpj\\u2028\\u001b[2J"' in view.arguments  # escaped, not flipped
+    assert json.loads(view.arguments) == body["arguments"]

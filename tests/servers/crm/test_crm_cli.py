@@ -39,6 +39,17 @@ def test_edit_moves_the_deal_bumps_its_version_and_records_the_editor(store, cap
     assert json.loads(capsys.readouterr().out)["stage"] == "Negotiation"
 
 
+def test_show_writes_controls_and_bidi_overrides_as_json_escapes_and_keeps_accents(store, capsys) -> None:
+    editor = "Zoë\x1b[2J\u009b31m\u2028\u202emoc.emca@eve\u200b"
+    assert main(["edit", "--db", str(store), "D-881", "--stage", "Won", "--by", editor]) == 0
+    capsys.readouterr()
+
+    assert main(["show", "--db", str(store), "D-881"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed)["changed_by"] == editor
+    assert '"changed_by": "Zoë\\u001b[2J\\u009b31m\\u2028\\u202emoc.emca@eve\\u200b"' in printed
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
