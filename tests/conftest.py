@@ -31,6 +31,19 @@ def _temporary_files_in_memory() -> None:
 
 _temporary_files_in_memory()
 
+
+def _bytecode_kept() -> None:
+    """Compiled modules are kept (``__pycache__``, ignored by git) even where PYTHONDONTWRITEBYTECODE
+    is set, as on some CI machines: else every Python process the suite starts (hundreds: servers,
+    Recorders, commands) compiles the project's modules again, and each xdist worker rewrites and
+    compiles every test module it collects. Measured here: collection 10.3 s of CPU per worker
+    without the cache, 5 s with it; a file that starts 15 servers, 30 s of CPU less 1."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the processes the tests start
+    sys.dont_write_bytecode = False  # this process: pytest's rewritten test modules, imports from now
+
+
+_bytecode_kept()
+
 # postgres_url and store_url (SQLite, then PostgreSQL): one throwaway cluster per session.
 pytest_plugins = ["hatp_journal._shared.pytest_postgres"]
 

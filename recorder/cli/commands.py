@@ -49,6 +49,7 @@ from hatp_journal.recorder.runs.walk import each_run
 from hatp_journal.recorder.undo.actions import load_directory
 from hatp_journal.recorder.undo.approval import listed_plans
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
+from hatp_journal.recorder.undo.owned_commands import handles
 from hatp_journal.recorder.web.views import review
 from hatp_journal.toolkit.signing import SigningKey
 
@@ -77,11 +78,10 @@ def run(args: argparse.Namespace) -> int:
             return _tick(store, config, args.now)
         if args.command == "review":
             return _review(store, config, args)
-        if args.command in ("plan", "undo", "confirm-link", "remedy", "approve", "deny"):  # lazy: as web
+        if handles(args, store):  # lazy: as web (an agent's call approved or denied reaches no server)
             from hatp_journal.recorder.undo import commands as undo_commands
 
-            if undo_commands.handles(args, store):
-                return int(anyio.run(undo_commands.run_command, args, config, store) or 0)
+            return int(anyio.run(undo_commands.run_command, args, config, store) or 0)
         if args.command == "runs":
             for run in store.runs():
                 print(f"{run.id}\t{run.agent}\t{run.principal}")

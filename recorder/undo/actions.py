@@ -59,7 +59,14 @@ async def ask_for_plan(
         )
     refuse_if_requested(store, run.id, request)
     planned = await build_plan(
-        store, run.id, request, requested_by=by, undo_authority=authority, check=servers.check, now=now
+        store,
+        run.id,
+        request,
+        requested_by=by,
+        undo_authority=authority,
+        check=servers.check,
+        now=now,
+        boot=servers.launch,
     )
     if not planned.plan.steps and not planned.plan.conflicts:  # nothing a person could approve
         plan = planned.plan
@@ -194,6 +201,7 @@ async def replan(store: RunStore, shown: ReversalPlan, servers: UndoServers, now
         undo_authority=shown.undo_authority,
         check=servers.check,
         now=now,
+        boot=servers.launch,
     )
     return planned.plan
 

@@ -43,7 +43,7 @@ from hatp_journal.recorder.undo.approval import is_plan
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
 from hatp_journal.recorder.undo.execute import finished
 from hatp_journal.recorder.undo.planner import UndoRequest
-from hatp_journal.recorder.undo.remedy import ask_remedy, is_remedy, perform_remedy
+from hatp_journal.recorder.undo.remedy import ask_remedy, perform_remedy
 from hatp_journal.recorder.undo.servers import UndoServers
 from hatp_journal.recorder.undo.side_effects import side_effects_of
 from hatp_journal.toolkit.signing import SigningKey
@@ -119,20 +119,6 @@ async def _dispatch(
     if args.command == "remedy":
         return _remedy(args, store, policy, directory)
     raise AssertionError(f"not an undo command: {args.command}")  # pragma: no cover
-
-
-def handles(args: argparse.Namespace, store: RunStore) -> bool:
-    """Whether this module runs ``args`` (approve/deny only when they name a plan or a remedy)."""
-    if args.command in ("plan", "undo", "confirm-link", "remedy"):
-        return True
-    if args.command in ("approve", "deny"):
-        if is_plan(store, args.ask):
-            return True
-        try:
-            return is_remedy(Asks(store).find(args.ask))
-        except (KeyError, UnknownRun):
-            return False
-    return False
 
 
 async def _plan(

@@ -58,6 +58,8 @@ ReadThrough = Literal["uses", "arguments"]
 
 Check = Callable[[Step], Awaitable[dict[str, Any]]]
 """Asks a step's tool server for ``check``; returns its verified answer or raises CheckUnavailable."""
+Boot = Callable[[list[str]], Awaitable[None]]
+"""Starts the named tool servers' processes (their sessions are opened by the first check)."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,10 @@ async def build_plan(
     undo_authority: str,
     check: Check,
     now: datetime,
+    boot: Boot | None = None,
 ) -> PlannedUndo:
-    """Plan undoing ``request`` in ``run_id``; every compensable step is checked with its server."""
+    """Plan undoing ``request`` in ``run_id``; every compensable step is checked with its server
+    (``boot``, if given, starts the servers the checks need first, so that they start together)."""
     with gc_paused():  # reading and linking every entry makes many small objects, none of them garbage
         try:
             run = store.run(run_id)
@@ -130,7 +134,7 @@ async def build_plan(
         chains = Chains(s for s in planned if s.id not in host_done)
     with gc_frozen():  # the entries and steps just read sit out the collections the checks cause
         checked = [s for s in planned if _needs_check(s, now) and s.id not in host_done]
-        answers = await check_all(checked, check)
+        answers = await check_all(checked, check, boot)
         with gc_paused():
             found = Sections()
             checks: dict[str, dict[str, Any]] = {}
@@ -177,15 +181,20 @@ CHECKS_PER_SERVER = 8
 """How many ``check`` calls may wait on one tool server at once while planning."""
 
 
-async def check_all(steps: Sequence[Step], check: Check) -> dict[str, dict[str, Any] | CheckUnavailable]:
+async def check_all(
+    steps: Sequence[Step], check: Check, boot: Boot | None = None
+) -> dict[str, dict[str, Any] | CheckUnavailable]:
     """Every step's ``check`` answer (or why it could not run), at most :data:`CHECKS_PER_SERVER`
     at a time per server.
 
     A server's checks run one by one in this task until one is answered: that one opened the
     server's session, which must be opened (and later closed) by the task that owns the undo's
-    connections. The rest of its checks then run together.
+    connections. The rest of its checks then run together. ``boot`` is given every server first:
+    their processes then start together, rather than each when the one before it has answered.
     """
     answers: dict[str, dict[str, Any] | CheckUnavailable] = {}
+    if boot is not None and steps:
+        await boot(list(dict.fromkeys(step.server for step in steps)))
 
     async def one(step: Step) -> None:
         try:

@@ -8,7 +8,7 @@ and journaled in the same Run Record, its entry naming the ask and the entry it 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hatp_journal._shared.canonical import sha256_digest
 from hatp_journal.recorder.changes.steps import steps_of
@@ -21,7 +21,9 @@ from hatp_journal.recorder.record.entry_bodies import DecisionBody, read_own
 from hatp_journal.recorder.record.written_bodies import CallRecord, Outcome
 from hatp_journal.recorder.runs.asks import Ask, Asks
 from hatp_journal.recorder.undo.errors import UndoCode, UndoError
-from hatp_journal.recorder.undo.servers import UndoServers
+
+if TYPE_CHECKING:  # only named here: deciding whether an ask is a remedy loads no MCP stack
+    from hatp_journal.recorder.undo.servers import UndoServers
 
 
 def ask_remedy(

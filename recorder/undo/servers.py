@@ -58,6 +58,7 @@ class UndoServers:
         self.key, self.clock = store.key, store.clock  # the host signs its own undo answers
         self.stack = stack
         self._open: dict[str, Downstream] = dict(connected or {})
+        self._launched: dict[str, Downstream] = {}  # started by ``launch``, session not yet opened
         self._unreachable: dict[str, str] = {}  # server → why it could not be reached (not tried again)
 
     @traced("hatp.check", lambda a: _step_attributes(a["step"]))
@@ -123,6 +124,23 @@ class UndoServers:
             raise _Unavailable(f"{step.server} answered {tool} for another token")
         return answer
 
+    async def launch(self, names: list[str]) -> None:
+        """Start the processes of the stdio servers ``names`` now, so that they boot together; each
+        session is still opened when a step first needs it. A server that can't be started is
+        left for that moment, which tries again and says why."""
+        for name in names:
+            server = self.config.servers.get(name)
+            if server is None or server.command is None or name in self.embedded:
+                continue  # a server reached over HTTP or in memory has no process to start
+            if name in self._open or name in self._launched or name in self._unreachable:
+                continue
+            downstream = Downstream(name, server, self.pins)
+            try:
+                await downstream.launch(self.stack)
+            except DownstreamError:
+                continue
+            self._launched[name] = downstream
+
     async def _connected(self, name: str) -> Downstream:
         if name in self._open:
             return self._open[name]
@@ -133,7 +151,9 @@ class UndoServers:
         server = self.config.servers.get(name)
         if server is None:
             raise _Unavailable(f"{name} is not in the Recorder's configuration")
-        downstream = Downstream(name, server, self.pins, self.embedded.get(name))
+        downstream = self._launched.pop(name, None) or Downstream(
+            name, server, self.pins, self.embedded.get(name)
+        )
         downstream.request_meta = self.announcement
         try:
             await downstream.connect(self.stack)

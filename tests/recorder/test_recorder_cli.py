@@ -171,6 +171,24 @@ def test_verify_imports_neither_the_gateway_nor_the_store_commands_nor_the_mcp_s
     assert done.stdout.splitlines()[-1] == "0 []"  # verified (keys taken from the file), nothing heavy loaded
 
 
+def test_approving_an_agents_call_loads_neither_the_undo_commands_nor_the_mcp_stack(
+    setup: tuple[Path, RunStore, str],
+) -> None:
+    folder, store, ask = setup
+    heavy = ["hatp_journal.recorder.undo.commands", "hatp_journal.recorder.gateway", "mcp", "fastmcp"]
+    argv = ["--config", str(folder / "recorder.toml"), "approve", ask, "--as", "lee"]
+    program = (
+        "import sys\n"
+        "from hatp_journal.recorder.cli.command_line import main\n"
+        f"code = main({[*argv, '--key', str(folder / 'lee.key')]!r})\n"
+        f"print(code, [name for name in {heavy!r} if name in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+
+    assert done.stdout.splitlines()[-1] == "0 []", done.stderr
+    assert [e.kind for e in store.entries(ask.rpartition("/")[0])] == ["ask", "decision"]
+
+
 def test_verify_prints_an_entry_id_from_a_forged_record_escaped_so_it_cannot_pass_for_the_verdict(
     setup: tuple[Path, RunStore, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
