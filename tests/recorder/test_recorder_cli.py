@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -161,14 +162,22 @@ def test_verify_imports_neither_the_gateway_nor_the_store_commands_nor_the_mcp_s
     config = ["--config", str(folder / "recorder.toml")]
     assert main([*config, "export", ask.rpartition("/")[0], "--out", str(folder / "r.json")]) == 0
     heavy = ["hatp_journal.recorder.cli.commands", "hatp_journal.recorder.gateway", "mcp", "sqlalchemy"]
+    code, loaded, _ = _run_in_a_fresh_process(["verify", str(folder / "r.json")], heavy)
+    assert (code, loaded) == (0, [])  # verified (keys taken from the file), nothing heavy loaded
+
+
+def _run_in_a_fresh_process(argv: list[str], heavy: list[str]) -> tuple[int, list[str], str]:
+    """``hatp-recorder ARGV`` in a new Python process: its exit code, which of ``heavy`` it loaded,
+    and its stderr."""
     program = (
         "import sys\n"
         "from hatp_journal.recorder.cli.command_line import main\n"
-        f"code = main(['verify', {str(folder / 'r.json')!r}])\n"
+        f"code = main({argv!r})\n"
         f"print(code, [name for name in {heavy!r} if name in sys.modules])\n"
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-1] == "0 []"  # verified (keys taken from the file), nothing heavy loaded
+    code, _, loaded = done.stdout.splitlines()[-1].partition(" ")
+    return int(code), ast.literal_eval(loaded), done.stderr
 
 
 def test_approving_an_agents_call_loads_neither_the_undo_commands_nor_the_mcp_stack(
@@ -177,15 +186,9 @@ def test_approving_an_agents_call_loads_neither_the_undo_commands_nor_the_mcp_st
     folder, store, ask = setup
     heavy = ["hatp_journal.recorder.undo.commands", "hatp_journal.recorder.gateway", "mcp", "fastmcp"]
     argv = ["--config", str(folder / "recorder.toml"), "approve", ask, "--as", "lee"]
-    program = (
-        "import sys\n"
-        "from hatp_journal.recorder.cli.command_line import main\n"
-        f"code = main({[*argv, '--key', str(folder / 'lee.key')]!r})\n"
-        f"print(code, [name for name in {heavy!r} if name in sys.modules])\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    code, loaded, stderr = _run_in_a_fresh_process([*argv, "--key", str(folder / "lee.key")], heavy)
 
-    assert done.stdout.splitlines()[-1] == "0 []", done.stderr
+    assert (code, loaded) == (0, []), stderr
     assert [e.kind for e in store.entries(ask.rpartition("/")[0])] == ["ask", "decision"]
 
 
