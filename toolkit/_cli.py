@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from hatp_journal._shared.text import json_for_people
+from hatp_journal._shared.text import json_for_people, shown
 from hatp_journal.toolkit.errors import KeyFileError
 
 
@@ -92,7 +92,7 @@ def _pending(args: argparse.Namespace) -> int:
                 line += f", next try {row.next_try_at}"
             if row.last_error:
                 line += f"  last error: {' '.join(row.last_error.split())}"
-            print(line)
+            print(shown(line))  # an error text is a server's (an SMTP reply): one line, no escapes run
     finally:
         engine.dispose()
     return 0

@@ -19,6 +19,7 @@ from aiosmtpd.controller import Controller
 from pydantic import BaseModel
 from support import kv_server
 
+from hatp_journal._shared.text import unsafe
 from hatp_journal.toolkit import (
     DeclarationError,
     Effect,
@@ -192,6 +193,24 @@ def test_pending_json_writes_controls_and_bidi_overrides_in_the_data_as_escapes_
     assert json.loads(listed["data_json"])["value"] == value
     assert "Zoë" in line
     assert [c for c in line if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")] == []
+
+
+def test_pending_prints_a_kept_error_with_its_controls_escaped_on_one_line(
+    shop: JournalHarness, mailbox: Mailbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mailbox.broken = True
+    shop.call("put_and_mail", key="order-7", value="shipped")
+    capsys.readouterr()
+    # An action's error is whatever its exception said (a server's reply, a value): raw controls too.
+    said = "refused \x1b[2J\x1b[31m\u009b1m\u202egpj.exe\u2028e9 done"
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        db.execute("UPDATE hatp_after_commit SET last_error = ?", (said,))
+
+    assert journal_cli(["pending", "--db", str(tmp_path / "shop.db")]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    # Each escape written out; U+2028 is white space, so it became one space.
+    assert line.endswith("last error: refused \\x1b[2J\\x1b[31m\\x9b1m\\u202egpj.exe e9 done")
+    assert [c for c in line if unsafe(c)] == []
 
 
 def test_a_plain_callable_that_fails_after_the_commit_is_logged_not_lost_silently(
