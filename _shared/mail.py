@@ -426,7 +426,7 @@ def _offer(
         if not restarted:  # part of it, or a length we did not send: start over, as a new transaction
             client.rset()
             code, reply = client.mail(envelope.sender, options)
-    if code not in (250, 355) or (code == 355 and not restarted):
+    if code != 250 and not restarted:
         raise smtplib.SMTPSenderRefused(code, reply, envelope.sender)
     refused: dict[str, tuple[int, bytes]] = {}
     for address in envelope.recipients:
